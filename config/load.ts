@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import { configSchema, type RunnerflowConfig, type SecretRef } from './schema';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** One line per problem: `where: what`. */
+export function formatZodIssues(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.map(String).join('.');
+      const where = [prefix, path].filter(Boolean).join('.');
+      return `${where || '(root)'}: ${issue.message}`;
+    })
+    .join('\n');
+}
+
+export interface LoadedConfig {
+  config: RunnerflowConfig;
+  /** Where the config came from, for the start-up banner. */
+  source: string;
+  /** Secrets given directly by the environment (they override the file's references). */
+  env: NodeJS.ProcessEnv;
+}
+
+export function parseConfig(raw: unknown, where = 'config'): RunnerflowConfig {
+  const result = configSchema.safeParse(raw ?? {});
+  if (!result.success) throw new ConfigError(`invalid ${where}:\n${formatZodIssues(result.error)}`);
+  return result.data;
+}
+
+/**
+ * Reads RUNNERFLOW_CONFIG (YAML) when set, else embedded defaults, then applies
+ * what deployments commonly inject through the environment.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const path = env.RUNNERFLOW_CONFIG;
+  let raw: unknown = {};
+  let source = 'embedded defaults (no RUNNERFLOW_CONFIG)';
+  if (path) {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`cannot read RUNNERFLOW_CONFIG ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    try {
+      raw = parseYaml(text) ?? {};
+    } catch (err) {
+      throw new ConfigError(`${path} is not valid YAML: ${(err as Error).message}`);
+    }
+    source = path;
+  }
+  const config = parseConfig(raw, path ?? 'embedded config');
+  if (env.TEMPORAL_ADDRESS) config.temporal.address = env.TEMPORAL_ADDRESS;
+  if (env.TEMPORAL_NAMESPACE) config.temporal.namespace = env.TEMPORAL_NAMESPACE;
+  if (env.RUNNERFLOW_TASK_QUEUE) config.temporal.taskQueue = env.RUNNERFLOW_TASK_QUEUE;
+  if (env.RUNNERFLOW_LISTEN) config.api.listen = env.RUNNERFLOW_LISTEN;
+  if (env.RUNNERFLOW_WEBHOOK_SECRET) config.api.webhookSecret = { env: 'RUNNERFLOW_WEBHOOK_SECRET' };
+  if (env.RUNNERFLOW_ADMIN_TOKEN) config.api.adminToken = { env: 'RUNNERFLOW_ADMIN_TOKEN' };
+  return { config, source, env };
+}
+
+/** Resolves a secret reference; the value is never logged. */
+export function resolveSecret(ref: SecretRef | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (!ref) return undefined;
+  if ('env' in ref) {
+    const value = env[ref.env];
+    if (value === undefined || value === '') throw new ConfigError(`secret environment variable ${ref.env} is not set`);
+    return value;
+  }
+  try {
+    return readFileSync(ref.file, 'utf8').trim();
+  } catch (err) {
+    throw new ConfigError(`cannot read secret file ${ref.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}

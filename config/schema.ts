@@ -1,0 +1,149 @@
+/**
+ * The runnerflow configuration file (YAML, path in RUNNERFLOW_CONFIG).
+ * Secrets are never inline: a secret field names an environment variable or a file.
+ */
+import { z } from 'zod';
+import { durationMs } from '../domain/duration';
+import { poolSettingsSchema } from '../domain/pool';
+import { timingsOverrideSchema } from '../domain/timings';
+
+export const secretRefSchema = z.union([
+  z.object({ env: z.string().min(1) }).strict(),
+  z.object({ file: z.string().min(1) }).strict(),
+]);
+export type SecretRef = z.infer<typeof secretRefSchema>;
+
+const githubCredentialsSchema = z
+  .object({
+    name: z.string().min(1).default('default'),
+    /** REST API base, e.g. https://ghes.example.com/api/v3 for GitHub Enterprise Server. */
+    apiUrl: z.string().url().default('https://api.github.com'),
+    /** Web base used to build runner registration URLs. */
+    webUrl: z.string().url().default('https://github.com'),
+    auth: z.discriminatedUnion('type', [
+      z.object({ type: z.literal('pat'), token: secretRefSchema }).strict(),
+      z
+        .object({
+          type: z.literal('app'),
+          appId: z.union([z.number().int(), z.string().min(1)]),
+          installationId: z.number().int(),
+          privateKey: secretRefSchema,
+        })
+        .strict(),
+    ]),
+  })
+  .strict();
+
+const localProcessProviderSchema = z
+  .object({
+    type: z.literal('local-process'),
+    name: z.string().min(1),
+    /** Where each instance gets its working directory. */
+    workDir: z.string().default('.runnerflow/instances'),
+    /**
+     * Command run per instance; `{jitconfig}`, `{name}`, `{workdir}` are substituted.
+     * For a real actions/runner install: ["/opt/actions-runner/run.sh", "--jitconfig", "{jitconfig}"].
+     */
+    command: z.array(z.string()).min(1).optional(),
+    /** Extra environment for the runner process. */
+    env: z.record(z.string(), z.string()).default({}),
+    stopTimeout: durationMs.default(10_000),
+  })
+  .strict();
+
+const externalProviderSchema = z
+  .object({
+    type: z.literal('external'),
+    name: z.string().min(1),
+    /** Path of a GARM external provider executable. */
+    executable: z.string().min(1),
+    configFile: z.string().default(''),
+    interfaceVersion: z.enum(['v0.1.0', 'v0.1.1']).default('v0.1.0'),
+    /** Host variables whose names start with one of these are passed on (never GARM*). */
+    environmentPrefixes: z.array(z.string().min(1)).default([]),
+    timeout: durationMs.default(60_000),
+  })
+  .strict();
+
+const awsEc2ProviderSchema = z
+  .object({
+    type: z.literal('aws-ec2'),
+    name: z.string().min(1),
+    region: z.string().min(1),
+    /** Custom endpoint (e.g. a local moto_server). */
+    endpoint: z.string().url().optional(),
+    subnetId: z.string().optional(),
+    securityGroupIds: z.array(z.string()).default([]),
+    keyName: z.string().optional(),
+    /** Static credentials; otherwise the AWS SDK's default chain is used. */
+    accessKeyId: secretRefSchema.optional(),
+    secretAccessKey: secretRefSchema.optional(),
+  })
+  .strict();
+
+const fakeProviderSchema = z
+  .object({
+    type: z.literal('fake'),
+    name: z.string().min(1),
+    /** Directory holding the fake machines and the fault plan; shared by every worker process. */
+    stateDir: z.string().min(1),
+  })
+  .strict();
+
+export const providerConfigSchema = z.discriminatedUnion('type', [
+  localProcessProviderSchema,
+  externalProviderSchema,
+  awsEc2ProviderSchema,
+  fakeProviderSchema,
+]);
+export type ProviderConfig = z.infer<typeof providerConfigSchema>;
+export type LocalProcessProviderConfig = z.infer<typeof localProcessProviderSchema>;
+export type ExternalProviderConfig = z.infer<typeof externalProviderSchema>;
+export type AwsEc2ProviderConfig = z.infer<typeof awsEc2ProviderSchema>;
+export type FakeProviderConfig = z.infer<typeof fakeProviderSchema>;
+
+export const configSchema = z
+  .object({
+    /** Identifies this installation to providers (GARM_CONTROLLER_ID) and in tags. */
+    controllerId: z.string().min(1).default('runnerflow'),
+    temporal: z
+      .object({
+        address: z.string().default('127.0.0.1:7233'),
+        namespace: z.string().default('default'),
+        taskQueue: z.string().default('runnerflow'),
+      })
+      .strict()
+      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow' }),
+    api: z
+      .object({
+        listen: z.string().default('127.0.0.1:8080'),
+        /** URL instances use to call back (status callbacks); defaults to http://<listen>. */
+        publicUrl: z.string().url().optional(),
+        adminToken: secretRefSchema.optional(),
+        webhookSecret: secretRefSchema.optional(),
+        /** Key that signs instance callback tokens; a random one per process when unset. */
+        instanceTokenSecret: secretRefSchema.optional(),
+      })
+      .strict()
+      .default({ listen: '127.0.0.1:8080' }),
+    github: z.object({ credentials: z.array(githubCredentialsSchema).default([]) }).strict().default({ credentials: [] }),
+    providers: z.array(providerConfigSchema).default([]),
+    timings: timingsOverrideSchema.default({}),
+    sweep: z
+      .object({ interval: durationMs.default(5 * 60_000), gracePeriod: durationMs.default(10 * 60_000), enabled: z.boolean().default(true) })
+      .strict()
+      .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true }),
+    /** Pools created at start when they do not exist yet. */
+    pools: z.array(poolSettingsSchema).default([]),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const seen = new Set<string>();
+    cfg.providers.forEach((p, i) => {
+      if (seen.has(p.name)) ctx.addIssue({ code: 'custom', path: ['providers', i, 'name'], message: `duplicate provider name "${p.name}"` });
+      seen.add(p.name);
+    });
+  });
+
+export type RunnerflowConfig = z.output<typeof configSchema>;
+export type GitHubCredentialsConfig = z.output<typeof githubCredentialsSchema>;

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { durationMs } from './duration';
+
+const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export const githubScopeSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('repo'), owner: z.string().min(1), repo: z.string().min(1) }).strict(),
+  z.object({ kind: z.literal('org'), org: z.string().min(1) }).strict(),
+  z.object({ kind: z.literal('enterprise'), enterprise: z.string().min(1) }).strict(),
+]);
+
+/** A pool's settings as operators write them (durations as "10m" or milliseconds). */
+export const poolSettingsSchema = z
+  .object({
+    name: z.string().regex(NAME, 'lowercase letters, digits and dashes, at most 63 characters, starting and ending alphanumeric'),
+    /** Which configured GitHub credentials to use, and for which repo/org/enterprise. */
+    github: z.object({ credentials: z.string().min(1).default('default'), scope: githubScopeSchema }).strict(),
+    labels: z.array(z.string().min(1).max(256)).min(1).max(100),
+    provider: z.string().min(1),
+    image: z.string().default(''),
+    flavor: z.string().default(''),
+    osType: z.enum(['linux', 'windows']).default('linux'),
+    osArch: z.enum(['amd64', 'arm64', 'arm', 'i386']).default('amd64'),
+    extraSpecs: z.record(z.string(), z.unknown()).default({}),
+    minIdleRunners: z.number().int().min(0).default(0),
+    maxRunners: z.number().int().min(0).max(10_000).default(10),
+    bootstrapTimeout: durationMs.default(10 * 60_000),
+    idleTimeout: durationMs.default(5 * 60_000),
+    runnerPrefix: z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, 'lowercase letters, digits and dashes, at most 31 characters').optional(),
+    runnerGroup: z.string().default('Default'),
+    runnerGroupId: z.number().int().min(1).default(1),
+    ephemeral: z.boolean().default(true),
+    enabled: z.boolean().default(true),
+    priority: z.number().int().min(0).max(1000).default(0),
+  })
+  .strict()
+  .refine((p) => p.minIdleRunners <= p.maxRunners, { message: 'minIdleRunners must not exceed maxRunners', path: ['minIdleRunners'] });
+
+export type PoolSettingsInput = z.input<typeof poolSettingsSchema>;
+export type PoolSettings = z.output<typeof poolSettingsSchema>;
+export type GitHubScopeSettings = z.output<typeof githubScopeSchema>;
+
+/** Label matching as GitHub does it: case-insensitive, `self-hosted` implied. */
+export function poolMatchesLabels(pool: Pick<PoolSettings, 'labels'>, jobLabels: readonly string[]): boolean {
+  const have = new Set(pool.labels.map((l) => l.toLowerCase()));
+  have.add('self-hosted');
+  return jobLabels.every((l) => have.has(l.toLowerCase()));
+}

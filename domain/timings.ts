@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { durationMs } from './duration';
+
+/**
+ * Every duration the instance lifecycle uses. Defaults are production values
+ * (GARM's delete backoff, ARC's registration timeout); tests shrink them so a
+ * five-minute backoff runs in seconds.
+ */
+export interface InstanceTimings {
+  /** Bound for one provider create attempt (also bounded by the bootstrap timeout). */
+  createAttemptTimeoutMs: number;
+  createMaxAttempts: number;
+  createInitialIntervalMs: number;
+  createMaxIntervalMs: number;
+  /** GARM: 1 s doubling, capped at 5 minutes, retried until it succeeds. */
+  deleteInitialIntervalMs: number;
+  deleteBackoffCoefficient: number;
+  deleteMaxIntervalMs: number;
+  deleteAttemptTimeoutMs: number;
+  /** Backoff for GitHub calls that failed for reasons other than a rate limit. */
+  githubInitialIntervalMs: number;
+  githubMaxIntervalMs: number;
+  githubAttemptTimeoutMs: number;
+  /** How long the one best-effort provider delete of a forced delete may take. */
+  forceDeleteAttemptTimeoutMs: number;
+  /** How often a busy non-ephemeral runner is asked again to unregister. */
+  busyRetryIntervalMs: number;
+  /** Activities heartbeat so cancellation (force delete) reaches them quickly. */
+  heartbeatTimeoutMs: number;
+}
+
+export const DEFAULT_TIMINGS: InstanceTimings = {
+  createAttemptTimeoutMs: 10 * 60_000,
+  createMaxAttempts: 5,
+  createInitialIntervalMs: 5_000,
+  createMaxIntervalMs: 60_000,
+  deleteInitialIntervalMs: 1_000,
+  deleteBackoffCoefficient: 2,
+  deleteMaxIntervalMs: 5 * 60_000,
+  deleteAttemptTimeoutMs: 5 * 60_000,
+  githubInitialIntervalMs: 2_000,
+  githubMaxIntervalMs: 5 * 60_000,
+  githubAttemptTimeoutMs: 60_000,
+  forceDeleteAttemptTimeoutMs: 800,
+  busyRetryIntervalMs: 60_000,
+  heartbeatTimeoutMs: 30_000,
+};
+
+export const timingsOverrideSchema = z
+  .object({
+    createAttemptTimeout: durationMs,
+    createMaxAttempts: z.number().int().min(1),
+    createInitialInterval: durationMs,
+    createMaxInterval: durationMs,
+    deleteInitialInterval: durationMs,
+    deleteBackoffCoefficient: z.number().min(1),
+    deleteMaxInterval: durationMs,
+    deleteAttemptTimeout: durationMs,
+    githubInitialInterval: durationMs,
+    githubMaxInterval: durationMs,
+    githubAttemptTimeout: durationMs,
+    forceDeleteAttemptTimeout: durationMs,
+    busyRetryInterval: durationMs,
+    heartbeatTimeout: durationMs,
+  })
+  .partial()
+  .strict();
+
+export type TimingsOverride = z.infer<typeof timingsOverrideSchema>;
+
+export function resolveTimings(override: TimingsOverride = {}, base: InstanceTimings = DEFAULT_TIMINGS): InstanceTimings {
+  const out: InstanceTimings = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    if (value === undefined) continue;
+    const target = (key.endsWith('Attempts') || key.endsWith('Coefficient') ? key : `${key}Ms`) as keyof InstanceTimings;
+    out[target] = value;
+  }
+  return out;
+}

@@ -1,0 +1,103 @@
+/**
+ * The GitHub port: everything runnerflow asks of GitHub's REST API.
+ * The real implementation is Octokit-based (github/octokit-github.ts); tests
+ * point it at the project's GitHub simulator.
+ */
+
+export type GitHubScope =
+  | { kind: 'repo'; owner: string; repo: string }
+  | { kind: 'org'; org: string }
+  | { kind: 'enterprise'; enterprise: string };
+
+export interface RunnerCredentialRequest {
+  scope: GitHubScope;
+  /** The runner name: equal to the instance name. */
+  name: string;
+  labels: string[];
+  /** Runner group id (org/enterprise scopes); 1 is GitHub's default group. */
+  runnerGroupId: number;
+  workFolder: string;
+  /** JIT configs only exist for ephemeral runners; others get a registration token. */
+  jit: boolean;
+}
+
+export type RunnerCredential =
+  | { kind: 'jit'; runnerId: number; encodedJitConfig: string }
+  | { kind: 'registration-token'; token: string; expiresAt: string };
+
+export type RemoveRunnerOutcome =
+  /** GitHub removed it (204). */
+  | 'removed'
+  /** GitHub does not know it (404): already gone, which is what we wanted. */
+  | 'not_found'
+  /** GitHub refused (422): the runner is running a job. Never retried blindly. */
+  | 'busy';
+
+export interface GitHubRunner {
+  id: number;
+  name: string;
+  os: string;
+  status: 'online' | 'offline';
+  busy: boolean;
+  labels: string[];
+}
+
+export interface GitHubPort {
+  createRunnerCredential(req: RunnerCredentialRequest): Promise<RunnerCredential>;
+  /** Remove by id when known, else by name (looked up first). */
+  removeRunner(req: { scope: GitHubScope; name: string; runnerId?: number }): Promise<RemoveRunnerOutcome>;
+  findRunnerByName(scope: GitHubScope, name: string): Promise<GitHubRunner | undefined>;
+  /** Runner tools downloads for the scope (GARM passes them to providers). */
+  listRunnerDownloads(scope: GitHubScope): Promise<import('../providers/port.js').RunnerTool[]>;
+}
+
+/**
+ * GitHub asked us to slow down. `retryAfterMs` is how long until a call may be
+ * made again; activities turn it into their next retry delay so a rate-limited
+ * lifecycle sleeps durably in Temporal instead of spinning.
+ */
+export class GitHubRateLimitError extends Error {
+  constructor(
+    readonly kind: 'primary' | 'secondary',
+    readonly retryAfterMs: number,
+    message?: string,
+  ) {
+    super(message ?? `GitHub ${kind} rate limit: retry in ${Math.ceil(retryAfterMs / 1000)}s`);
+    this.name = 'GitHubRateLimitError';
+  }
+}
+
+/** Any other GitHub failure. `retryable` is false for 4xx answers that will not change on retry. */
+export class GitHubApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+    this.name = 'GitHubApiError';
+  }
+}
+
+export function scopeUrl(scope: GitHubScope, webBaseUrl = 'https://github.com'): string {
+  const base = webBaseUrl.replace(/\/+$/, '');
+  switch (scope.kind) {
+    case 'repo':
+      return `${base}/${scope.owner}/${scope.repo}`;
+    case 'org':
+      return `${base}/${scope.org}`;
+    case 'enterprise':
+      return `${base}/enterprises/${scope.enterprise}`;
+  }
+}
+
+export function scopeKey(scope: GitHubScope): string {
+  switch (scope.kind) {
+    case 'repo':
+      return `repo:${scope.owner}/${scope.repo}`;
+    case 'org':
+      return `org:${scope.org}`;
+    case 'enterprise':
+      return `enterprise:${scope.enterprise}`;
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * The provider port: the only way runnerflow touches machines.
+ *
+ * Shapes follow GARM's provider interface (garm-provider-common) so that GARM's
+ * external provider executables plug in unchanged, and every provider is held to
+ * the same contract test suite (test/providers/contract.ts).
+ */
+
+export type OsType = 'linux' | 'windows';
+export type OsArch = 'amd64' | 'arm64' | 'arm' | 'i386';
+export type ProviderInstanceStatus = 'running' | 'stopped' | 'error' | 'unknown';
+
+/** A runner tools download (GitHub's `runner downloads` entry). */
+export interface RunnerTool {
+  os: string;
+  architecture: string;
+  download_url: string;
+  filename: string;
+  sha256_checksum?: string;
+  temp_download_token?: string;
+}
+
+/**
+ * Everything a provider needs to bring up one runner machine.
+ * `jitConfig` / `registrationToken` and `instanceToken` are secrets: a provider
+ * hands them to the machine and must never log them.
+ */
+export interface BootstrapInstance {
+  name: string;
+  poolId: string;
+  tools: RunnerTool[];
+  repoUrl: string;
+  callbackUrl: string;
+  metadataUrl: string;
+  instanceToken: string;
+  sshKeys: string[];
+  extraSpecs: Record<string, unknown>;
+  githubRunnerGroup: string;
+  /** PEM bundle; providers that speak GARM's protocol send it base64-encoded. */
+  caCertBundle?: string;
+  arch: OsArch;
+  osType: OsType;
+  flavor: string;
+  image: string;
+  labels: string[];
+  jitConfigEnabled: boolean;
+  /** Encoded JIT runner config (ephemeral JIT pools). */
+  jitConfig?: string;
+  /** Registration token (pools that register with config.sh). */
+  registrationToken?: string;
+  userDataOptions?: { disableUpdatesOnBoot?: boolean; extraPackages?: string[]; enableBootDebug?: boolean };
+}
+
+export interface ProviderInstance {
+  /** The provider's own id; falls back to the instance name when a provider has none. */
+  providerId: string;
+  name: string;
+  osType?: OsType | string;
+  osName?: string;
+  osVersion?: string;
+  osArch?: OsArch | string;
+  addresses: { address: string; type: 'public' | 'private' }[];
+  status: ProviderInstanceStatus;
+  /** The provider's own description of a fault, for operators. */
+  providerFault?: string;
+  poolId?: string;
+}
+
+/** Per-call context: which controller and pool the call is for, and how to give up. */
+export interface ProviderCallContext {
+  controllerId: string;
+  poolId?: string;
+  extraSpecs?: Record<string, unknown>;
+  /** Aborted when the caller (activity cancellation, force delete) gives up. */
+  signal?: AbortSignal;
+  /** Upper bound for this call; the provider kills whatever it runs after it. */
+  timeoutMs?: number;
+}
+
+export interface ProviderPort {
+  /** Name of this provider as configured. */
+  readonly name: string;
+  /**
+   * Create the machine. Creating twice with the same name must not make a second machine:
+   * implementations either return the existing one or throw ProviderDuplicateError.
+   */
+  createInstance(bootstrap: BootstrapInstance, ctx: ProviderCallContext): Promise<ProviderInstance>;
+  /** Delete by provider id (or name). Succeeds when the machine is already gone. */
+  deleteInstance(instanceId: string, ctx: ProviderCallContext): Promise<void>;
+  /** Throws ProviderNotFoundError when there is no such machine. */
+  getInstance(instanceId: string, ctx: ProviderCallContext): Promise<ProviderInstance>;
+  /** Instances of this controller; restricted to one pool when ctx.poolId is set. */
+  listInstances(ctx: ProviderCallContext): Promise<ProviderInstance[]>;
+  startInstance?(instanceId: string, ctx: ProviderCallContext): Promise<void>;
+  stopInstance?(instanceId: string, ctx: ProviderCallContext): Promise<void>;
+  /** Releases resources held by the provider object itself (child processes, clients). */
+  close?(): Promise<void>;
+}
+
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly provider: string,
+    /** The provider's own words (stderr, API error body), for operators. */
+    readonly providerMessage?: string,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+export class ProviderNotFoundError extends ProviderError {
+  constructor(provider: string, readonly instanceId: string, providerMessage?: string) {
+    super(`instance ${instanceId} not found in provider ${provider}`, provider, providerMessage);
+    this.name = 'ProviderNotFoundError';
+  }
+}
+
+export class ProviderDuplicateError extends ProviderError {
+  constructor(provider: string, readonly instanceName: string, providerMessage?: string) {
+    super(`instance ${instanceName} already exists in provider ${provider}`, provider, providerMessage);
+    this.name = 'ProviderDuplicateError';
+  }
+}
+
+/** A fault the provider reported (bad credentials, quota, crash, bad output). */
+export class ProviderFaultError extends ProviderError {
+  constructor(provider: string, message: string, providerMessage?: string, readonly retryable = true) {
+    super(message, provider, providerMessage);
+    this.name = 'ProviderFaultError';
+  }
+}
+
+export function isNotFound(err: unknown): err is ProviderNotFoundError {
+  return err instanceof ProviderNotFoundError;
+}

@@ -1,0 +1,99 @@
+/**
+ * One real Temporal dev server per test run, on free ports with a throwaway
+ * SQLite file, started through temporal-dev.sh so tests exercise the same
+ * script operators use. The workflow bundle is built once here and shared.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { TestProject } from 'vitest/node';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    temporalCli: string;
+    workflowBundlePath: string;
+  }
+}
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+let server: ChildProcess | undefined;
+let stateDir: string | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  const cli = execFileSync('bash', [join(ROOT, 'temporal-dev.sh'), 'path'], { encoding: 'utf8' }).trim();
+  stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-test-temporal-'));
+  const port = await freePort();
+  const env = {
+    ...process.env,
+    TEMPORAL_PORT: String(port),
+    TEMPORAL_UI_PORT: 'off',
+    TEMPORAL_HTTP_PORT: String(await freePort()),
+    TEMPORAL_METRICS_PORT: String(await freePort()),
+    TEMPORAL_STATE_DIR: stateDir,
+  };
+  server = spawn('bash', [join(ROOT, 'temporal-dev.sh'), 'foreground'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  server.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const address = `127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      execFileSync(cli, ['operator', 'cluster', 'health', '--address', address], { stdio: 'ignore' });
+      break;
+    } catch {
+      if (server.exitCode !== null) throw new Error(`Temporal dev server exited during start:\n${stderr}`);
+      if (Date.now() > deadline) throw new Error(`Temporal dev server did not answer on ${address}:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+  // Search attributes are registered by start-dev, but only become usable once the
+  // namespace cache has them; wait for the list to show them.
+  for (let i = 0; i < 50; i++) {
+    const out = execFileSync(cli, ['operator', 'search-attribute', 'list', '--address', address], { encoding: 'utf8' });
+    if (out.includes('RunnerLeaked')) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const { writeFileSync } = await import('node:fs');
+  const bundle = await bundleWorkflowCode({ workflowsPath: join(ROOT, 'workflows/index.ts'), logger: quietLogger() });
+  const bundlePath = join(stateDir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+
+  process.env.TEMPORAL_ADDRESS = address;
+  project.provide('temporalAddress', address);
+  project.provide('temporalCli', cli);
+  project.provide('workflowBundlePath', bundlePath);
+}
+
+export async function teardown(): Promise<void> {
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    if (server.exitCode === null) server.kill('SIGKILL');
+  }
+  if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+}
+
+function quietLogger() {
+  const noop = () => undefined;
+  return { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: (m: string) => console.error(m) };
+}

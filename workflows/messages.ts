@@ -1,0 +1,95 @@
+/**
+ * Message definitions of the runnerInstance workflow, shared by the workflow and
+ * every client (API, CLI, scripts, tests). Each signal takes exactly one JSON
+ * object so the Temporal Web UI, `temporal workflow signal --input '{...}'` and
+ * code send the same thing.
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
+import type { GitHubScopeSettings } from '../domain/pool';
+import type { InstanceTimings } from '../domain/timings';
+
+export const RUNNER_INSTANCE_WORKFLOW = 'runnerInstance';
+export const runnerWorkflowId = (name: string): string => `runner/${name}`;
+export const instanceNameFromWorkflowId = (id: string): string | undefined => (id.startsWith('runner/') ? id.slice('runner/'.length) : undefined);
+
+/** What the instance is made from: a snapshot of its pool's settings at creation. */
+export interface InstanceSpec {
+  github: { credentials: string; scope: GitHubScopeSettings };
+  labels: string[];
+  image: string;
+  flavor: string;
+  osType: 'linux' | 'windows';
+  osArch: 'amd64' | 'arm64' | 'arm' | 'i386';
+  extraSpecs: Record<string, unknown>;
+  runnerGroup: string;
+  runnerGroupId: number;
+  ephemeral: boolean;
+  bootstrapTimeoutMs: number;
+}
+
+export interface RunnerInstanceInput {
+  name: string;
+  pool: string;
+  provider: string;
+  spec: InstanceSpec;
+  timings: InstanceTimings;
+  /** Version of the pool settings this instance was made from (pools replace older ones as they leave). */
+  poolSettingsVersion?: number;
+}
+
+export interface ReasonArgs {
+  reason?: string;
+}
+export interface JobStartedArgs {
+  jobId: number;
+  runId?: number;
+}
+export interface JobCompletedArgs {
+  jobId: number;
+  conclusion?: string;
+}
+export interface RunnerStatusArgs {
+  status: 'installing' | 'idle' | 'failed';
+  message?: string;
+}
+
+export const forceDeleteSignal = defineSignal<[ReasonArgs]>('forceDelete');
+export const deleteSignal = defineSignal<[ReasonArgs]>('delete');
+export const jobStartedSignal = defineSignal<[JobStartedArgs]>('jobStarted');
+export const jobCompletedSignal = defineSignal<[JobCompletedArgs]>('jobCompleted');
+export const runnerStatusSignal = defineSignal<[RunnerStatusArgs]>('runnerStatus');
+
+/** Shown in the Temporal Web UI next to each signal and query. */
+export const INSTANCE_MESSAGE_DESCRIPTIONS = {
+  forceDelete: 'Delete now: one bounded best-effort provider delete, provider and GitHub errors ignored, the workflow ends. Input: {"reason": "..."}',
+  delete: 'Graceful delete: unregister from GitHub unless busy, then delete from the provider with backoff until it succeeds. Input: {"reason": "..."}',
+  jobStarted: 'A job started on this runner (from the workflow_job in_progress webhook). Input: {"jobId": 123, "runId": 456}',
+  jobCompleted: 'The job on this runner finished (workflow_job completed webhook); an ephemeral runner then leaves. Input: {"jobId": 123, "conclusion": "success"}',
+  runnerStatus: 'Status reported by the instance itself. Input: {"status": "installing" | "idle" | "failed", "message": "..."}',
+  state: 'Current status, runner status, ids, job, forced/leaked flags, last error and every status transition.',
+} as const;
+
+export interface StatusTransition {
+  from: InstanceStatus;
+  to: InstanceStatus;
+  at: string;
+  reason?: string;
+}
+
+export interface InstanceState {
+  name: string;
+  pool: string;
+  provider: string;
+  status: InstanceStatus;
+  runnerStatus: RunnerStatus;
+  providerId?: string;
+  githubRunnerId?: number;
+  jobId?: number;
+  forced: boolean;
+  leaked: boolean;
+  lastError?: string;
+  transitions: StatusTransition[];
+}
+
+export const stateQuery = defineQuery<InstanceState>('state');
