@@ -1,0 +1,86 @@
+/**
+ * Message definitions of the runnerPool workflow, shared by the workflow and its clients.
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
+import type { PoolSettings } from '../domain/pool';
+import type { InstanceTimings } from '../domain/timings';
+
+export const RUNNER_POOL_WORKFLOW = 'runnerPool';
+export const poolWorkflowId = (name: string): string => `pool/${name}`;
+
+export interface QueuedJob {
+  jobId: number;
+  runId?: number;
+  labels: string[];
+  /** owner/repo the job belongs to, for operators. */
+  repository?: string;
+  queuedAt?: string;
+}
+
+export interface RunnerPoolInput {
+  settings: PoolSettings;
+  timings: InstanceTimings;
+  /** State carried across continue-as-new; absent on a new pool. */
+  carried?: PoolCarriedState;
+}
+
+export interface PoolRunnerView {
+  name: string;
+  status: InstanceStatus;
+  runnerStatus: RunnerStatus;
+  jobId?: number;
+  settingsVersion: number;
+  since: string;
+}
+
+export interface PoolCarriedState {
+  settingsVersion: number;
+  runners: PoolRunnerView[];
+  queuedJobs: QueuedJob[];
+  /** `${jobId}:${action}` keys of job events already handled, newest last (bounded). */
+  handledJobEvents: string[];
+  runnerSeq: number;
+  deleting: boolean;
+  consecutiveBootstrapFailures: number;
+}
+
+export interface PoolView {
+  settings: PoolSettings;
+  settingsVersion: number;
+  runners: PoolRunnerView[];
+  queuedJobs: QueuedJob[];
+  target: number;
+  deleting: boolean;
+}
+
+export interface UpdatePoolArgs {
+  settings: PoolSettings;
+}
+export interface JobProgressArgs {
+  jobId: number;
+  action: 'in_progress' | 'completed';
+  runnerName?: string;
+}
+export interface RunnerChangedArgs {
+  name: string;
+  status: InstanceStatus;
+  runnerStatus: RunnerStatus;
+  jobId?: number;
+}
+
+export const updatePoolSignal = defineSignal<[UpdatePoolArgs]>('updatePool');
+export const deletePoolSignal = defineSignal<[{ reason?: string }]>('deletePool');
+export const jobQueuedSignal = defineSignal<[QueuedJob]>('jobQueued');
+export const jobProgressSignal = defineSignal<[JobProgressArgs]>('jobProgress');
+export const runnerChangedSignal = defineSignal<[RunnerChangedArgs]>('runnerChanged');
+export const poolStateQuery = defineQuery<PoolView>('poolState');
+
+export const POOL_MESSAGE_DESCRIPTIONS = {
+  updatePool: 'Replace the pool settings (validated by the API). Busy runners are left alone; runners from older settings are replaced as they leave. Input: {"settings": {...}}',
+  deletePool: 'Drain the pool: stop creating runners, delete idle ones gracefully, wait for busy ones, then end. Input: {"reason": "..."}',
+  jobQueued: 'A workflow_job queued for this pool (from the webhook intake). Input: {"jobId": 1, "labels": ["self-hosted"]}',
+  jobProgress: 'A job left the queue (in_progress) or finished (completed). Input: {"jobId": 1, "action": "in_progress"}',
+  runnerChanged: 'A runner instance of this pool changed status (sent by the instance workflow).',
+  poolState: 'Settings, runners with their statuses, queued jobs and the current target size.',
+} as const;
