@@ -84,3 +84,22 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   runnerChanged: 'A runner instance of this pool changed status (sent by the instance workflow).',
   poolState: 'Settings, runners with their statuses, queued jobs and the current target size.',
 } as const;
+
+/** Jobs no pool could take are kept (bounded) by one `unmatchedJobs` workflow so operators can see them. */
+export const UNMATCHED_JOBS_WORKFLOW = 'unmatchedJobs';
+export const UNMATCHED_JOBS_WORKFLOW_ID = 'jobs/unmatched';
+export interface UnmatchedJob extends QueuedJob {
+  reason: string;
+  recordedAt?: string;
+}
+export const unmatchedJobSignal = defineSignal<[UnmatchedJob]>('unmatchedJob');
+export const unmatchedJobsQuery = defineQuery<UnmatchedJob[]>('unmatchedJobs');
+
+/** Memo every runnerPool workflow keeps current, so routing needs one visibility call. */
+export interface PoolMemo {
+  labels: string[];
+  priority: number;
+  enabled: boolean;
+  maxRunners: number;
+  provider: string;
+}
