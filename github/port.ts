@@ -43,6 +43,8 @@ export interface GitHubRunner {
 }
 
 export interface GitHubPort {
+  /** Web base (https://github.com or a GHES host) for runner URLs; github.com when absent. */
+  readonly webUrl?: string;
   createRunnerCredential(req: RunnerCredentialRequest): Promise<RunnerCredential>;
   /** Remove by id when known, else by name (looked up first). */
   removeRunner(req: { scope: GitHubScope; name: string; runnerId?: number }): Promise<RemoveRunnerOutcome>;
