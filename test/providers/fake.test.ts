@@ -1,0 +1,106 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FakeProvider, FakeProviderControl } from '../../providers/fake';
+import { ProviderFaultError } from '../../providers/port';
+import { bootstrapFor } from './bootstrap';
+
+const ctx = { controllerId: 'ctl-fake', poolId: 'pool-a' };
+
+describe('fake provider', () => {
+  let dir: string;
+  let provider: FakeProvider;
+  let control: FakeProviderControl;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'runnerflow-fake-'));
+    provider = new FakeProvider({ name: 'fake', stateDir: dir });
+    control = new FakeProviderControl(dir);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('shares machines between provider objects (worker processes) through the state directory', async () => {
+    await provider.createInstance(bootstrapFor('shared-1', 'pool-a'), ctx);
+    const other = new FakeProvider({ name: 'fake', stateDir: dir });
+    expect((await other.getInstance('shared-1', ctx)).status).toBe('running');
+    expect(control.instances().map((m) => m.name)).toEqual(['shared-1']);
+  });
+
+  it('fails the first failTimes attempts, then succeeds, logging each attempt with its time', async () => {
+    control.setFault('create', { failTimes: 2, message: 'quota exceeded' });
+    const boot = bootstrapFor('retry-1', 'pool-a');
+    await expect(provider.createInstance(boot, ctx)).rejects.toThrow(ProviderFaultError);
+    await expect(provider.createInstance(boot, ctx)).rejects.toThrow('quota exceeded');
+    await provider.createInstance(boot, ctx);
+    const calls = control.calls('create');
+    expect(calls.map((c) => [c.attempt, c.outcome])).toEqual([
+      [1, 'fault'],
+      [2, 'fault'],
+      [3, 'created'],
+    ]);
+    expect(calls.every((c) => c.instance === 'retry-1' && c.at <= c.endedAt)).toBe(true);
+    expect(control.createdCount('retry-1')).toBe(1);
+  });
+
+  it('fails forever until the plan is cleared', async () => {
+    control.setFault('delete', { failForever: true });
+    for (let i = 0; i < 3; i++) await expect(provider.deleteInstance('x', ctx)).rejects.toThrow('injected delete fault');
+    control.clearFaults();
+    await provider.deleteInstance('x', ctx);
+    expect(control.calls('delete').map((c) => c.outcome)).toEqual(['fault', 'fault', 'fault', 'absent']);
+  });
+
+  it('reads a fault plan written by hand at any time', async () => {
+    writeFileSync(join(dir, 'faults.json'), JSON.stringify({ get: { failTimes: 1, message: 'flaky' } }));
+    await expect(provider.getInstance('nope', ctx)).rejects.toThrow('flaky');
+    await expect(provider.getInstance('nope', ctx)).rejects.toThrow(/not found/);
+  });
+
+  it('aims a plan at one instance only', async () => {
+    control.setFault('create', { failTimes: 1, instance: 'target' });
+    await provider.createInstance(bootstrapFor('bystander', 'pool-a'), ctx);
+    await expect(provider.createInstance(bootstrapFor('target', 'pool-a'), ctx)).rejects.toThrow(ProviderFaultError);
+    await provider.createInstance(bootstrapFor('target', 'pool-a'), ctx);
+    expect(control.instances().map((m) => m.name).sort()).toEqual(['bystander', 'target']);
+  });
+
+  it('hangs until the signal aborts, rejecting with the abort reason', async () => {
+    control.setFault('create', { hang: true });
+    const abort = new AbortController();
+    const pending = provider.createInstance(bootstrapFor('hung', 'pool-a'), { ...ctx, signal: abort.signal });
+    setTimeout(() => abort.abort(new Error('cancelled by caller')), 50);
+    await expect(pending).rejects.toThrow('cancelled by caller');
+    expect(control.calls('create')[0]?.outcome).toBe('aborted');
+    expect(control.instances()).toEqual([]);
+  });
+
+  it('hangs until ctx.timeoutMs when no signal aborts', async () => {
+    control.setFault('get', { hang: true });
+    await expect(provider.getInstance('x', { ...ctx, timeoutMs: 30 })).rejects.toThrow(/timed out/);
+    expect(control.calls('get')[0]?.outcome).toBe('timeout');
+  });
+
+  it('delays every attempt by delayMs', async () => {
+    control.setFault('list', { delayMs: 80 });
+    const started = Date.now();
+    await provider.listInstances(ctx);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(75);
+  });
+
+  it('lets tests change a machine behind the provider', async () => {
+    await provider.createInstance(bootstrapFor('m1', 'pool-a'), ctx);
+    control.setStatus('m1', 'error', 'disk failed');
+    expect(await provider.getInstance('fake-m1', ctx)).toMatchObject({ status: 'error', providerFault: 'disk failed' });
+    control.removeInstance('m1');
+    await expect(provider.getInstance('m1', ctx)).rejects.toThrow(/not found/);
+    control.addInstance({ name: 'leaked', controllerId: ctx.controllerId, poolId: 'pool-a' });
+    expect((await provider.listInstances(ctx)).map((i) => i.name)).toEqual(['leaked']);
+  });
+
+  it('never stores the credential, only that there was one', async () => {
+    await provider.createInstance({ ...bootstrapFor('cred', 'pool-a'), jitConfig: 'SECRET-JIT' }, ctx);
+    expect(control.instance('cred')?.hadCredential).toBe(true);
+    expect(JSON.stringify(control.instances())).not.toContain('SECRET-JIT');
+  });
+});
