@@ -1,0 +1,64 @@
+/**
+ * The GitHub REST operations the simulator serves, with GitHub's own path
+ * templates. The router matches requests against these and the OpenAPI subset
+ * (scripts/openapi/extract-github-subset.ts) is extracted for exactly these.
+ */
+
+export type ScopeKind = 'repo' | 'org' | 'enterprise';
+
+export type OperationName =
+  | 'list-runners'
+  | 'get-runner'
+  | 'delete-runner'
+  | 'registration-token'
+  | 'remove-token'
+  | 'generate-jitconfig'
+  | 'runner-downloads'
+  | 'installation-access-token';
+
+export interface ServedOperation {
+  name: OperationName;
+  scope: ScopeKind | 'app';
+  method: 'GET' | 'POST' | 'DELETE';
+  /** GitHub's path template, e.g. /repos/{owner}/{repo}/actions/runners/{runner_id}. */
+  template: string;
+  /** Which published description documents it: enterprise endpoints are GitHub Enterprise Cloud only. */
+  description: 'api.github.com' | 'ghec';
+}
+
+export const SCOPE_PREFIXES: Record<ScopeKind, string> = {
+  repo: '/repos/{owner}/{repo}',
+  org: '/orgs/{org}',
+  enterprise: '/enterprises/{enterprise}',
+};
+
+const RUNNER_OPERATIONS: { name: OperationName; method: ServedOperation['method']; suffix: string }[] = [
+  { name: 'list-runners', method: 'GET', suffix: '/actions/runners' },
+  { name: 'runner-downloads', method: 'GET', suffix: '/actions/runners/downloads' },
+  { name: 'registration-token', method: 'POST', suffix: '/actions/runners/registration-token' },
+  { name: 'remove-token', method: 'POST', suffix: '/actions/runners/remove-token' },
+  { name: 'generate-jitconfig', method: 'POST', suffix: '/actions/runners/generate-jitconfig' },
+  { name: 'get-runner', method: 'GET', suffix: '/actions/runners/{runner_id}' },
+  { name: 'delete-runner', method: 'DELETE', suffix: '/actions/runners/{runner_id}' },
+];
+
+export const SERVED_OPERATIONS: readonly ServedOperation[] = [
+  ...(Object.keys(SCOPE_PREFIXES) as ScopeKind[]).flatMap((scope) =>
+    RUNNER_OPERATIONS.map((op) => ({
+      name: op.name,
+      scope,
+      method: op.method,
+      template: SCOPE_PREFIXES[scope] + op.suffix,
+      description: scope === 'enterprise' ? ('ghec' as const) : ('api.github.com' as const),
+    })),
+  ),
+  {
+    name: 'installation-access-token',
+    scope: 'app',
+    method: 'POST',
+    template: '/app/installations/{installation_id}/access_tokens',
+    description: 'api.github.com',
+  },
+];
+
+export const operationKey = (op: Pick<ServedOperation, 'method' | 'template'>): string => `${op.method} ${op.template}`;
