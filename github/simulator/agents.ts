@@ -1,0 +1,212 @@
+/**
+ * Simulated runner agents (what `run.sh --jitconfig` would be) and GitHub's job
+ * assignment. An agent brings its runner online, reports `idle` to the
+ * instance's callback URL, takes one matching queued job at a time, and an
+ * ephemeral runner is unregistered once its job completes, as on GitHub.
+ */
+import { randomUUID } from 'node:crypto';
+import { decodeJitConfig } from './jit-config';
+import type { SimJob, SimRunner, SimState } from './sim-state';
+import type { WebhookSender } from './webhook-sender';
+import { workflowJobPayload } from './workflow-job-payload';
+
+export type AgentState = 'idle' | 'busy' | 'done';
+
+export interface SimAgent {
+  id: string;
+  runnerId: number;
+  runnerName: string;
+  state: AgentState;
+  /** Why the agent ended: its ephemeral job finished, its runner was removed, or it was stopped. */
+  endReason?: 'job_completed' | 'runner_removed' | 'stopped';
+  callbackUrl?: string;
+  instanceToken?: string;
+}
+
+export interface StartAgentInput {
+  jitConfig: string;
+  callbackUrl?: string;
+  instanceToken?: string;
+}
+
+export class AgentError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class SimAgents {
+  private readonly agents = new Map<string, SimAgent>();
+  private readonly waiters = new Map<string, (() => void)[]>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(
+    private readonly state: SimState,
+    private readonly webhooks: WebhookSender,
+    private readonly onError: (message: string) => void,
+  ) {}
+
+  list(): SimAgent[] {
+    return [...this.agents.values()].map((a) => ({ ...a, instanceToken: undefined }));
+  }
+
+  get(id: string): SimAgent | undefined {
+    return this.agents.get(id);
+  }
+
+  async start(input: StartAgentInput): Promise<SimAgent> {
+    const settings = decodeJitConfig(input.jitConfig);
+    if (!settings) throw new AgentError(400, 'not a JIT config minted by this simulator');
+    const runner = this.state.runners.get(settings.runnerId);
+    if (!runner || runner.jitSecret !== settings.secret) throw new AgentError(404, `runner ${settings.runnerName} is not registered (removed, or a stale JIT config)`);
+    if ([...this.agents.values()].some((a) => a.runnerId === runner.id && a.state !== 'done')) {
+      throw new AgentError(409, `runner ${runner.name} already has a running agent`);
+    }
+    const agent: SimAgent = {
+      id: randomUUID(),
+      runnerId: runner.id,
+      runnerName: runner.name,
+      state: 'busy',
+      callbackUrl: input.callbackUrl,
+      instanceToken: input.instanceToken,
+    };
+    this.agents.set(agent.id, agent);
+    runner.status = 'online';
+    runner.os = 'Linux';
+    await this.reportIdle(agent);
+    if (agent.state === 'busy') {
+      agent.state = 'idle';
+      this.dispatch();
+    }
+    return agent;
+  }
+
+  /** Resolves when the agent is done, or after `timeoutMs`. */
+  async waitUntilDone(id: string, timeoutMs: number): Promise<AgentState | undefined> {
+    const agent = this.agents.get(id);
+    if (!agent || agent.state === 'done') return agent?.state;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      const list = this.waiters.get(id) ?? [];
+      list.push(done);
+      this.waiters.set(id, list);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    return this.agents.get(id)?.state;
+  }
+
+  /** The agent process went away: its runner goes offline; a job it ran ends cancelled. */
+  stop(id: string): boolean {
+    const agent = this.agents.get(id);
+    if (!agent) return false;
+    const runner = this.state.runners.get(agent.runnerId);
+    if (runner) {
+      runner.status = 'offline';
+      const job = runner.jobId !== undefined ? this.state.jobs.get(runner.jobId) : undefined;
+      if (job && job.status === 'in_progress') this.complete(job, runner, 'cancelled');
+    }
+    this.end(agent, 'stopped');
+    return true;
+  }
+
+  /** A runner was deleted through the API: its idle agent exits, as the real one does. */
+  runnerRemoved(runnerId: number): void {
+    for (const agent of this.agents.values()) if (agent.runnerId === runnerId && agent.state !== 'done') this.end(agent, 'runner_removed');
+  }
+
+  /** Hands queued jobs to idle agents whose runner matches, oldest job first. */
+  dispatch(): void {
+    if (this.closed) return;
+    for (const job of this.state.queuedJobs()) {
+      const agent = [...this.agents.values()].find((a) => {
+        const runner = this.state.runners.get(a.runnerId);
+        return a.state === 'idle' && runner !== undefined && !runner.busy && this.state.canRun(runner, job);
+      });
+      if (!agent) continue;
+      const runner = this.state.runners.get(agent.runnerId) as SimRunner;
+      this.begin(job, runner, agent);
+    }
+  }
+
+  /** GitHub cancels a queued job: it completes without ever having a runner. */
+  cancelQueued(job: SimJob): void {
+    job.status = 'completed';
+    job.conclusion = 'cancelled';
+    job.completedAt = new Date().toISOString();
+    this.webhooks.send('workflow_job', workflowJobPayload('completed', job));
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    for (const agent of this.agents.values()) if (agent.state !== 'done') this.end(agent, 'stopped');
+  }
+
+  private begin(job: SimJob, runner: SimRunner, agent: SimAgent): void {
+    agent.state = 'busy';
+    runner.busy = true;
+    runner.jobId = job.id;
+    job.status = 'in_progress';
+    job.startedAt = new Date().toISOString();
+    job.runnerId = runner.id;
+    job.runnerName = runner.name;
+    job.runnerGroupId = runner.runnerGroupId;
+    this.webhooks.send('workflow_job', workflowJobPayload('in_progress', job));
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.complete(job, runner, job.plannedConclusion);
+    }, job.durationMs);
+    this.timers.add(timer);
+  }
+
+  private complete(job: SimJob, runner: SimRunner, conclusion: SimJob['conclusion']): void {
+    if (job.status === 'completed') return;
+    job.status = 'completed';
+    job.conclusion = conclusion;
+    job.completedAt = new Date().toISOString();
+    runner.busy = false;
+    runner.jobId = undefined;
+    this.webhooks.send('workflow_job', workflowJobPayload('completed', job));
+    const agent = [...this.agents.values()].find((a) => a.runnerId === runner.id && a.state !== 'done');
+    if (runner.ephemeral) {
+      this.state.runners.delete(runner.id);
+      if (agent) this.end(agent, 'job_completed');
+      return;
+    }
+    if (agent && agent.state === 'busy') agent.state = 'idle';
+    this.dispatch();
+  }
+
+  private end(agent: SimAgent, reason: NonNullable<SimAgent['endReason']>): void {
+    agent.state = 'done';
+    agent.endReason = reason;
+    for (const wake of this.waiters.get(agent.id) ?? []) wake();
+    this.waiters.delete(agent.id);
+  }
+
+  private async reportIdle(agent: SimAgent): Promise<void> {
+    if (!agent.callbackUrl) return;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (agent.instanceToken) headers.authorization = `Bearer ${agent.instanceToken}`;
+    try {
+      const res = await fetch(agent.callbackUrl, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ status: 'idle' }),
+        signal: AbortSignal.timeout(5_000),
+      });
+      await res.arrayBuffer();
+      if (!res.ok) this.onError(`runner ${agent.runnerName}: status callback answered ${res.status}`);
+    } catch (err) {
+      this.onError(`runner ${agent.runnerName}: status callback failed: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Fault injection for the simulator: what a request or a webhook delivery
+ * meets instead of the happy path. `times` counts affected requests or
+ * deliveries; without it a fault stays until cleared (a primary rate limit
+ * lasts until its reset time, as GitHub's does).
+ */
+import type { OperationName } from './served-operations';
+
+type OperationFilter = { operation?: OperationName | '*' };
+type WebhookFilter = { action?: 'queued' | 'in_progress' | 'completed' };
+
+export type SimFault =
+  | ({ kind: 'latency'; ms: number; times?: number } & OperationFilter)
+  | ({ kind: 'server-error'; status?: number; times?: number } & OperationFilter)
+  | ({ kind: 'primary-rate-limit'; resetInMs: number; status?: 403 | 429 } & OperationFilter)
+  | ({ kind: 'secondary-rate-limit'; retryAfterSeconds?: number | null; status?: 403 | 429; times?: number } & OperationFilter)
+  | ({ kind: 'lose-webhooks'; times?: number } & WebhookFilter)
+  | ({ kind: 'duplicate-webhooks'; times?: number } & WebhookFilter);
+
+type ActiveFault = SimFault & { remaining: number; resetAtEpochSeconds?: number };
+
+export const FAULT_KINDS: readonly SimFault['kind'][] = [
+  'latency',
+  'server-error',
+  'primary-rate-limit',
+  'secondary-rate-limit',
+  'lose-webhooks',
+  'duplicate-webhooks',
+];
+
+export class FaultPlan {
+  private faults: ActiveFault[] = [];
+
+  add(fault: SimFault): void {
+    const remaining = 'times' in fault && fault.times !== undefined ? fault.times : Infinity;
+    const active: ActiveFault = { ...fault, remaining };
+    // GitHub's reset header has second granularity; the limit lifts at that second.
+    if (fault.kind === 'primary-rate-limit') active.resetAtEpochSeconds = Math.ceil((Date.now() + fault.resetInMs) / 1000);
+    this.faults.push(active);
+  }
+
+  clear(): void {
+    this.faults = [];
+  }
+
+  /** Takes one use of the first matching fault of `kind` for an API operation. */
+  forRequest<K extends 'latency' | 'server-error' | 'primary-rate-limit' | 'secondary-rate-limit'>(
+    kind: K,
+    operation: OperationName,
+  ): (Extract<SimFault, { kind: K }> & { resetAtEpochSeconds?: number }) | undefined {
+    this.expire();
+    const fault = this.faults.find(
+      (f) => f.kind === kind && (!('operation' in f) || !f.operation || f.operation === '*' || f.operation === operation),
+    );
+    if (!fault) return undefined;
+    fault.remaining -= 1;
+    return fault as Extract<SimFault, { kind: K }> & { resetAtEpochSeconds?: number };
+  }
+
+  forWebhook(kind: 'lose-webhooks' | 'duplicate-webhooks', action: string): boolean {
+    this.expire();
+    const fault = this.faults.find((f) => f.kind === kind && (!('action' in f) || !f.action || f.action === action));
+    if (!fault) return false;
+    fault.remaining -= 1;
+    return true;
+  }
+
+  private expire(): void {
+    const nowSeconds = Date.now() / 1000;
+    this.faults = this.faults.filter((f) => f.remaining > 0 && (f.resetAtEpochSeconds === undefined || nowSeconds < f.resetAtEpochSeconds));
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * The simulated GitHub REST endpoints for self-hosted runners, with GitHub's
+ * status codes and bodies. Faults and rate-limit headers are applied around
+ * these by the server.
+ */
+import type { GitHubScope } from '../port';
+import type { SimAgents } from './agents';
+import type { SimResponse } from './http-util';
+import { isRecord } from './http-util';
+import { encodeJitConfig } from './jit-config';
+import { SERVED_OPERATIONS, type ServedOperation } from './served-operations';
+import { randomToken, registrationTokenValue, type SimState } from './sim-state';
+
+export interface ApiRequest {
+  op: ServedOperation;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  body: unknown;
+  /** The URL the client called, to build `Link` headers from. */
+  url: URL;
+}
+
+const DOCS = 'https://docs.github.com/rest/actions/self-hosted-runners';
+const RUNNER_VERSION = '2.329.0';
+
+export const githubError = (status: number, message: string, documentationUrl = DOCS): SimResponse => ({
+  status,
+  body: { message, documentation_url: documentationUrl, status: String(status) },
+});
+
+interface CompiledRoute {
+  op: ServedOperation;
+  pattern: RegExp;
+  names: string[];
+}
+
+const ROUTES: CompiledRoute[] = SERVED_OPERATIONS.map((op) => {
+  const names: string[] = [];
+  const source = op.template.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    names.push(name);
+    return '([^/]+)';
+  });
+  return { op, pattern: new RegExp(`^${source}$`), names };
+});
+
+/** Literal segments win over `{runner_id}`, so `/downloads` is not read as a runner id. */
+export function matchRoute(method: string, path: string): { op: ServedOperation; params: Record<string, string> } | 'method_not_allowed' | undefined {
+  let pathMatched = false;
+  const candidates = ROUTES.filter((r) => r.pattern.test(path)).sort((a, b) => a.names.length - b.names.length);
+  for (const route of candidates) {
+    pathMatched = true;
+    if (route.op.method !== method) continue;
+    const values = route.pattern.exec(path)?.slice(1) ?? [];
+    if (route.names.includes('runner_id') && !/^\d+$/.test(values[route.names.indexOf('runner_id')] ?? '')) continue;
+    const params = Object.fromEntries(route.names.map((n, i) => [n, decodeURIComponent(values[i] ?? '')]));
+    return { op: route.op, params };
+  }
+  return pathMatched ? 'method_not_allowed' : undefined;
+}
+
+function scopeOf(op: ServedOperation, params: Record<string, string>): GitHubScope | undefined {
+  switch (op.scope) {
+    case 'repo':
+      return { kind: 'repo', owner: params.owner ?? '', repo: params.repo ?? '' };
+    case 'org':
+      return { kind: 'org', org: params.org ?? '' };
+    case 'enterprise':
+      return { kind: 'enterprise', enterprise: params.enterprise ?? '' };
+    case 'app':
+      return undefined;
+  }
+}
+
+function runnerDownloads(): Record<string, string>[] {
+  const files: [string, string, string][] = [
+    ['osx', 'x64', 'tar.gz'],
+    ['osx', 'arm64', 'tar.gz'],
+    ['linux', 'x64', 'tar.gz'],
+    ['linux', 'arm', 'tar.gz'],
+    ['linux', 'arm64', 'tar.gz'],
+    ['win', 'x64', 'zip'],
+    ['win', 'arm64', 'zip'],
+  ];
+  return files.map(([os, architecture, ext]) => {
+    const filename = `actions-runner-${os}-${architecture}-${RUNNER_VERSION}.${ext}`;
+    return {
+      os,
+      architecture,
+      download_url: `https://github.com/actions/runner/releases/download/v${RUNNER_VERSION}/${filename}`,
+      filename,
+      sha256_checksum: Buffer.from(filename).toString('hex').padEnd(64, '0').slice(0, 64),
+    };
+  });
+}
+
+function linkHeader(url: URL, page: number, lastPage: number): string | undefined {
+  const link = (p: number, rel: string): string => {
+    const u = new URL(url);
+    u.searchParams.set('page', String(p));
+    return `<${u.toString()}>; rel="${rel}"`;
+  };
+  const parts: string[] = [];
+  if (page > 1) parts.push(link(page - 1, 'prev'));
+  if (page < lastPage) parts.push(link(page + 1, 'next'), link(lastPage, 'last'));
+  if (page > 1) parts.push(link(1, 'first'));
+  return parts.length > 0 ? parts.join(', ') : undefined;
+}
+
+function validateJitBody(body: unknown): { name: string; runnerGroupId: number; labels: string[]; workFolder: string } | string {
+  if (!isRecord(body)) return 'Invalid request.\n\nFor \'links/0/schema\', nil is not an object.';
+  const { name, runner_group_id: group, labels, work_folder: workFolder } = body;
+  if (typeof name !== 'string' || name === '') return 'Invalid request.\n\n"name" wasn\'t supplied.';
+  if (typeof group !== 'number' || !Number.isInteger(group)) return 'Invalid request.\n\n"runner_group_id" wasn\'t supplied.';
+  if (!Array.isArray(labels) || labels.length < 1 || labels.length > 100 || !labels.every((l) => typeof l === 'string')) {
+    return 'Invalid request.\n\n"labels" must have between 1 and 100 string items.';
+  }
+  if (workFolder !== undefined && typeof workFolder !== 'string') return 'Invalid request.\n\n"work_folder" must be a string.';
+  return { name, runnerGroupId: group, labels: labels as string[], workFolder: (workFolder as string | undefined) ?? '_work' };
+}
+
+const inAnHour = (): string => new Date(Date.now() + 3_600_000).toISOString();
+
+export class SimGitHubApi {
+  constructor(
+    private readonly state: SimState,
+    private readonly agents: SimAgents,
+    private readonly serverUrl: () => string,
+  ) {}
+
+  handle(req: ApiRequest): SimResponse {
+    const scope = scopeOf(req.op, req.params);
+    if (!scope) {
+      return {
+        status: 201,
+        body: {
+          token: `ghs_${randomToken(27)}`,
+          expires_at: inAnHour(),
+          permissions: { administration: 'write', organization_self_hosted_runners: 'write' },
+          repository_selection: 'all',
+        },
+      };
+    }
+    const runnerId = Number(req.params.runner_id);
+    switch (req.op.name) {
+      case 'list-runners':
+        return this.list(scope, req);
+      case 'get-runner': {
+        const runner = this.state.runnerIn(scope, runnerId);
+        return runner ? { status: 200, body: this.state.runnerJson(runner) } : githubError(404, 'Not Found');
+      }
+      case 'delete-runner': {
+        const runner = this.state.runnerIn(scope, runnerId);
+        if (!runner) return githubError(404, 'Not Found');
+        if (runner.busy) return githubError(422, `Bad request - Runner "${runner.name}" is still running a job"`);
+        this.state.runners.delete(runner.id);
+        this.agents.runnerRemoved(runner.id);
+        return { status: 204 };
+      }
+      case 'registration-token':
+      case 'remove-token':
+        return { status: 201, body: { token: registrationTokenValue(), expires_at: inAnHour() } };
+      case 'runner-downloads':
+        return { status: 200, body: runnerDownloads() };
+      case 'generate-jitconfig':
+        return this.generateJitConfig(scope, req.body);
+      case 'installation-access-token':
+        return githubError(404, 'Not Found');
+    }
+  }
+
+  private list(scope: GitHubScope, req: ApiRequest): SimResponse {
+    const perPage = Math.min(100, Math.max(1, Number(req.query.get('per_page') ?? 30) || 30));
+    const page = Math.max(1, Number(req.query.get('page') ?? 1) || 1);
+    const name = req.query.get('name');
+    const all = this.state.runnersIn(scope).filter((r) => name === null || r.name.toLowerCase() === name.toLowerCase());
+    const lastPage = Math.max(1, Math.ceil(all.length / perPage));
+    const runners = all.slice((page - 1) * perPage, page * perPage).map((r) => this.state.runnerJson(r));
+    const link = linkHeader(req.url, page, lastPage);
+    return { status: 200, body: { total_count: all.length, runners }, headers: link ? { link } : undefined };
+  }
+
+  private generateJitConfig(scope: GitHubScope, body: unknown): SimResponse {
+    const input = validateJitBody(body);
+    if (typeof input === 'string') return githubError(422, input);
+    if (this.state.runnerNamed(scope, input.name)) {
+      return githubError(409, `Already exists - A runner with the name ${input.name} already exists.`);
+    }
+    const secret = randomToken();
+    const runner = this.state.addRunner({
+      name: input.name,
+      scope,
+      labels: input.labels,
+      runnerGroupId: input.runnerGroupId,
+      ephemeral: true,
+      jitSecret: secret,
+    });
+    const encoded = encodeJitConfig({ runnerId: runner.id, runnerName: runner.name, secret, serverUrl: this.serverUrl(), workFolder: input.workFolder });
+    return { status: 201, body: { runner: this.state.runnerJson(runner), encoded_jit_config: encoded } };
+  }
+}

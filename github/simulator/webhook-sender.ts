@@ -1,0 +1,106 @@
+/**
+ * Delivers signed webhooks the way GitHub does: one POST per delivery with a
+ * fresh GUID, `X-GitHub-Event`, `X-Hub-Signature-256` (and the legacy SHA-1
+ * header), no automatic redelivery. Deliveries go out one at a time in the
+ * order events happened, so receivers see queued before in_progress.
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import type { FaultPlan } from './faults';
+
+export interface WebhookTarget {
+  url?: string;
+  secret?: string;
+}
+
+export interface WebhookStats {
+  sent: number;
+  delivered: number;
+  failed: number;
+  lost: number;
+  duplicated: number;
+}
+
+export interface SentDelivery {
+  id: string;
+  event: string;
+  action: string;
+  status: number | 'error' | 'lost';
+}
+
+export function signWebhookBody(secret: string, body: string): { sha256: string; sha1: string } {
+  return {
+    sha256: `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+    sha1: `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`,
+  };
+}
+
+export class WebhookSender {
+  readonly stats: WebhookStats = { sent: 0, delivered: 0, failed: 0, lost: 0, duplicated: 0 };
+  readonly log: SentDelivery[] = [];
+  private chain: Promise<void> = Promise.resolve();
+  private readonly hookId = 400_000_000 + Math.floor(Math.random() * 1_000_000);
+
+  constructor(
+    public target: WebhookTarget,
+    private readonly faults: FaultPlan,
+    private readonly onError: (message: string) => void,
+  ) {}
+
+  send(event: string, payload: Record<string, unknown>): void {
+    const action = typeof payload.action === 'string' ? payload.action : '';
+    const body = JSON.stringify(payload);
+    const id = randomUUID();
+    this.stats.sent += 1;
+    if (this.faults.forWebhook('lose-webhooks', action)) {
+      this.stats.lost += 1;
+      this.log.push({ id, event, action, status: 'lost' });
+      return;
+    }
+    const copies = this.faults.forWebhook('duplicate-webhooks', action) ? 2 : 1;
+    if (copies === 2) this.stats.duplicated += 1;
+    for (let i = 0; i < copies; i++) this.chain = this.chain.then(() => this.deliver(id, event, action, body));
+  }
+
+  /** Resolves once every delivery handed over so far has been attempted. */
+  async idle(): Promise<void> {
+    let seen: Promise<void> | undefined;
+    // Deliveries handed over while waiting extend the chain; wait for those too.
+    while (seen !== this.chain) {
+      seen = this.chain;
+      await seen;
+    }
+  }
+
+  private async deliver(id: string, event: string, action: string, body: string): Promise<void> {
+    const { url, secret } = this.target;
+    if (!url) return;
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'GitHub-Hookshot/simulator',
+      'x-github-delivery': id,
+      'x-github-event': event,
+      'x-github-hook-id': String(this.hookId),
+      'x-github-hook-installation-target-type': 'repository',
+    };
+    if (secret) {
+      const signature = signWebhookBody(secret, body);
+      headers['x-hub-signature-256'] = signature.sha256;
+      headers['x-hub-signature'] = signature.sha1;
+    }
+    try {
+      // GitHub gives up on a receiver after 10 seconds.
+      const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+      await res.arrayBuffer();
+      this.log.push({ id, event, action, status: res.status });
+      if (res.ok) this.stats.delivered += 1;
+      else {
+        this.stats.failed += 1;
+        this.onError(`webhook ${event}/${action} delivery ${id} answered ${res.status}`);
+      }
+    } catch (err) {
+      this.stats.failed += 1;
+      this.log.push({ id, event, action, status: 'error' });
+      this.onError(`webhook ${event}/${action} delivery ${id} failed: ${(err as Error).message}`);
+    }
+  }
+}
