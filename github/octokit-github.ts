@@ -1,0 +1,241 @@
+/**
+ * GitHubPort on Octokit, for github.com and GitHub Enterprise Server
+ * (`apiUrl` https://host/api/v3). Repo, org and enterprise scopes use the same
+ * routes under their own prefix.
+ *
+ * Octokit's retry and throttling plugins are deliberately absent: a failed call
+ * surfaces at once as a typed error and the Temporal activity's retry policy
+ * decides when to try again (a rate limit's `retryAfterMs` becomes the next
+ * retry delay), so waiting is durable and visible in the workflow history.
+ */
+import { createAppAuth } from '@octokit/auth-app';
+import { Octokit } from '@octokit/rest';
+import { githubRateLimitRemaining, githubRequests } from '../observability/metrics';
+import type { RunnerTool } from '../providers/port';
+import { asHttpFailure, header, toPortError } from './github-errors';
+import {
+  GitHubApiError,
+  type GitHubPort,
+  type GitHubRunner,
+  type GitHubScope,
+  type RemoveRunnerOutcome,
+  type RunnerCredential,
+  type RunnerCredentialRequest,
+} from './port';
+
+export type GitHubAuth =
+  | { type: 'pat'; token: string }
+  | { type: 'app'; appId: number | string; installationId: number; privateKey: string };
+
+export interface GitHubLogger {
+  debug(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface OctokitGitHubOptions {
+  /** Name of the configured credentials: the metrics label. */
+  credentialsName: string;
+  apiUrl: string;
+  webUrl?: string;
+  auth: GitHubAuth;
+  logger?: GitHubLogger;
+  /** Upper bound for one HTTP call, so an activity never hangs on a stuck connection. */
+  requestTimeoutMs?: number;
+}
+
+interface RawResponse {
+  status: number;
+  data: unknown;
+  headers: Record<string, string | number | undefined>;
+}
+
+interface RunnerJson {
+  id: number;
+  name: string;
+  os: string;
+  status: string;
+  busy: boolean;
+  labels: { name: string }[];
+}
+
+const silentLogger: GitHubLogger = { debug: () => undefined, warn: () => undefined };
+const PAGE_SIZE = 100;
+
+function scopeRoute(scope: GitHubScope): { prefix: string; params: Record<string, string> } {
+  switch (scope.kind) {
+    case 'repo':
+      return { prefix: '/repos/{owner}/{repo}', params: { owner: scope.owner, repo: scope.repo } };
+    case 'org':
+      return { prefix: '/orgs/{org}', params: { org: scope.org } };
+    case 'enterprise':
+      return { prefix: '/enterprises/{enterprise}', params: { enterprise: scope.enterprise } };
+  }
+}
+
+const toRunner = (r: RunnerJson): GitHubRunner => ({
+  id: r.id,
+  name: r.name,
+  os: r.os,
+  status: r.status === 'online' ? 'online' : 'offline',
+  busy: r.busy,
+  labels: r.labels.map((l) => l.name),
+});
+
+/** JIT runners only carry the labels asked for; `self-hosted` is what workflows target them by. */
+function withSelfHosted(labels: string[]): string[] {
+  return labels.some((l) => l.toLowerCase() === 'self-hosted') ? labels : ['self-hosted', ...labels];
+}
+
+export class OctokitGitHub implements GitHubPort {
+  readonly webUrl?: string;
+  private readonly octokit: Octokit;
+  private readonly logger: GitHubLogger;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly options: OctokitGitHubOptions) {
+    this.webUrl = options.webUrl;
+    this.logger = options.logger ?? silentLogger;
+    this.timeoutMs = options.requestTimeoutMs ?? 30_000;
+    const common = {
+      baseUrl: options.apiUrl.replace(/\/+$/, ''),
+      userAgent: 'runnerflow',
+      log: { debug: () => undefined, info: () => undefined, warn: (m: string) => this.logger.warn(m), error: (m: string) => this.logger.warn(m) },
+    };
+    // auth-app caches installation tokens (59 minutes of their 60) and mints a new one after.
+    this.octokit =
+      options.auth.type === 'pat'
+        ? new Octokit({ ...common, auth: options.auth.token })
+        : new Octokit({
+            ...common,
+            authStrategy: createAppAuth,
+            auth: { appId: options.auth.appId, privateKey: options.auth.privateKey, installationId: options.auth.installationId },
+          });
+  }
+
+  async createRunnerCredential(req: RunnerCredentialRequest): Promise<RunnerCredential> {
+    if (!req.jit) {
+      const res = await this.call('create_registration_token', 'POST', req.scope, '/actions/runners/registration-token', {});
+      const data = res.data as { token: string; expires_at: string };
+      return { kind: 'registration-token', token: data.token, expiresAt: data.expires_at };
+    }
+    const minted = await this.generateJitConfig(req);
+    if (minted !== 'conflict') return minted;
+    // A retried create after GitHub already minted this name: clear the leftover and mint again.
+    const existing = await this.findRunnerByName(req.scope, req.name);
+    if (existing) {
+      if (existing.busy) throw new GitHubApiError(`generate_jitconfig: runner ${req.name} already exists and is running a job`, 409, false);
+      const removed = await this.deleteRunner(req.scope, existing.id);
+      if (removed === 'busy') throw new GitHubApiError(`generate_jitconfig: runner ${req.name} already exists and is running a job`, 409, false);
+    }
+    const again = await this.generateJitConfig(req);
+    if (again === 'conflict') throw new GitHubApiError(`generate_jitconfig: runner ${req.name} still exists after removing it`, 409, true);
+    return again;
+  }
+
+  async removeRunner(req: { scope: GitHubScope; name: string; runnerId?: number }): Promise<RemoveRunnerOutcome> {
+    const id = req.runnerId ?? (await this.findRunnerByName(req.scope, req.name))?.id;
+    if (id === undefined) return 'not_found';
+    return this.deleteRunner(req.scope, id);
+  }
+
+  async findRunnerByName(scope: GitHubScope, name: string): Promise<GitHubRunner | undefined> {
+    // The name filter makes this one call; paging on covers servers that ignore it.
+    for (let page = 1; ; page++) {
+      const res = await this.call('list_runners', 'GET', scope, '/actions/runners', { name, per_page: PAGE_SIZE, page });
+      const data = res.data as { runners: RunnerJson[] };
+      const found = data.runners.find((r) => r.name.toLowerCase() === name.toLowerCase());
+      if (found) return toRunner(found);
+      if (data.runners.length < PAGE_SIZE || !/rel="next"/.test(String(res.headers.link ?? ''))) return undefined;
+    }
+  }
+
+  async listRunnerDownloads(scope: GitHubScope): Promise<RunnerTool[]> {
+    const res = await this.call('list_runner_downloads', 'GET', scope, '/actions/runners/downloads', {});
+    return (res.data as RunnerTool[]).map((t) => ({
+      os: t.os,
+      architecture: t.architecture,
+      download_url: t.download_url,
+      filename: t.filename,
+      ...(t.sha256_checksum ? { sha256_checksum: t.sha256_checksum } : {}),
+      ...(t.temp_download_token ? { temp_download_token: t.temp_download_token } : {}),
+    }));
+  }
+
+  private async generateJitConfig(req: RunnerCredentialRequest): Promise<RunnerCredential | 'conflict'> {
+    const res = await this.call(
+      'generate_jitconfig',
+      'POST',
+      req.scope,
+      '/actions/runners/generate-jitconfig',
+      { name: req.name, runner_group_id: req.runnerGroupId, labels: withSelfHosted(req.labels), work_folder: req.workFolder },
+      [409],
+    );
+    if (res.status === 409) return 'conflict';
+    const data = res.data as { runner: { id: number }; encoded_jit_config: string };
+    return { kind: 'jit', runnerId: data.runner.id, encodedJitConfig: data.encoded_jit_config };
+  }
+
+  private async deleteRunner(scope: GitHubScope, runnerId: number): Promise<RemoveRunnerOutcome> {
+    const res = await this.call('delete_runner', 'DELETE', scope, '/actions/runners/{runner_id}', { runner_id: runnerId }, [404, 422]);
+    if (res.status === 404) return 'not_found';
+    if (res.status === 422) return 'busy';
+    return 'removed';
+  }
+
+  /**
+   * One REST call. Statuses in `expected` are answers the caller interprets
+   * (404 gone, 422 busy, 409 exists); every other failure becomes a port error.
+   */
+  private async call(
+    operation: string,
+    method: 'GET' | 'POST' | 'DELETE',
+    scope: GitHubScope,
+    suffix: string,
+    params: Record<string, unknown>,
+    expected: number[] = [],
+  ): Promise<RawResponse> {
+    const route = scopeRoute(scope);
+    let res: RawResponse;
+    try {
+      const answer = await this.octokit.request(`${method} ${route.prefix}${suffix}`, {
+        ...route.params,
+        ...params,
+        request: { signal: AbortSignal.timeout(this.timeoutMs) },
+      });
+      res = { status: answer.status, data: answer.data as unknown, headers: answer.headers };
+    } catch (err) {
+      const failure = asHttpFailure(err);
+      if (failure?.response) this.observe(operation, failure.status, failure.response.headers);
+      if (failure?.response && expected.includes(failure.status)) {
+        res = { status: failure.status, data: failure.response.data, headers: failure.response.headers };
+        this.count(operation, String(failure.status));
+        return res;
+      }
+      const portError = toPortError(operation, err);
+      this.count(operation, portError instanceof GitHubApiError ? (portError.retryable ? 'retryable_error' : 'error') : 'rate_limited');
+      throw portError;
+    }
+    this.observe(operation, res.status, res.headers);
+    this.count(operation, 'ok');
+    return res;
+  }
+
+  private count(operation: string, outcome: string): void {
+    githubRequests.inc({ operation, outcome });
+  }
+
+  private observe(operation: string, status: number, headers: RawResponse['headers']): void {
+    const remaining = header(headers, 'x-ratelimit-remaining');
+    if (remaining === undefined) return;
+    const resource = header(headers, 'x-ratelimit-resource') ?? 'core';
+    githubRateLimitRemaining.set({ credentials: this.options.credentialsName, resource }, Number(remaining));
+    this.logger.debug('github rate limit', {
+      credentials: this.options.credentialsName,
+      operation,
+      status,
+      resource,
+      remaining: Number(remaining),
+      reset: header(headers, 'x-ratelimit-reset'),
+    });
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * One GitHubPort per configured credentials name, built on first use (so a
+ * missing secret only fails the pools that use it) and kept for the process:
+ * an App's installation token cache lives in its Octokit instance.
+ */
+import { resolveSecret } from '../config/load';
+import type { GitHubCredentialsConfig, RunnerflowConfig } from '../config/schema';
+import { OctokitGitHub, type GitHubAuth, type GitHubLogger } from './octokit-github';
+import type { GitHubPort } from './port';
+
+export interface GitHubRegistry {
+  get(credentialsName: string): GitHubPort;
+}
+
+export class UnknownGitHubCredentialsError extends Error {
+  constructor(name: string, known: string[]) {
+    super(
+      `no GitHub credentials named "${name}" in github.credentials` +
+        (known.length > 0 ? ` (configured: ${known.map((k) => `"${k}"`).join(', ')})` : ' (none configured)'),
+    );
+    this.name = 'UnknownGitHubCredentialsError';
+  }
+}
+
+function authOf(credentials: GitHubCredentialsConfig, env: NodeJS.ProcessEnv): GitHubAuth {
+  const auth = credentials.auth;
+  if (auth.type === 'pat') return { type: 'pat', token: resolveSecret(auth.token, env) ?? '' };
+  return { type: 'app', appId: auth.appId, installationId: auth.installationId, privateKey: resolveSecret(auth.privateKey, env) ?? '' };
+}
+
+export function createGitHubRegistry(
+  config: RunnerflowConfig,
+  env: NodeJS.ProcessEnv = process.env,
+  logger?: GitHubLogger,
+): GitHubRegistry {
+  const ports = new Map<string, GitHubPort>();
+  return {
+    get(credentialsName) {
+      const cached = ports.get(credentialsName);
+      if (cached) return cached;
+      const credentials = config.github.credentials.find((c) => c.name === credentialsName);
+      if (!credentials) throw new UnknownGitHubCredentialsError(credentialsName, config.github.credentials.map((c) => c.name));
+      const port = new OctokitGitHub({
+        credentialsName,
+        apiUrl: credentials.apiUrl,
+        webUrl: credentials.webUrl,
+        auth: authOf(credentials, env),
+        logger,
+      });
+      ports.set(credentialsName, port);
+      return port;
+    },
+  };
+}
