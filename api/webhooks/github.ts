@@ -1,0 +1,170 @@
+/**
+ * GitHub webhook intake (`POST /webhooks/github`) as a fetch-style handler.
+ * It verifies the signature on the raw body, reads `workflow_job` events and
+ * hands them to a WorkflowJobSink; it does no other work, so it answers well
+ * inside GitHub's 10-second delivery timeout.
+ *
+ * | delivery                                   | answer                           |
+ * |--------------------------------------------|----------------------------------|
+ * | body over the limit (25 MB)                | 413                              |
+ * | signature missing or wrong                 | 401, nothing signalled           |
+ * | no X-GitHub-Event / X-GitHub-Delivery      | 400                              |
+ * | delivery id seen lately                    | 202 `duplicate`, sink not called |
+ * | `ping`                                     | 200 `pong`                       |
+ * | other events, other workflow_job actions   | 202 `ignored`                    |
+ * | malformed JSON, missing fields             | 400 naming the field             |
+ * | workflow_job queued                        | 200 `queued` (sink.jobQueued)    |
+ * | in_progress / completed on our runner      | 200 `signalled`                  |
+ * | ... on a runner we do not own              | 202 `not_owned`                  |
+ * | completed with no runner (cancelled queued)| 202 `no_runner` (sink.jobLeftQueue when given) |
+ * | the sink failed                            | 500 (GitHub shows the failed delivery for redelivery) |
+ */
+import { Webhooks } from '@octokit/webhooks';
+import { webhookDeliveries } from '../../observability/metrics';
+import type { QueuedJob } from '../../workflows/pool-messages';
+import type { JobCompletedArgs, JobStartedArgs } from '../../workflows/messages';
+import { BodyTooLargeError, readBoundedBody } from './bounded-body';
+import { RecentDeliveries } from './recent-deliveries';
+import { describeIssues, workflowJobEventSchema, type WorkflowJobEvent } from './workflow-job-event';
+
+export type SignalOutcome = 'signalled' | 'not_owned';
+
+/**
+ * Where workflow_job events go. `jobQueued` is the seam the pool workflow
+ * takes over (routing a queued job to a pool); the runner methods signal the
+ * instance workflow named after the runner and say whether one exists.
+ */
+export interface WorkflowJobSink {
+  jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void>;
+  jobStarted(runnerName: string, args: JobStartedArgs): Promise<SignalOutcome>;
+  jobCompleted(runnerName: string, args: JobCompletedArgs): Promise<SignalOutcome>;
+  /**
+   * Optional: a queued job left the queue without ever reaching a runner
+   * (cancelled before it started), so whoever counted it as demand can forget it.
+   */
+  jobLeftQueue?(job: { jobId: number; runId?: number; labels: string[]; conclusion?: string; deliveryId: string }): Promise<void>;
+}
+
+export interface WebhookLogger {
+  info(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+}
+
+export interface GitHubWebhookDeps {
+  secret: string;
+  sink: WorkflowJobSink;
+  logger?: WebhookLogger;
+  /** Largest delivery accepted; GitHub caps payloads at 25 MB. */
+  maxBodyBytes?: number;
+  /** Defaults to one LRU shared by the process. */
+  recentDeliveries?: RecentDeliveries;
+}
+
+export const MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024;
+const sharedDeliveries = new RecentDeliveries();
+let verifier: { secret: string; webhooks: Webhooks } | undefined;
+
+type Result = 'pong' | 'ignored' | 'duplicate' | 'queued' | 'signalled' | 'not_owned' | 'no_runner';
+
+const json = (status: number, body: unknown): Response =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+
+const failure = (status: number, code: string, message: string): Response => json(status, { error: { code, message } });
+
+/** Constant-time HMAC comparison by @octokit/webhooks. */
+async function signatureValid(secret: string, payload: string, signature: string): Promise<boolean> {
+  if (verifier?.secret !== secret) verifier = { secret, webhooks: new Webhooks({ secret }) };
+  try {
+    return await verifier.webhooks.verify(payload, signature);
+  } catch {
+    return false;
+  }
+}
+
+export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookDeps): Promise<Response> {
+  const event = request.headers.get('x-github-event') ?? '';
+  const count = (result: string): void => webhookDeliveries.inc({ event: event || 'unknown', result });
+
+  let raw: Uint8Array;
+  try {
+    raw = await readBoundedBody(request, deps.maxBodyBytes ?? MAX_WEBHOOK_BODY_BYTES);
+  } catch (err) {
+    if (!(err instanceof BodyTooLargeError)) throw err;
+    count('too_large');
+    return failure(413, 'payload_too_large', `webhook body exceeds ${err.limitBytes} bytes`);
+  }
+  const payload = new TextDecoder().decode(raw);
+  const signature = request.headers.get('x-hub-signature-256');
+  if (!signature) {
+    count('unauthorized');
+    return failure(401, 'missing_signature', 'X-Hub-Signature-256 header is required');
+  }
+  if (!(await signatureValid(deps.secret, payload, signature))) {
+    count('unauthorized');
+    deps.logger?.warn('webhook signature mismatch', { event, deliveryId: request.headers.get('x-github-delivery') ?? undefined });
+    return failure(401, 'invalid_signature', 'X-Hub-Signature-256 does not match the body');
+  }
+  const deliveryId = request.headers.get('x-github-delivery');
+  if (!event) return (count('bad_request'), failure(400, 'missing_header', 'X-GitHub-Event header is required'));
+  if (!deliveryId) return (count('bad_request'), failure(400, 'missing_header', 'X-GitHub-Delivery header is required'));
+
+  const deliveries = deps.recentDeliveries ?? sharedDeliveries;
+  if (deliveries.has(deliveryId)) return (count('duplicate'), json(202, { result: 'duplicate' satisfies Result }));
+  if (event === 'ping') return (count('pong'), json(200, { result: 'pong' satisfies Result }));
+  if (event !== 'workflow_job') return (count('ignored'), json(202, { result: 'ignored' satisfies Result, event }));
+
+  let body: unknown;
+  try {
+    body = JSON.parse(payload);
+  } catch {
+    count('bad_request');
+    return failure(400, 'invalid_json', 'body is not valid JSON');
+  }
+  const parsed = workflowJobEventSchema.safeParse(body);
+  if (!parsed.success) {
+    count('bad_request');
+    return failure(400, 'invalid_payload', describeIssues(parsed.error));
+  }
+
+  let result: Result;
+  try {
+    result = await dispatch(parsed.data, deliveryId, deps);
+  } catch (err) {
+    count('sink_failed');
+    deps.logger?.warn('webhook not handed over', { event, deliveryId, error: (err as Error).message });
+    return failure(500, 'sink_failed', `could not hand the event over: ${(err as Error).message}`);
+  }
+  // Remembered only once handed over, so a redelivery after a failure is not dropped.
+  deliveries.add(deliveryId);
+  count(result);
+  return json(result === 'queued' || result === 'signalled' ? 200 : 202, { result });
+}
+
+async function dispatch(event: WorkflowJobEvent, deliveryId: string, deps: GitHubWebhookDeps): Promise<Result> {
+  const job = event.workflow_job;
+  const runnerName = job.runner_name ?? undefined;
+  switch (event.action) {
+    case 'queued':
+      // Also for status `waiting` (an environment awaiting approval): the job will need a runner once approved.
+      await deps.sink.jobQueued({
+        jobId: job.id,
+        runId: job.run_id,
+        labels: job.labels,
+        repository: event.repository?.full_name,
+        queuedAt: job.created_at ?? job.started_at ?? undefined,
+        deliveryId,
+      });
+      return 'queued';
+    case 'in_progress':
+      if (!runnerName) return 'no_runner';
+      return deps.sink.jobStarted(runnerName, { jobId: job.id, runId: job.run_id });
+    case 'completed':
+      if (!runnerName) {
+        await deps.sink.jobLeftQueue?.({ jobId: job.id, runId: job.run_id, labels: job.labels, conclusion: job.conclusion ?? undefined, deliveryId });
+        return 'no_runner';
+      }
+      return deps.sink.jobCompleted(runnerName, { jobId: job.id, conclusion: job.conclusion ?? undefined });
+    default:
+      return 'ignored';
+  }
+}
