@@ -1,0 +1,61 @@
+/**
+ * The runnerflow HTTP API as one fetch-style handler, so the same code runs
+ * behind node:http (api/node-server.ts) or as a serverless function.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AppDeps, Logger } from './deps';
+import { requireAdmin } from './http/auth';
+import { HttpError } from './http/errors';
+import { errorResponse } from './http/responses';
+import { findRoute, type Route } from './http/router';
+import { callbackRoutes } from './routes/callbacks';
+import { jobRoutes } from './routes/jobs';
+import { openApiRoute } from './routes/openapi';
+import { poolRoutes } from './routes/pools';
+import { runnerRoutes } from './routes/runners';
+import { systemRoutes } from './routes/system';
+import { webhookRoutes } from './routes/webhooks';
+import { createServices, type Services } from './services';
+import { temporalHttpError } from './temporal/errors';
+
+export type App = (request: Request) => Promise<Response>;
+
+export function apiRoutes(): Route<Services>[] {
+  const routes: Route<Services>[] = [...systemRoutes, ...webhookRoutes, ...poolRoutes, ...runnerRoutes, ...jobRoutes, ...callbackRoutes];
+  routes.push(openApiRoute(() => routes));
+  return routes;
+}
+
+function failureResponse(err: unknown, request: Request, logger: Logger): Response {
+  if (err instanceof HttpError) return errorResponse(err);
+  const infrastructure = temporalHttpError(err);
+  if (infrastructure) {
+    logger.warn('request failed on Temporal', { method: request.method, path: new URL(request.url).pathname, error: (err as Error).message });
+    return errorResponse(infrastructure);
+  }
+  // A bug: the caller gets an id to quote, the log gets the detail.
+  const requestId = randomUUID();
+  logger.error('request failed', {
+    requestId,
+    method: request.method,
+    path: new URL(request.url).pathname,
+    error: err instanceof Error ? err.message : String(err),
+    stack: err instanceof Error ? err.stack : undefined,
+  });
+  return errorResponse(new HttpError(500, 'internal', `internal server error (request id ${requestId})`, { requestId }));
+}
+
+export function createApp(deps: AppDeps): App {
+  const services = createServices(deps);
+  const routes = apiRoutes();
+  return async (request) => {
+    try {
+      const url = new URL(request.url);
+      const { route, params } = findRoute(routes, request.method, url.pathname);
+      if (route.auth === 'admin') requireAdmin(request, deps.secrets.adminToken);
+      return await route.handle({ request, url, params, services });
+    } catch (err) {
+      return failureResponse(err, request, deps.logger);
+    }
+  };
+}

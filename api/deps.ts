@@ -1,0 +1,54 @@
+/**
+ * Everything the HTTP app needs, passed in whole. The app keeps no state that
+ * matters between requests (only short-lived caches), so any number of API
+ * processes or serverless instances can serve one Temporal namespace.
+ */
+import type { Client } from '@temporalio/client';
+import type { RunnerflowConfig } from '../config/schema';
+import type { GitHubPort } from '../github/port';
+
+/** Structured log sink; `meta` never carries secrets. */
+export interface Logger {
+  info(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+  error(message: string, meta?: Record<string, unknown>): void;
+}
+
+/** The GitHub clients by configured credentials name. */
+export interface GitHubRegistry {
+  get(credentialsName: string): GitHubPort;
+}
+
+export interface ApiSecrets {
+  /** Bearer token for /api/v1/*; when absent the admin routes refuse every caller. */
+  adminToken?: string;
+  /** Shared secret of the GitHub webhook (X-Hub-Signature-256). */
+  webhookSecret?: string;
+  /** Key that signs and verifies instance callback tokens. */
+  instanceTokenKey: string;
+}
+
+export interface AppLimits {
+  /** Largest JSON body accepted on /api/v1/*. */
+  apiBodyBytes: number;
+  /** How long a Temporal query (state of a runner or pool) may take before 504. */
+  queryTimeoutMs: number;
+  /** How long the pool list used for job routing is reused. */
+  poolCacheMs: number;
+}
+
+export const DEFAULT_LIMITS: AppLimits = {
+  apiBodyBytes: 1024 * 1024,
+  queryTimeoutMs: 5_000,
+  poolCacheMs: 3_000,
+};
+
+export interface AppDeps {
+  client: Client;
+  taskQueue: string;
+  config: RunnerflowConfig;
+  github: GitHubRegistry;
+  secrets: ApiSecrets;
+  logger: Logger;
+  limits?: Partial<AppLimits>;
+}

@@ -1,0 +1,52 @@
+/**
+ * Which pool takes a queued job: among enabled pools whose labels cover the
+ * job's, the highest priority wins; equal priorities go to the pool with the
+ * most free capacity.
+ */
+import { isDeleting } from '../domain/instance-status';
+import { poolMatchesLabels } from '../domain/pool';
+import type { PoolView } from '../workflows/pool-messages';
+import type { PoolEntry } from './pool-directory';
+
+export type RoutableEntry = PoolEntry & { memo: NonNullable<PoolEntry['memo']> };
+
+export type Candidates =
+  | { kind: 'pools'; pools: RoutableEntry[] }
+  | { kind: 'none'; reason: string };
+
+/** The enabled matching pools of the top priority, or why there are none. */
+export function candidatePools(pools: readonly PoolEntry[], jobLabels: readonly string[]): Candidates {
+  const matching = pools.filter((p): p is RoutableEntry => p.memo !== undefined && poolMatchesLabels(p.memo, jobLabels));
+  const enabled = matching.filter((p) => p.memo.enabled);
+  if (enabled.length === 0) {
+    const labels = jobLabels.join(', ') || '(none)';
+    const reason =
+      matching.length === 0
+        ? `no pool has the labels ${labels}`
+        : `the pools with the labels ${labels} are disabled: ${matching.map((p) => p.name).join(', ')}`;
+    return { kind: 'none', reason };
+  }
+  const top = Math.max(...enabled.map((p) => p.memo.priority));
+  return { kind: 'pools', pools: enabled.filter((p) => p.memo.priority === top) };
+}
+
+/** Runners the pool could still put on a new job: idle ones plus room to create, less jobs already waiting. */
+export function freeCapacity(view: PoolView): number {
+  if (view.deleting) return Number.NEGATIVE_INFINITY;
+  const live = view.runners.filter((r) => !isDeleting(r.status));
+  const idle = live.filter((r) => r.runnerStatus === 'idle' && r.jobId === undefined).length;
+  return view.settings.maxRunners - live.length + idle - view.queuedJobs.length;
+}
+
+/** The index of the best capacity; the first on ties and when nothing is known. */
+export function mostFree(capacities: readonly (number | undefined)[]): number {
+  let best = 0;
+  let bestValue = Number.NEGATIVE_INFINITY;
+  capacities.forEach((c, i) => {
+    if (c !== undefined && c > bestValue) {
+      best = i;
+      bestValue = c;
+    }
+  });
+  return best;
+}

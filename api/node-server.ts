@@ -1,0 +1,133 @@
+/**
+ * Serves a fetch-style app over node:http: requests and responses are streamed,
+ * not buffered, and a body whose Content-Length exceeds the server-wide cap is
+ * refused before the app sees it (the app caps what it reads per route too).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import type { App } from './app';
+import { payloadTooLarge } from './http/body';
+import { HttpError } from './http/errors';
+import { errorResponse } from './http/responses';
+
+export interface HttpServer {
+  /** Base URL, e.g. http://127.0.0.1:8080 (with the real port when 0 was asked for). */
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface HttpServerOptions {
+  /** Hard cap on any request body, above every route's own limit. */
+  maxBodyBytes?: number;
+  /** How long close() waits for requests in flight before cutting connections. */
+  closeGraceMs?: number;
+  onError?: (message: string, meta: Record<string, unknown>) => void;
+}
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/** Parses "host:port", "[v6]:port", ":port" or "port". */
+export function parseListen(listen: string): ListenAddress {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(listen) ?? /^()()(\d+)$/.exec(listen);
+  const port = Number(match?.[3]);
+  if (!match || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error(`listen address "${listen}" is not host:port (example: 127.0.0.1:8080)`);
+  }
+  return { host: match[1] || match[2] || '127.0.0.1', port };
+}
+
+function toRequest(req: IncomingMessage, base: string, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+  const method = req.method ?? 'GET';
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  return new Request(`${base}${req.url ?? '/'}`, {
+    method,
+    headers,
+    signal,
+    ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
+  } as RequestInit);
+}
+
+async function writeResponse(res: ServerResponse, response: Response): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, key) => {
+    if (key !== 'set-cookie') headers[key] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) headers['set-cookie'] = cookies;
+  res.writeHead(response.status, headers);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  await pipeline(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), res);
+}
+
+export async function startHttpServer(app: App, listen: string | ListenAddress, options: HttpServerOptions = {}): Promise<HttpServer> {
+  const { host, port } = typeof listen === 'string' ? parseListen(listen) : listen;
+  const maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
+  const onError = options.onError ?? ((message, meta) => console.error(JSON.stringify({ level: 'error', message, ...meta })));
+  let base = '';
+
+  const server = createServer((req, res) => {
+    const aborted = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) aborted.abort();
+    });
+    const serve = async (): Promise<void> => {
+      let response: Response;
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > maxBodyBytes) {
+        response = errorResponse(payloadTooLarge(maxBodyBytes));
+        res.setHeader('connection', 'close');
+      } else {
+        let request: Request;
+        try {
+          request = toRequest(req, base, aborted.signal);
+        } catch {
+          response = errorResponse(new HttpError(400, 'bad_request', 'the request line or headers are malformed'));
+          await writeResponse(res, response);
+          return;
+        }
+        response = await app(request);
+      }
+      await writeResponse(res, response);
+    };
+    serve().catch((err: unknown) => {
+      onError('http response failed', { path: req.url, error: (err as Error).message });
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(res.headersSent ? undefined : JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  base = `http://${hostPart}:${address.port}`;
+
+  return {
+    url: base,
+    close: () =>
+      new Promise<void>((resolve) => {
+        const grace = setTimeout(() => server.closeAllConnections(), options.closeGraceMs ?? 5_000);
+        server.close(() => {
+          clearTimeout(grace);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}

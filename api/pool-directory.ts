@@ -1,0 +1,74 @@
+/**
+ * The running pools as visibility sees them, with the memo each pool keeps
+ * current (labels, priority, enabled, size, provider). Job routing reads it for
+ * every queued job, so it is reused for a few seconds; callers that need fresh
+ * data call `fetch()`.
+ */
+import type { Client } from '@temporalio/client';
+import { RUNNER_POOL_WORKFLOW, type PoolMemo } from '../workflows/pool-messages';
+import { quote } from './temporal/visibility';
+
+export interface PoolEntry {
+  name: string;
+  workflowId: string;
+  runId: string;
+  startTime: string;
+  /** Undefined for a pool that has not written its memo yet. */
+  memo?: PoolMemo;
+}
+
+const POOL_ID_PREFIX = 'pool/';
+
+function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undefined {
+  if (!memo) return undefined;
+  const { labels, priority, enabled, maxRunners, provider } = memo;
+  if (!Array.isArray(labels) || typeof priority !== 'number' || typeof enabled !== 'boolean') return undefined;
+  return {
+    labels: labels.filter((l): l is string => typeof l === 'string'),
+    priority,
+    enabled,
+    maxRunners: typeof maxRunners === 'number' ? maxRunners : 0,
+    provider: typeof provider === 'string' ? provider : '',
+  };
+}
+
+export class PoolDirectory {
+  private cached?: { at: number; pools: Promise<PoolEntry[]> };
+
+  constructor(
+    private readonly client: Client,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** Every running pool, straight from visibility. */
+  async fetch(): Promise<PoolEntry[]> {
+    const query = `WorkflowType = ${quote(RUNNER_POOL_WORKFLOW)} AND ExecutionStatus = 'Running'`;
+    const pools: PoolEntry[] = [];
+    for await (const info of this.client.workflow.list({ query })) {
+      if (!info.workflowId.startsWith(POOL_ID_PREFIX)) continue;
+      pools.push({
+        name: info.workflowId.slice(POOL_ID_PREFIX.length),
+        workflowId: info.workflowId,
+        runId: info.runId,
+        startTime: info.startTime.toISOString(),
+        memo: asPoolMemo(info.memo),
+      });
+    }
+    return pools.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** The pools, reused for `ttlMs`; concurrent callers share one visibility call. */
+  async list(): Promise<PoolEntry[]> {
+    const now = Date.now();
+    if (!this.cached || now - this.cached.at > this.ttlMs) {
+      const pools = this.fetch();
+      this.cached = { at: now, pools };
+      pools.catch(() => this.invalidate());
+    }
+    return this.cached.pools;
+  }
+
+  invalidate(): void {
+    this.cached = undefined;
+  }
+}

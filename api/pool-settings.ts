@@ -1,0 +1,59 @@
+/**
+ * What the API checks beyond the schema before a pool reaches Temporal: the
+ * provider and GitHub credentials it names must be configured, else the pool
+ * would only fail later, inside every runner it creates.
+ */
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { RunnerflowConfig } from '../config/schema';
+import type { PoolSettings } from '../domain/pool';
+import { resolveTimings } from '../domain/timings';
+import { RUNNER_POOL } from '../workflows/search-attributes';
+import { RUNNER_POOL_WORKFLOW, poolWorkflowId, type PoolMemo, type RunnerPoolInput } from '../workflows/pool-messages';
+import { HttpError, conflict, type FieldIssue } from './http/errors';
+
+export function checkPoolReferences(settings: PoolSettings, config: RunnerflowConfig): void {
+  const issues: FieldIssue[] = [];
+  const providers = config.providers.map((p) => p.name);
+  if (!providers.includes(settings.provider)) {
+    issues.push({ path: 'provider', message: `no provider named "${settings.provider}" is configured (configured: ${providers.join(', ') || 'none'})` });
+  }
+  const credentials = config.github.credentials.map((c) => c.name);
+  if (!credentials.includes(settings.github.credentials)) {
+    issues.push({
+      path: 'github.credentials',
+      message: `no GitHub credentials named "${settings.github.credentials}" are configured (configured: ${credentials.join(', ') || 'none'})`,
+    });
+  }
+  if (issues.length > 0) {
+    throw new HttpError(400, 'validation_failed', `invalid pool: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
+  }
+}
+
+export function poolMemo(settings: PoolSettings): PoolMemo {
+  return {
+    labels: settings.labels,
+    priority: settings.priority,
+    enabled: settings.enabled,
+    maxRunners: settings.maxRunners,
+    provider: settings.provider,
+  };
+}
+
+/** Starts the pool's workflow; 409 when a pool of that name is running. */
+export async function startPool(client: Client, taskQueue: string, config: RunnerflowConfig, settings: PoolSettings): Promise<{ runId: string }> {
+  const input: RunnerPoolInput = { settings, timings: resolveTimings(config.timings) };
+  try {
+    const handle = await client.workflow.start(RUNNER_POOL_WORKFLOW, {
+      workflowId: poolWorkflowId(settings.name),
+      taskQueue,
+      args: [input],
+      typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
+      memo: { ...poolMemo(settings) },
+      workflowIdConflictPolicy: 'FAIL',
+    });
+    return { runId: handle.firstExecutionRunId };
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict(`pool ${settings.name} already exists`, 'already_exists');
+    throw err;
+  }
+}

@@ -1,0 +1,105 @@
+import { poolSettingsSchema } from '../../domain/pool';
+import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
+import { readJson, readValidJson } from '../http/body';
+import { badRequest, validationError } from '../http/errors';
+import { json } from '../http/responses';
+import type { Route } from '../http/router';
+import { checkPoolReferences, startPool } from '../pool-settings';
+import type { Services } from '../services';
+import { describeRunning, orNotFound } from '../temporal/running';
+
+const TAG = 'pools';
+
+export const poolRoutes: Route<Services>[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/pools',
+    auth: 'admin',
+    doc: { tag: TAG, summary: 'List running pools with their labels, priority, size and provider', responses: { 200: 'The pools' } },
+    async handle({ services }) {
+      const pools = await services.pools.fetch();
+      return json({ pools: pools.map((p) => ({ name: p.name, ...p.memo, startTime: p.startTime })) });
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/pools',
+    auth: 'admin',
+    doc: {
+      tag: TAG,
+      summary: 'Create a pool',
+      body: poolSettingsSchema,
+      responses: { 201: 'Pool created', 400: 'Invalid settings', 409: 'A pool of that name exists' },
+    },
+    async handle({ request, services }) {
+      const settings = await readValidJson(request, poolSettingsSchema, services.limits.apiBodyBytes, 'pool');
+      checkPoolReferences(settings, services.deps.config);
+      const { runId } = await startPool(services.deps.client, services.deps.taskQueue, services.deps.config, settings);
+      services.pools.invalidate();
+      services.deps.logger.info('pool created', { pool: settings.name, runId });
+      return json({ pool: settings }, 201, { location: `/api/v1/pools/${encodeURIComponent(settings.name)}` });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/pools/:name',
+    auth: 'admin',
+    doc: { tag: TAG, summary: 'Settings, runners, queued jobs and target size of a pool', responses: { 200: 'The pool', 404: 'No such pool' } },
+    async handle({ params, services }) {
+      const name = params.name!;
+      await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
+      const view = await services.query(poolWorkflowId(name), `pool ${name}`, poolStateQuery);
+      return json({ name, ...view });
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/api/v1/pools/:name',
+    auth: 'admin',
+    doc: {
+      tag: TAG,
+      summary: 'Replace the settings of a pool (the name may be omitted from the body)',
+      body: poolSettingsSchema,
+      responses: { 202: 'Update sent to the pool', 400: 'Invalid settings', 404: 'No such pool' },
+    },
+    async handle({ request, params, services }) {
+      const name = params.name!;
+      const raw = await readJson(request, services.limits.apiBodyBytes);
+      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw badRequest('request body must be a JSON object');
+      const body = raw as Record<string, unknown>;
+      if (body.name !== undefined && body.name !== name) {
+        throw badRequest(`the body names pool "${String(body.name)}" but the path names "${name}"; a pool cannot be renamed`);
+      }
+      const parsed = poolSettingsSchema.safeParse({ ...body, name });
+      if (!parsed.success) throw validationError(parsed.error, 'pool');
+      checkPoolReferences(parsed.data, services.deps.config);
+      await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
+      await orNotFound(`pool ${name}`, () =>
+        services.deps.client.workflow.getHandle(poolWorkflowId(name)).signal(updatePoolSignal, { settings: parsed.data }),
+      );
+      services.pools.invalidate();
+      services.deps.logger.info('pool update sent', { pool: name });
+      return json({ pool: parsed.data }, 202);
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/pools/:name',
+    auth: 'admin',
+    doc: {
+      tag: TAG,
+      summary: 'Drain and delete a pool: idle runners leave now, busy ones when their job ends',
+      responses: { 202: 'Delete sent to the pool', 404: 'No such pool' },
+    },
+    async handle({ params, services }) {
+      const name = params.name!;
+      await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
+      await orNotFound(`pool ${name}`, () =>
+        services.deps.client.workflow.getHandle(poolWorkflowId(name)).signal(deletePoolSignal, { reason: 'deleted through the API' }),
+      );
+      services.pools.invalidate();
+      services.deps.logger.info('pool delete sent', { pool: name });
+      return json({ pool: name, action: 'delete' }, 202);
+    },
+  },
+];

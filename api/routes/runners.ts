@@ -1,0 +1,109 @@
+import { z } from 'zod';
+import { INSTANCE_STATUSES } from '../../domain/instance-status';
+import { RUNNER_LEAKED, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../../workflows/search-attributes';
+import { RUNNER_INSTANCE_WORKFLOW, deleteSignal, forceDeleteSignal, instanceNameFromWorkflowId, runnerWorkflowId, stateQuery } from '../../workflows/messages';
+import { badRequest } from '../http/errors';
+import { parseQuery, queryFlag } from '../http/query';
+import { json } from '../http/responses';
+import type { Route } from '../http/router';
+import { githubMemoOf, removeFromGitHub } from '../runner-removal';
+import type { Services } from '../services';
+import { describeRunning, orNotFound } from '../temporal/running';
+import { andQuery, quote } from '../temporal/visibility';
+
+const TAG = 'runners';
+
+const listQuery = z.object({
+  pool: z.string().min(1).optional(),
+  status: z
+    .enum(INSTANCE_STATUSES, { error: (issue) => `unknown status "${String(issue.input)}"; expected one of ${INSTANCE_STATUSES.join(', ')}` })
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(5000).default(500),
+});
+
+const deleteQuery = z.object({ force: queryFlag, bypassBusy: queryFlag });
+
+export const runnerRoutes: Route<Services>[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/runners',
+    auth: 'admin',
+    doc: {
+      tag: TAG,
+      summary: 'List runner instances, optionally by pool and status (deleted ones only with status=deleted)',
+      query: listQuery,
+      responses: { 200: 'The runners', 400: 'Unknown status' },
+    },
+    async handle({ url, services }) {
+      const { pool, status, limit } = parseQuery(url, listQuery);
+      const query = andQuery([
+        `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
+        // Ended instance workflows are deleted runners; only show them when asked for.
+        status !== 'deleted' && `ExecutionStatus = 'Running'`,
+        pool && `${RUNNER_POOL.name} = ${quote(pool)}`,
+        status && `${RUNNER_STATUS.name} = ${quote(status)}`,
+      ]);
+      const runners = [];
+      for await (const info of services.deps.client.workflow.list({ query, pageSize: Math.min(limit, 1000) })) {
+        const sa = info.typedSearchAttributes;
+        runners.push({
+          name: instanceNameFromWorkflowId(info.workflowId) ?? info.workflowId,
+          pool: sa.get(RUNNER_POOL) ?? null,
+          provider: sa.get(RUNNER_PROVIDER) ?? null,
+          status: sa.get(RUNNER_STATUS) ?? null,
+          leaked: sa.get(RUNNER_LEAKED) ?? false,
+          running: info.status.name === 'RUNNING',
+          startTime: info.startTime.toISOString(),
+          runId: info.runId,
+        });
+        if (runners.length >= limit) break;
+      }
+      return json({ runners });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/runners/:name',
+    auth: 'admin',
+    doc: { tag: TAG, summary: 'State of a runner instance, with every status transition', responses: { 200: 'The runner', 404: 'No such runner' } },
+    async handle({ params, services }) {
+      const name = params.name!;
+      return json(await services.query(runnerWorkflowId(name), `runner ${name}`, stateQuery));
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/runners/:name',
+    auth: 'admin',
+    doc: {
+      tag: TAG,
+      summary:
+        'Delete a runner gracefully, or with force=true now (GitHub is asked first: a busy runner is refused unless bypassBusy=true)',
+      query: deleteQuery,
+      responses: {
+        202: 'Delete sent to the runner',
+        404: 'No such runner',
+        409: 'The runner is running a job (force without bypassBusy)',
+        502: 'GitHub failed (force without bypassBusy)',
+      },
+    },
+    async handle({ url, params, services }) {
+      const name = params.name!;
+      const { force, bypassBusy } = parseQuery(url, deleteQuery);
+      if (bypassBusy && !force) throw badRequest('bypassBusy applies only with force=true');
+      const { client, logger } = services.deps;
+      const description = await describeRunning(client, runnerWorkflowId(name), `runner ${name}`);
+      const handle = client.workflow.getHandle(runnerWorkflowId(name));
+      if (!force) {
+        await orNotFound(`runner ${name}`, () => handle.signal(deleteSignal, { reason: 'deleted through the API' }));
+        logger.info('runner delete sent', { runner: name });
+        return json({ runner: name, action: 'delete' }, 202);
+      }
+      const removal = await removeFromGitHub({ name, github: services.deps.github, memo: githubMemoOf(description), bypassBusy });
+      const reason = removal.warning ? `forced through the API; ${removal.warning}` : 'forced through the API';
+      await orNotFound(`runner ${name}`, () => handle.signal(forceDeleteSignal, { reason }));
+      logger.info('runner force delete sent', { runner: name, github: removal.outcome });
+      return json({ runner: name, action: 'forceDelete', github: removal.outcome, ...(removal.warning ? { warning: removal.warning } : {}) }, 202);
+    },
+  },
+];

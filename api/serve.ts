@@ -1,0 +1,31 @@
+/**
+ * Starts the API as a Node server for a loaded config: the piece `npm start`
+ * and tests call; the Temporal client and GitHub registry are the caller's.
+ */
+import type { Client } from '@temporalio/client';
+import type { LoadedConfig } from '../config/load';
+import { createApp } from './app';
+import type { AppLimits, GitHubRegistry, Logger } from './deps';
+import { startHttpServer, type HttpServer } from './node-server';
+import { resolveApiSecrets } from './secrets';
+
+export interface ServeApiOptions {
+  loaded: LoadedConfig;
+  client: Client;
+  github: GitHubRegistry;
+  logger: Logger;
+  /** Overrides config.api.listen (tests pass 127.0.0.1:0). */
+  listen?: string;
+  limits?: Partial<AppLimits>;
+}
+
+export async function serveApi(options: ServeApiOptions): Promise<HttpServer> {
+  const { loaded, client, github, logger } = options;
+  const secrets = resolveApiSecrets(loaded.config, loaded.env, logger);
+  const app = createApp({ client, taskQueue: loaded.config.temporal.taskQueue, config: loaded.config, github, secrets, logger, limits: options.limits });
+  const server = await startHttpServer(app, options.listen ?? loaded.config.api.listen, {
+    onError: (message, meta) => logger.error(message, meta),
+  });
+  logger.info('HTTP API listening', { url: server.url });
+  return server;
+}

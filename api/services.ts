@@ -1,0 +1,38 @@
+import type { QueryDefinition } from '@temporalio/common';
+import { DEFAULT_LIMITS, type AppDeps, type AppLimits } from './deps';
+import { PoolDirectory } from './pool-directory';
+import { TemporalJobSink } from './temporal-job-sink';
+import { orNotFound } from './temporal/running';
+
+/** What route handlers use: the deps plus helpers built from them once per app. */
+export interface Services {
+  deps: AppDeps;
+  limits: AppLimits;
+  pools: PoolDirectory;
+  sink: TemporalJobSink;
+  /** Runs a Temporal call bounded by the query timeout. */
+  bounded<R>(fn: () => Promise<R>): Promise<R>;
+  /** Queries a workflow within the query timeout; an unknown workflow is 404 naming `what`. */
+  query<R>(workflowId: string, what: string, query: QueryDefinition<R, []>): Promise<R>;
+}
+
+export function createServices(deps: AppDeps): Services {
+  const limits: AppLimits = { ...DEFAULT_LIMITS, ...deps.limits };
+  const pools = new PoolDirectory(deps.client, limits.poolCacheMs);
+  const sink = new TemporalJobSink({
+    client: deps.client,
+    taskQueue: deps.taskQueue,
+    pools,
+    logger: deps.logger,
+    queryTimeoutMs: limits.queryTimeoutMs,
+  });
+  const bounded = <R>(fn: () => Promise<R>): Promise<R> => deps.client.withDeadline(Date.now() + limits.queryTimeoutMs, fn);
+  return {
+    deps,
+    limits,
+    pools,
+    sink,
+    bounded,
+    query: (workflowId, what, query) => bounded(() => orNotFound(what, () => deps.client.workflow.getHandle(workflowId).query(query))),
+  };
+}

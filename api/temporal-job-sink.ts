@@ -1,0 +1,124 @@
+/**
+ * Turns workflow_job webhooks into workflow signals. Started/completed jobs go
+ * to the runner that owns them (and, as progress, to its pool); queued jobs go
+ * to the best matching pool, or are recorded as unmatched so operators see them.
+ */
+import type { Client } from '@temporalio/client';
+import { RUNNER_POOL } from '../workflows/search-attributes';
+import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId, type JobCompletedArgs, type JobStartedArgs } from '../workflows/messages';
+import {
+  UNMATCHED_JOBS_WORKFLOW,
+  UNMATCHED_JOBS_WORKFLOW_ID,
+  jobProgressSignal,
+  jobQueuedSignal,
+  poolStateQuery,
+  poolWorkflowId,
+  unmatchedJobSignal,
+  type JobProgressArgs,
+  type QueuedJob,
+} from '../workflows/pool-messages';
+import type { Logger } from './deps';
+import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
+import type { PoolDirectory } from './pool-directory';
+import { isNotFound } from './temporal/errors';
+
+export type SignalOutcome = 'signalled' | 'not_owned';
+
+export interface TemporalJobSinkDeps {
+  client: Client;
+  taskQueue: string;
+  pools: PoolDirectory;
+  logger: Logger;
+  /** Bound on each poolState query used to break priority ties. */
+  queryTimeoutMs: number;
+}
+
+export class TemporalJobSink {
+  constructor(private readonly deps: TemporalJobSinkDeps) {}
+
+  async jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> {
+    const { deliveryId, ...queued } = job;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const candidates = candidatePools(await this.deps.pools.list(), queued.labels);
+      if (candidates.kind === 'none') {
+        await this.recordUnmatched(queued, candidates.reason);
+        return;
+      }
+      const pool = await this.pickByCapacity(candidates.pools);
+      try {
+        await this.deps.client.workflow.getHandle(pool.workflowId).signal(jobQueuedSignal, queued);
+        this.deps.logger.info('job routed to pool', { jobId: queued.jobId, pool: pool.name, deliveryId });
+        return;
+      } catch (err) {
+        // The pool ended since the list was read: read it again once.
+        if (!isNotFound(err)) throw err;
+        this.deps.pools.invalidate();
+      }
+    }
+    await this.recordUnmatched(queued, 'the matching pool ended while the job was routed');
+  }
+
+  jobStarted(runnerName: string, args: JobStartedArgs): Promise<SignalOutcome> {
+    return this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, args), { jobId: args.jobId, action: 'in_progress', runnerName });
+  }
+
+  jobCompleted(runnerName: string, args: JobCompletedArgs): Promise<SignalOutcome> {
+    return this.toRunner(runnerName, (h) => h.signal(jobCompletedSignal, args), { jobId: args.jobId, action: 'completed', runnerName });
+  }
+
+  private async toRunner(
+    runnerName: string,
+    send: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<void>,
+    progress: JobProgressArgs,
+  ): Promise<SignalOutcome> {
+    const handle = this.deps.client.workflow.getHandle(runnerWorkflowId(runnerName));
+    let pool: string | undefined;
+    try {
+      const description = await handle.describe();
+      if (description.status.name !== 'RUNNING') return 'not_owned';
+      pool = description.typedSearchAttributes.get(RUNNER_POOL);
+      await send(handle);
+    } catch (err) {
+      if (isNotFound(err)) return 'not_owned';
+      throw err;
+    }
+    if (pool) {
+      try {
+        await this.deps.client.workflow.getHandle(poolWorkflowId(pool)).signal(jobProgressSignal, progress);
+      } catch (err) {
+        // A pool that is gone has nothing to track; the runner got its signal.
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    return 'signalled';
+  }
+
+  private async pickByCapacity(pools: RoutableEntry[]): Promise<RoutableEntry> {
+    if (pools.length === 1) return pools[0]!;
+    const capacities = await Promise.all(
+      pools.map(async (pool) => {
+        try {
+          const view = await this.deps.client.withDeadline(Date.now() + this.deps.queryTimeoutMs, () =>
+            this.deps.client.workflow.getHandle(pool.workflowId).query(poolStateQuery),
+          );
+          return freeCapacity(view);
+        } catch (err) {
+          this.deps.logger.warn('pool state unavailable while routing a job', { pool: pool.name, error: (err as Error).message });
+          return undefined;
+        }
+      }),
+    );
+    return pools[mostFree(capacities)]!;
+  }
+
+  private async recordUnmatched(job: QueuedJob, reason: string): Promise<void> {
+    await this.deps.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
+      workflowId: UNMATCHED_JOBS_WORKFLOW_ID,
+      taskQueue: this.deps.taskQueue,
+      args: [],
+      signal: unmatchedJobSignal,
+      signalArgs: [{ ...job, reason, recordedAt: new Date().toISOString() }],
+    });
+    this.deps.logger.info('job matched no pool', { jobId: job.jobId, reason });
+  }
+}

@@ -1,0 +1,29 @@
+import type { ParseArgsConfig } from 'node:util';
+import type { ApiClient } from './api-client';
+
+export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
+
+export interface CommandContext {
+  api: ApiClient;
+  /** Print JSON instead of tables. */
+  json: boolean;
+  positionals: string[];
+  values: Record<string, string | boolean | undefined>;
+  out(text: string): void;
+}
+
+export interface Command {
+  /** e.g. "show NAME". */
+  usage: string;
+  summary: string;
+  options: OptionSpec;
+  /** Help lines for the options, beyond the global ones. */
+  optionHelp?: string[];
+  /** Exact number of positionals. */
+  arity: number;
+  run(ctx: CommandContext): Promise<void>;
+}
+
+export function printJson(ctx: CommandContext, value: unknown): void {
+  ctx.out(JSON.stringify(value, null, 2));
+}

@@ -1,0 +1,152 @@
+import { formatFields, formatTable } from '../table';
+import { usageError } from '../errors';
+import { printJson, type Command, type CommandContext } from '../command';
+import { POOL_FLAGS, applyPoolFlags, readPoolFile, type PoolFlagValues } from '../pool-input';
+
+interface PoolSummary {
+  name: string;
+  provider?: string;
+  labels?: string[];
+  priority?: number;
+  maxRunners?: number;
+  enabled?: boolean;
+}
+
+interface PoolRunner {
+  name: string;
+  status: string;
+  runnerStatus: string;
+  jobId?: number;
+  since: string;
+}
+
+interface PoolDetail {
+  name: string;
+  settings: Record<string, unknown> & { labels: string[]; github: { credentials: string; scope: Record<string, string> } };
+  settingsVersion: number;
+  runners: PoolRunner[];
+  queuedJobs: { jobId: number; labels: string[]; repository?: string }[];
+  target: number;
+  deleting: boolean;
+}
+
+const path = (name: string) => `/api/v1/pools/${encodeURIComponent(name)}`;
+
+const POOL_FLAG_HELP = [
+  '-f, --file FILE            pool settings as YAML or JSON; flags override it',
+  '--name, --provider, --labels a,b, --credentials NAME',
+  '--repo OWNER/REPO | --org ORG | --enterprise ENTERPRISE',
+  '--image, --flavor, --os-type linux|windows, --os-arch amd64|arm64|arm|i386',
+  '--min-idle N, --max-runners N, --priority N',
+  '--bootstrap-timeout DURATION, --idle-timeout DURATION (e.g. 10m)',
+  '--runner-prefix P, --runner-group G, --runner-group-id N',
+  '--enabled true|false, --ephemeral true|false',
+];
+
+function scopeText(scope: Record<string, string> | undefined): string {
+  if (!scope) return '-';
+  if (scope.kind === 'repo') return `repo ${scope.owner}/${scope.repo}`;
+  const kind = scope.kind ?? '';
+  return `${kind} ${scope[kind] ?? ''}`;
+}
+
+function settingsFrom(ctx: CommandContext, base: Record<string, unknown>): Record<string, unknown> {
+  const flags = ctx.values as PoolFlagValues;
+  const fromFile = flags.file ? readPoolFile(flags.file) : {};
+  return applyPoolFlags({ ...base, ...fromFile }, flags);
+}
+
+export const poolCommands: Record<string, Command> = {
+  list: {
+    usage: 'list',
+    summary: 'List pools',
+    options: {},
+    arity: 0,
+    async run(ctx) {
+      const { pools } = await ctx.api.get<{ pools: PoolSummary[] }>('/api/v1/pools');
+      if (ctx.json) return printJson(ctx, pools);
+      ctx.out(
+        formatTable(
+          ['NAME', 'PROVIDER', 'LABELS', 'PRIORITY', 'MAX', 'ENABLED'],
+          pools.map((p) => [p.name, p.provider, p.labels, p.priority, p.maxRunners, p.enabled]),
+        ),
+      );
+    },
+  },
+  show: {
+    usage: 'show NAME',
+    summary: 'Settings, runners and queued jobs of a pool',
+    options: {},
+    arity: 1,
+    async run(ctx) {
+      const pool = await ctx.api.get<PoolDetail>(path(ctx.positionals[0]!));
+      if (ctx.json) return printJson(ctx, pool);
+      const s = pool.settings;
+      ctx.out(
+        formatFields([
+          ['Name', pool.name],
+          ['Provider', s.provider],
+          ['GitHub', `${scopeText(s.github.scope)} (credentials ${s.github.credentials})`],
+          ['Labels', s.labels],
+          ['Image', s.image],
+          ['Flavor', s.flavor],
+          ['OS', `${String(s.osType)}/${String(s.osArch)}`],
+          ['Runners', `${pool.runners.length} (target ${pool.target}, min idle ${String(s.minIdleRunners)}, max ${String(s.maxRunners)})`],
+          ['Priority', s.priority],
+          ['Enabled', s.enabled],
+          ['Ephemeral', s.ephemeral],
+          ['Settings version', pool.settingsVersion],
+          ['Deleting', pool.deleting],
+        ]),
+      );
+      if (pool.runners.length > 0) {
+        ctx.out('');
+        ctx.out(formatTable(['RUNNER', 'STATUS', 'RUNNER STATUS', 'JOB', 'SINCE'], pool.runners.map((r) => [r.name, r.status, r.runnerStatus, r.jobId, r.since])));
+      }
+      if (pool.queuedJobs.length > 0) {
+        ctx.out('');
+        ctx.out(formatTable(['QUEUED JOB', 'LABELS', 'REPOSITORY'], pool.queuedJobs.map((j) => [j.jobId, j.labels, j.repository])));
+      }
+    },
+  },
+  create: {
+    usage: 'create [--file pool.yaml] [flags]',
+    summary: 'Create a pool from a file and/or flags',
+    options: POOL_FLAGS,
+    optionHelp: POOL_FLAG_HELP,
+    arity: 0,
+    async run(ctx) {
+      const settings = settingsFrom(ctx, {});
+      if (Object.keys(settings).length === 0) throw usageError('give the pool with --file and/or flags');
+      const { pool } = await ctx.api.post<{ pool: { name: string } }>('/api/v1/pools', settings);
+      if (ctx.json) return printJson(ctx, pool);
+      ctx.out(`pool ${pool.name} created`);
+    },
+  },
+  update: {
+    usage: 'update NAME [--file pool.yaml] [flags]',
+    summary: 'Change a pool: the current settings with the file and flags applied',
+    options: POOL_FLAGS,
+    optionHelp: POOL_FLAG_HELP,
+    arity: 1,
+    async run(ctx) {
+      const name = ctx.positionals[0]!;
+      const current = await ctx.api.get<PoolDetail>(path(name));
+      const settings = settingsFrom(ctx, current.settings);
+      const { pool } = await ctx.api.put<{ pool: { name: string } }>(path(name), settings);
+      if (ctx.json) return printJson(ctx, pool);
+      ctx.out(`pool ${pool.name} update sent`);
+    },
+  },
+  delete: {
+    usage: 'delete NAME',
+    summary: 'Drain and delete a pool (busy runners finish their jobs first)',
+    options: {},
+    arity: 1,
+    async run(ctx) {
+      const result = await ctx.api.delete<unknown>(path(ctx.positionals[0]!));
+      if (ctx.json) return printJson(ctx, result);
+      ctx.out(`pool ${ctx.positionals[0]!} is being deleted`);
+    },
+  },
+};
