@@ -9,7 +9,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: more forks only make every Temporal test slower.
     maxWorkers: 2,
-    minWorkers: 1,
     reporters: ['default'],
   },
 });

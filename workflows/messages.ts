@@ -36,6 +36,8 @@ export interface RunnerInstanceInput {
   timings: InstanceTimings;
   /** Version of the pool settings this instance was made from (pools replace older ones as they leave). */
   poolSettingsVersion?: number;
+  /** Report status changes to the pool workflow (set by pools; off for instances started on their own). */
+  notifyPool?: boolean;
 }
 
 export interface ReasonArgs {

@@ -1,0 +1,50 @@
+/**
+ * Turns port errors into Temporal failures that carry the retry decision:
+ * rate limits become the next retry delay (a durable sleep, not a spin),
+ * answers that will not change on retry become non-retryable.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { GitHubApiError, GitHubRateLimitError } from '../github/port';
+import { ProviderError, ProviderFaultError } from '../providers/port';
+
+export const FAILURE_TYPES = {
+  githubRateLimited: 'GitHubRateLimited',
+  githubRejected: 'GitHubRequestRejected',
+  githubUnavailable: 'GitHubUnavailable',
+  providerFault: 'ProviderFault',
+  providerInstanceError: 'ProviderInstanceError',
+  unknownProvider: 'UnknownProvider',
+} as const;
+
+export interface FailureOptions {
+  /** Treat non-retryable GitHub answers as retryable (an operator may fix credentials meanwhile). */
+  retryRejectedGitHubCalls?: boolean;
+}
+
+export function toActivityFailure(err: unknown, options: FailureOptions = {}): unknown {
+  if (err instanceof ApplicationFailure) return err;
+  if (err instanceof GitHubRateLimitError) {
+    return ApplicationFailure.create({
+      type: FAILURE_TYPES.githubRateLimited,
+      message: err.message,
+      nextRetryDelay: Math.max(1, err.retryAfterMs),
+    });
+  }
+  if (err instanceof GitHubApiError) {
+    const nonRetryable = !err.retryable && !options.retryRejectedGitHubCalls;
+    return ApplicationFailure.create({
+      type: err.retryable ? FAILURE_TYPES.githubUnavailable : FAILURE_TYPES.githubRejected,
+      message: err.message,
+      nonRetryable,
+    });
+  }
+  if (err instanceof ProviderError) {
+    const detail = err.providerMessage ? `${err.message}: ${err.providerMessage}` : err.message;
+    return ApplicationFailure.create({
+      type: FAILURE_TYPES.providerFault,
+      message: detail,
+      nonRetryable: err instanceof ProviderFaultError && !err.retryable,
+    });
+  }
+  return err;
+}

@@ -1,0 +1,195 @@
+/**
+ * Activities of the runnerInstance workflow. Each one is a thin, idempotent step
+ * over the provider and GitHub ports: safe to retry, safe to replay, and never
+ * returning a secret (results are written to workflow history).
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { scopeUrl, type GitHubPort, type RemoveRunnerOutcome } from '../github/port';
+import type { BootstrapInstance, ProviderInstanceStatus, ProviderPort } from '../providers/port';
+import { isNotFound } from '../providers/port';
+import type { InstanceSpec } from '../workflows/messages';
+import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { whileHeartbeating } from './heartbeat';
+import { RunnerToolsCache } from './runner-tools-cache';
+
+export interface InstanceActivityDeps {
+  controllerId: string;
+  providers: ReadonlyMap<string, ProviderPort>;
+  github: { get(credentials: string): GitHubPort };
+  /** Where the instance reports its status (POST /api/v1/callbacks/status). */
+  callbackUrl: string;
+  metadataUrl: string;
+  /** Mints the instance's own callback token, bound to its name and workflow run. */
+  mintInstanceToken(claims: { instance: string; runId: string; pool: string }, ttlMs: number): Promise<string>;
+  sshKeys?: string[];
+  caCertBundle?: string;
+  runnerToolsTtlMs?: number;
+}
+
+export interface CreateInstanceArgs {
+  name: string;
+  pool: string;
+  provider: string;
+  spec: InstanceSpec;
+}
+
+export interface CreatedInstance {
+  providerId: string;
+  githubRunnerId?: number;
+  status: ProviderInstanceStatus;
+  /** True when an earlier attempt had already made the machine. */
+  reused: boolean;
+}
+
+export interface DeleteInstanceArgs {
+  provider: string;
+  name: string;
+  pool: string;
+  providerId?: string;
+}
+
+export interface RemoveRunnerArgs {
+  github: InstanceSpec['github'];
+  name: string;
+  githubRunnerId?: number;
+}
+
+/** Callback tokens outlive the bootstrap window a little so a slow first report still gets through. */
+const INSTANCE_TOKEN_MARGIN_MS = 10 * 60_000;
+
+export function createInstanceActivities(deps: InstanceActivityDeps) {
+  const tools = new RunnerToolsCache(deps.runnerToolsTtlMs);
+
+  function provider(name: string): ProviderPort {
+    const found = deps.providers.get(name);
+    if (!found) {
+      const known = [...deps.providers.keys()].join(', ') || 'none';
+      throw ApplicationFailure.nonRetryable(`provider "${name}" is not configured on this worker (configured: ${known})`, FAILURE_TYPES.unknownProvider);
+    }
+    return found;
+  }
+
+  return {
+    /**
+     * Idempotent by instance name: a retried or replayed attempt first looks for the
+     * machine an earlier attempt made, so one name never gets two machines.
+     */
+    async createInstance(args: CreateInstanceArgs): Promise<CreatedInstance> {
+      const target = provider(args.provider);
+      const runId = Context.current().info.workflowExecution?.runId ?? '';
+      const callCtx = { controllerId: deps.controllerId, poolId: args.pool, extraSpecs: args.spec.extraSpecs };
+      try {
+        return await whileHeartbeating(async (signal) => {
+          const existing = await target.getInstance(args.name, { ...callCtx, signal }).catch((err: unknown) => {
+            if (isNotFound(err)) return undefined;
+            throw err;
+          });
+          if (existing && existing.status !== 'error') return { providerId: existing.providerId, status: existing.status, reused: true };
+          if (existing) {
+            // GARM: a machine in error is removed before trying again, so nothing half-made lingers.
+            await target.deleteInstance(existing.providerId, { ...callCtx, signal });
+          }
+
+          const gh = deps.github.get(args.spec.github.credentials);
+          const credential = await gh.createRunnerCredential({
+            scope: args.spec.github.scope,
+            name: args.name,
+            labels: args.spec.labels,
+            runnerGroupId: args.spec.runnerGroupId,
+            workFolder: '_work',
+            jit: args.spec.ephemeral,
+          });
+          const instanceToken = await deps.mintInstanceToken(
+            { instance: args.name, runId, pool: args.pool },
+            args.spec.bootstrapTimeoutMs + INSTANCE_TOKEN_MARGIN_MS,
+          );
+          const bootstrap: BootstrapInstance = {
+            name: args.name,
+            poolId: args.pool,
+            tools: await tools.get(args.spec.github.credentials, args.spec.github.scope, () => gh.listRunnerDownloads(args.spec.github.scope)),
+            repoUrl: scopeUrl(args.spec.github.scope, gh.webUrl),
+            callbackUrl: deps.callbackUrl,
+            metadataUrl: deps.metadataUrl,
+            instanceToken,
+            sshKeys: deps.sshKeys ?? [],
+            extraSpecs: args.spec.extraSpecs,
+            githubRunnerGroup: args.spec.runnerGroup,
+            ...(deps.caCertBundle ? { caCertBundle: deps.caCertBundle } : {}),
+            arch: args.spec.osArch,
+            osType: args.spec.osType,
+            flavor: args.spec.flavor,
+            image: args.spec.image,
+            labels: args.spec.labels,
+            jitConfigEnabled: credential.kind === 'jit',
+            ...(credential.kind === 'jit' ? { jitConfig: credential.encodedJitConfig } : { registrationToken: credential.token }),
+          };
+          const created = await target.createInstance(bootstrap, {
+            ...callCtx,
+            signal,
+            timeoutMs: args.spec.bootstrapTimeoutMs,
+          });
+          if (created.status === 'error') {
+            throw ApplicationFailure.create({
+              type: FAILURE_TYPES.providerInstanceError,
+              message: `provider ${args.provider} created ${args.name} in error state${created.providerFault ? `: ${created.providerFault}` : ''}`,
+            });
+          }
+          return {
+            providerId: created.providerId,
+            status: created.status,
+            reused: false,
+            ...(credential.kind === 'jit' ? { githubRunnerId: credential.runnerId } : {}),
+          };
+        });
+      } catch (err) {
+        throw toActivityFailure(err);
+      }
+    },
+
+    /** Succeeds when the machine is gone, including when it was never there. */
+    async deleteInstance(args: DeleteInstanceArgs): Promise<void> {
+      const target = provider(args.provider);
+      try {
+        await whileHeartbeating(async (signal) => {
+          try {
+            await target.deleteInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, signal });
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+          }
+        });
+      } catch (err) {
+        throw toActivityFailure(err);
+      }
+    },
+
+    /** Whether the machine still runs; used to notice an ephemeral runner that finished while its webhook was lost. */
+    async instanceStatus(args: DeleteInstanceArgs): Promise<ProviderInstanceStatus | 'gone'> {
+      const target = provider(args.provider);
+      try {
+        const found = await target.getInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool });
+        return found.status;
+      } catch (err) {
+        if (isNotFound(err)) return 'gone';
+        throw toActivityFailure(err);
+      }
+    },
+
+    /** Unregisters the runner from GitHub. Busy is an answer, not an error. */
+    async removeGitHubRunner(args: RemoveRunnerArgs): Promise<RemoveRunnerOutcome> {
+      try {
+        return await deps.github.get(args.github.credentials).removeRunner({
+          scope: args.github.scope,
+          name: args.name,
+          ...(args.githubRunnerId !== undefined ? { runnerId: args.githubRunnerId } : {}),
+        });
+      } catch (err) {
+        // A graceful delete must eventually unregister; credentials an operator fixes later must not strand it.
+        throw toActivityFailure(err, { retryRejectedGitHubCalls: true });
+      }
+    },
+  };
+}
+
+export type InstanceActivities = ReturnType<typeof createInstanceActivities>;
+

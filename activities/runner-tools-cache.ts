@@ -1,0 +1,22 @@
+import { scopeKey, type GitHubScope } from '../github/port';
+import type { RunnerTool } from '../providers/port';
+
+/**
+ * Runner downloads change a few times a year; fetching them for every runner
+ * would double the GitHub calls per job, so they are kept per scope for a while
+ * (GARM caches them too).
+ */
+export class RunnerToolsCache {
+  private readonly entries = new Map<string, { tools: RunnerTool[]; expiresAt: number }>();
+
+  constructor(private readonly ttlMs = 15 * 60_000) {}
+
+  async get(credentials: string, scope: GitHubScope, fetch: () => Promise<RunnerTool[]>): Promise<RunnerTool[]> {
+    const key = `${credentials}|${scopeKey(scope)}`;
+    const hit = this.entries.get(key);
+    if (hit && hit.expiresAt > Date.now()) return hit.tools;
+    const tools = await fetch();
+    this.entries.set(key, { tools, expiresAt: Date.now() + this.ttlMs });
+    return tools;
+  }
+}

@@ -1,0 +1,79 @@
+import type { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal, stateQuery } from '../../workflows/messages';
+import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { expectLegalChain, startInstance, waitForStatus } from './helpers';
+
+let client: Client;
+let connection: Connection;
+let w: TestWorker;
+
+beforeAll(async () => {
+  ({ client, connection } = await connectClient());
+  w = await startTestWorker();
+});
+afterAll(async () => {
+  await w?.stop();
+  await connection?.close();
+});
+
+describe('runnerInstance lifecycle', () => {
+  it('creates, registers, runs one job and is deleted (ephemeral)', async () => {
+    const name = uniqueName('happy');
+    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const running = await waitForStatus(handle, 'running');
+    expect(running.providerId).toBe(`fake-${name}`);
+    expect(running.githubRunnerId).toBeGreaterThan(0);
+    expect(w.fake.instance(name)?.hadCredential).toBe(true);
+
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    await handle.signal(jobStartedSignal, { jobId: 42, runId: 7 });
+    await eventually(async () => (await handle.query(stateQuery)).runnerStatus === 'active', 10_000, 'active');
+    await handle.signal(jobCompletedSignal, { jobId: 42, conclusion: 'success' });
+
+    const final = await handle.result();
+    expect(final.status).toBe('deleted');
+    expect(final.forced).toBe(false);
+    expect(final.leaked).toBe(false);
+    expect(final.jobId).toBe(42);
+    expect(expectLegalChain(final)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
+    expect(w.fake.instance(name)).toBeUndefined();
+    // The ephemeral runner left GitHub by itself: no remove call spent on it.
+    expect(w.github.count('remove')).toBe(0);
+    expect(w.github.count('credential')).toBe(1);
+
+    const history = await handle.fetchHistory();
+    expect(history.events?.length ?? 0).toBeLessThan(200);
+    // The JIT config never reaches workflow history.
+    expect(JSON.stringify(history)).not.toContain(Buffer.from(`jit-secret-for-${name}`).toString('base64'));
+  });
+
+  it('keeps search attributes in step with the status', async () => {
+    const name = uniqueName('sa');
+    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    const found = await eventually(async () => {
+      for await (const wf of client.workflow.list({ query: `RunnerName="${name}" AND RunnerStatus="running"` })) return wf;
+      return undefined;
+    }, 15_000, 'visibility shows running');
+    expect(found.workflowId).toBe(`runner/${name}`);
+    await handle.signal(deleteSignal, { reason: 'test done' });
+    const final = await handle.result();
+    expect(final.status).toBe('deleted');
+    const desc = await handle.describe();
+    expect(desc.searchAttributes.RunnerStatus).toEqual(['deleted']);
+  });
+
+  it('a graceful delete of a registered runner unregisters it from GitHub first', async () => {
+    const name = uniqueName('graceful');
+    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    await handle.signal(deleteSignal, { reason: 'scale down' });
+    const final = await handle.result();
+    expect(expectLegalChain(final)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
+    expect(final.transitions.find((t) => t.to === 'pending_delete')?.reason).toBe('scale down');
+    expect(w.github.calls.filter((c) => c.name === name && c.op === 'remove').map((c) => c.outcome)).toEqual(['removed']);
+    expect(w.fake.instance(name)).toBeUndefined();
+  });
+});

@@ -1,0 +1,72 @@
+/**
+ * An in-process GitHub port for lifecycle tests that need GitHub to misbehave on
+ * cue (busy, failing N times, hanging). Tests of the real client use the GitHub simulator.
+ */
+import type { GitHubPort, GitHubRunner, RemoveRunnerOutcome, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
+import { GitHubApiError } from '../../github/port';
+
+export interface DoubleFault {
+  failTimes?: number;
+  hang?: boolean;
+  error?: () => Error;
+}
+
+export class GitHubDouble implements GitHubPort {
+  readonly runners = new Map<string, GitHubRunner>();
+  readonly calls: { op: string; name?: string; at: number; outcome: string }[] = [];
+  /** Names of runners GitHub considers busy: removing them answers 422. */
+  readonly busy = new Set<string>();
+  private nextId = 1;
+  private faults: Partial<Record<'credential' | 'remove', DoubleFault & { seen: number }>> = {};
+
+  setFault(op: 'credential' | 'remove', fault: DoubleFault): void {
+    this.faults[op] = { ...fault, seen: 0 };
+  }
+
+  count(op: string, outcome?: string): number {
+    return this.calls.filter((c) => c.op === op && (outcome === undefined || c.outcome === outcome)).length;
+  }
+
+  private async injected(op: 'credential' | 'remove', name: string): Promise<void> {
+    const fault = this.faults[op];
+    if (!fault) return;
+    fault.seen += 1;
+    if (fault.hang) {
+      this.calls.push({ op, name, at: Date.now(), outcome: 'hang' });
+      await new Promise(() => undefined);
+    }
+    if (fault.failTimes !== undefined && fault.seen <= fault.failTimes) {
+      this.calls.push({ op, name, at: Date.now(), outcome: 'fault' });
+      throw fault.error?.() ?? new GitHubApiError(`injected ${op} failure`, 502, true);
+    }
+  }
+
+  async createRunnerCredential(req: RunnerCredentialRequest): Promise<RunnerCredential> {
+    await this.injected('credential', req.name);
+    const id = this.nextId++;
+    this.runners.set(req.name, { id, name: req.name, os: 'linux', status: 'offline', busy: false, labels: req.labels });
+    this.calls.push({ op: 'credential', name: req.name, at: Date.now(), outcome: req.jit ? 'jit' : 'registration-token' });
+    return req.jit
+      ? { kind: 'jit', runnerId: id, encodedJitConfig: Buffer.from(`jit-secret-for-${req.name}`).toString('base64') }
+      : { kind: 'registration-token', token: `REGTOKEN-${req.name}`, expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+  }
+
+  async removeRunner(req: { name: string; runnerId?: number }): Promise<RemoveRunnerOutcome> {
+    await this.injected('remove', req.name);
+    let outcome: RemoveRunnerOutcome;
+    if (this.busy.has(req.name)) outcome = 'busy';
+    else if (this.runners.delete(req.name)) outcome = 'removed';
+    else outcome = 'not_found';
+    this.calls.push({ op: 'remove', name: req.name, at: Date.now(), outcome });
+    return outcome;
+  }
+
+  async findRunnerByName(_scope: unknown, name: string): Promise<GitHubRunner | undefined> {
+    return this.runners.get(name);
+  }
+
+  async listRunnerDownloads() {
+    this.calls.push({ op: 'downloads', at: Date.now(), outcome: 'ok' });
+    return [{ os: 'linux', architecture: 'x64', download_url: 'https://example.invalid/runner.tar.gz', filename: 'runner.tar.gz' }];
+  }
+}

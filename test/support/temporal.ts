@@ -1,0 +1,155 @@
+/**
+ * Test helpers around the real Temporal dev server started by global-setup:
+ * a client, and workers on unique task queues wired to test doubles.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import type { InstanceActivityDeps } from '../../activities/instance-activities';
+import { DEFAULT_TIMINGS, type InstanceTimings } from '../../domain/timings';
+import type { GitHubPort } from '../../github/port';
+import { FakeProvider, FakeProviderControl } from '../../providers/fake';
+import type { ProviderPort } from '../../providers/port';
+import { createRunnerflowWorker } from '../../worker/create-worker';
+import type { InstanceSpec, RunnerInstanceInput } from '../../workflows/messages';
+import { GitHubDouble } from './github-double';
+
+let counter = 0;
+/** Unique per test file and call: workflow ids and task queues never collide across tests. */
+export function uniqueName(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${process.pid.toString(36)}-${Date.now().toString(36)}-${counter}`;
+}
+
+/** Production semantics at test speed: every backoff and timeout in milliseconds. */
+export const FAST_TIMINGS: InstanceTimings = {
+  ...DEFAULT_TIMINGS,
+  createAttemptTimeoutMs: 10_000,
+  createMaxAttempts: 3,
+  createInitialIntervalMs: 100,
+  createMaxIntervalMs: 200,
+  deleteInitialIntervalMs: 200,
+  deleteBackoffCoefficient: 2,
+  deleteMaxIntervalMs: 1_000,
+  deleteAttemptTimeoutMs: 5_000,
+  githubInitialIntervalMs: 100,
+  githubMaxIntervalMs: 500,
+  githubAttemptTimeoutMs: 5_000,
+  forceDeleteAttemptTimeoutMs: 500,
+  busyRetryIntervalMs: 300,
+  heartbeatTimeoutMs: 2_000,
+};
+
+export function temporalAddress(): string {
+  return inject('temporalAddress');
+}
+
+export async function connectClient(): Promise<{ client: Client; connection: Connection }> {
+  const connection = await Connection.connect({ address: temporalAddress() });
+  return { client: new Client({ connection, namespace: 'default' }), connection };
+}
+
+export function testSpec(overrides: Partial<InstanceSpec> = {}): InstanceSpec {
+  return {
+    github: { credentials: 'default', scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } },
+    labels: ['self-hosted', 'linux'],
+    image: 'ubuntu-24.04',
+    flavor: 'small',
+    osType: 'linux',
+    osArch: 'amd64',
+    extraSpecs: {},
+    runnerGroup: 'Default',
+    runnerGroupId: 1,
+    ephemeral: true,
+    bootstrapTimeoutMs: 30_000,
+    ...overrides,
+  };
+}
+
+export function instanceInput(name: string, overrides: Partial<RunnerInstanceInput> = {}, spec: Partial<InstanceSpec> = {}): RunnerInstanceInput {
+  return { name, pool: 'test-pool', provider: 'fake', spec: testSpec(spec), timings: FAST_TIMINGS, ...overrides };
+}
+
+export interface TestWorker {
+  taskQueue: string;
+  worker: Worker;
+  fake: FakeProviderControl;
+  fakeDir: string;
+  github: GitHubDouble;
+  stop(): Promise<void>;
+}
+
+export interface TestWorkerOptions {
+  providers?: Map<string, ProviderPort>;
+  github?: GitHubPort;
+  activities?: Partial<InstanceActivityDeps>;
+  extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
+  fakeDir?: string;
+}
+
+let runtimeInstalled = false;
+/** Worker logs only warnings and worse, so test output shows what matters. */
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+}
+
+export async function startTestWorker(options: TestWorkerOptions = {}): Promise<TestWorker> {
+  quietRuntime();
+  const taskQueue = uniqueName('tq');
+  const fakeDir = options.fakeDir ?? mkdtempSync(join(tmpdir(), 'runnerflow-fake-'));
+  const github = new GitHubDouble();
+  const providers = options.providers ?? new Map<string, ProviderPort>([['fake', new FakeProvider({ name: 'fake', stateDir: fakeDir })]]);
+  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const worker = await createRunnerflowWorker({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    workflowBundlePath: inject('workflowBundlePath'),
+    shutdownGraceTimeMs: 500,
+    activities: {
+      controllerId: 'test-controller',
+      providers,
+      github: { get: () => options.github ?? github },
+      callbackUrl: 'http://127.0.0.1:9/api/v1/callbacks/status',
+      metadataUrl: 'http://127.0.0.1:9/api/v1/metadata',
+      mintInstanceToken: async (claims) => `token-for-${claims.instance}`,
+      ...options.activities,
+    },
+    ...(options.extraActivities ? { extraActivities: options.extraActivities } : {}),
+  });
+  const running = worker.run();
+  return {
+    taskQueue,
+    worker,
+    fake: new FakeProviderControl(fakeDir),
+    fakeDir,
+    github,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+/** Polls until `check` returns a value (not undefined/false), or fails with the last seen value. */
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+      last = value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,1 @@
+export { runnerInstance } from './runner-instance';

@@ -1,0 +1,262 @@
+/**
+ * runnerInstance: one runner from the request to create it until it is gone.
+ *
+ * pending_create → creating → running → pending_delete → deleting → deleted,
+ * with error → pending_delete when creation fails for good (GARM), and a
+ * forceDelete signal that cuts in anywhere and always ends the workflow.
+ */
+import {
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  log,
+  proxyActivities,
+  setHandler,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import type { InstanceActivities } from '../activities/instance-activities';
+import type { RunnerStatus } from '../domain/instance-status';
+import { InstanceRecord } from './instance-record';
+import {
+  deleteSignal,
+  forceDeleteSignal,
+  jobCompletedSignal,
+  jobStartedSignal,
+  runnerStatusSignal,
+  stateQuery,
+  type InstanceState,
+  type RunnerInstanceInput,
+} from './messages';
+import { poolWorkflowId, runnerChangedSignal } from './pool-messages';
+
+export async function runnerInstance(input: RunnerInstanceInput): Promise<InstanceState> {
+  const t = input.timings;
+  const heartbeatTimeout = t.heartbeatTimeoutMs;
+  const activityOptions = (options: ActivityOptions) => proxyActivities<InstanceActivities>(options);
+
+  const create = activityOptions({
+    startToCloseTimeout: Math.min(t.createAttemptTimeoutMs, input.spec.bootstrapTimeoutMs),
+    heartbeatTimeout,
+    retry: {
+      initialInterval: t.createInitialIntervalMs,
+      maximumInterval: t.createMaxIntervalMs,
+      backoffCoefficient: 2,
+      maximumAttempts: t.createMaxAttempts,
+      nonRetryableErrorTypes: ['UnknownProvider', 'GitHubRequestRejected'],
+    },
+  });
+  // GARM's delete backoff: 1 s doubling, capped at 5 minutes, until the provider succeeds.
+  // No maximumAttempts: unlimited. Retries live inside the activity, so a provider failing
+  // for hours adds no history events.
+  const remove = activityOptions({
+    startToCloseTimeout: t.deleteAttemptTimeoutMs,
+    heartbeatTimeout,
+    retry: {
+      initialInterval: t.deleteInitialIntervalMs,
+      backoffCoefficient: t.deleteBackoffCoefficient,
+      maximumInterval: t.deleteMaxIntervalMs,
+      nonRetryableErrorTypes: ['UnknownProvider'],
+    },
+  });
+  const github = activityOptions({
+    startToCloseTimeout: t.githubAttemptTimeoutMs,
+    retry: { initialInterval: t.githubInitialIntervalMs, maximumInterval: t.githubMaxIntervalMs, backoffCoefficient: 2 },
+  });
+  const probe = activityOptions({ startToCloseTimeout: t.githubAttemptTimeoutMs, retry: { maximumAttempts: 3 } });
+  // One bounded attempt: a forced delete must end the workflow even when the provider hangs.
+  const bestEffort = activityOptions({ scheduleToCloseTimeout: t.forceDeleteAttemptTimeoutMs, retry: { maximumAttempts: 1 } });
+
+  const record = new InstanceRecord(input);
+  const lifecycle = new CancellationScope();
+  let force: { reason: string } | undefined;
+  let deleteRequest: { reason: string } | undefined;
+  let jobFinished = false;
+  let createAttempted = false;
+  const completedJobs = new Set<number>();
+
+  setHandler(stateQuery, () => record.snapshot());
+  setHandler(forceDeleteSignal, (args) => {
+    if (force || record.status === 'deleted') return;
+    force = { reason: args?.reason ?? 'force delete requested' };
+    lifecycle.cancel();
+  });
+  setHandler(deleteSignal, (args) => {
+    deleteRequest ??= { reason: args?.reason ?? 'delete requested' };
+  });
+  setHandler(jobStartedSignal, ({ jobId }) => {
+    // Redeliveries and late in_progress events after completion change nothing.
+    if (completedJobs.has(jobId) || record.jobId === jobId) return;
+    record.jobId = jobId;
+    setRunnerStatus('active');
+  });
+  setHandler(jobCompletedSignal, ({ jobId }) => {
+    if (completedJobs.has(jobId)) return;
+    completedJobs.add(jobId);
+    record.jobId = jobId;
+    if (input.spec.ephemeral) {
+      // An ephemeral runner takes one job and then unregisters itself from GitHub.
+      jobFinished = true;
+      setRunnerStatus('terminated');
+    } else {
+      setRunnerStatus('idle');
+      jobFinished = true;
+    }
+  });
+  setHandler(runnerStatusSignal, ({ status, message }) => {
+    if (record.runnerStatus === 'active' && status === 'idle') return;
+    if (status === 'failed' && message) record.lastError = `runner reported failure: ${message}`;
+    setRunnerStatus(status);
+  });
+
+  function setRunnerStatus(status: RunnerStatus): void {
+    if (record.runnerStatus === status || record.status === 'deleted') return;
+    record.runnerStatus = status;
+    notifyPool();
+  }
+
+  function notifyPool(): void {
+    if (!input.notifyPool) return;
+    const snapshot = record.snapshot();
+    // The pool may be gone (deleted, or continuing as new); the instance must not care.
+    getExternalWorkflowHandle(poolWorkflowId(input.pool))
+      .signal(runnerChangedSignal, {
+        name: input.name,
+        status: snapshot.status,
+        runnerStatus: snapshot.runnerStatus,
+        ...(snapshot.jobId !== undefined ? { jobId: snapshot.jobId } : {}),
+      })
+      .catch((err: unknown) => log.debug('pool not notified', { pool: input.pool, error: String(err) }));
+  }
+
+  function moveTo(...args: Parameters<InstanceRecord['moveTo']>): void {
+    record.moveTo(...args);
+    notifyPool();
+  }
+
+  async function createMachine(): Promise<void> {
+    moveTo('creating');
+    createAttempted = true;
+    try {
+      const created = await create.createInstance({ name: input.name, pool: input.pool, provider: input.provider, spec: input.spec });
+      record.providerId = created.providerId;
+      if (created.githubRunnerId !== undefined) record.githubRunnerId = created.githubRunnerId;
+      record.lastError = undefined;
+      moveTo('running', created.reused ? 'found the machine an earlier attempt created' : undefined);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      record.recordError(err);
+      moveTo('error', 'create failed');
+      moveTo('pending_delete', 'cleaning up after failed create');
+    }
+  }
+
+  /** Waits until the runner has a reason to leave and says what it is. */
+  async function untilLeaving(): Promise<{ reason: string; unregister: boolean }> {
+    const registered = () => record.runnerStatus === 'idle' || record.runnerStatus === 'active' || jobFinished;
+    const failed = () => record.runnerStatus === 'failed';
+    const creatingSince = Date.parse(record.transitions.find((tr) => tr.to === 'creating')?.at ?? new Date().toISOString());
+    const bootstrapLeft = Math.max(0, input.spec.bootstrapTimeoutMs - (Date.now() - creatingSince));
+    const inTime = await condition(() => registered() || failed() || deleteRequest !== undefined, bootstrapLeft);
+    if (!inTime) return { reason: `runner did not report idle within the bootstrap timeout (${input.spec.bootstrapTimeoutMs} ms)`, unregister: true };
+    await condition(() => failed() || deleteRequest !== undefined || (input.spec.ephemeral && jobFinished));
+    if (deleteRequest) return { reason: deleteRequest.reason, unregister: true };
+    if (failed()) return { reason: record.lastError ?? 'runner reported failure', unregister: true };
+    // GitHub already removed the ephemeral runner when its job ended; asking again only spends rate limit.
+    return { reason: 'ephemeral runner finished its job', unregister: false };
+  }
+
+  /**
+   * ARC's graceful stop: a busy runner is never deleted. An ephemeral one will leave
+   * GitHub by itself after its job, so we wait for that instead of asking GitHub
+   * again and again; a static one is asked again with a growing interval.
+   */
+  async function unregisterFromGitHub(): Promise<void> {
+    let wait = t.busyRetryIntervalMs;
+    const maxWait = t.busyRetryIntervalMs * 16;
+    for (;;) {
+      if (jobFinished && input.spec.ephemeral) return;
+      const outcome = await github.removeGitHubRunner({
+        github: input.spec.github,
+        name: input.name,
+        ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
+      });
+      if (outcome !== 'busy') return;
+      if (record.runnerStatus !== 'active') setRunnerStatus('active');
+      if (input.spec.ephemeral) {
+        while (!(await condition(() => jobFinished, wait))) {
+          // The completed webhook may be lost: a stopped machine means the job is over.
+          const machine = await probe.instanceStatus(deleteArgs());
+          if (machine === 'stopped' || machine === 'gone') return;
+          wait = Math.min(wait * 2, maxWait);
+        }
+        return;
+      }
+      jobFinished = false;
+      await condition(() => jobFinished, wait);
+      wait = Math.min(wait * 2, maxWait);
+    }
+  }
+
+  function deleteArgs() {
+    return { provider: input.provider, name: input.name, pool: input.pool, ...(record.providerId ? { providerId: record.providerId } : {}) };
+  }
+
+  async function gracefulDelete(unregister: boolean): Promise<void> {
+    if (unregister && createAttempted) await unregisterFromGitHub();
+    moveTo('deleting');
+    await remove.deleteInstance(deleteArgs());
+    moveTo('deleted');
+  }
+
+  async function forcedDelete(reason: string): Promise<void> {
+    record.forced = true;
+    if (record.status !== 'pending_force_delete') moveTo('pending_force_delete', reason);
+    moveTo('deleting', 'forced');
+    if (!createAttempted) {
+      moveTo('deleted', 'forced before any machine was created');
+      return;
+    }
+    const [machine] = await Promise.allSettled([
+      bestEffort.deleteInstance(deleteArgs()),
+      // Busy or not, a forced delete also drops the GitHub registration when it can.
+      bestEffort.removeGitHubRunner({
+        github: input.spec.github,
+        name: input.name,
+        ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
+      }),
+    ]);
+    if (machine.status === 'rejected') {
+      record.recordError(machine.reason);
+      record.markLeaked();
+    }
+    moveTo('deleted', record.leaked ? 'forced; the provider did not confirm the delete, machine left for the sweep' : 'forced');
+  }
+
+  try {
+    await lifecycle.run(async () => {
+      if (deleteRequest) {
+        moveTo('pending_delete', deleteRequest.reason);
+        return gracefulDelete(false);
+      }
+      await createMachine();
+      let unregister = true;
+      if (record.status === 'running') {
+        const leaving = await untilLeaving();
+        unregister = leaving.unregister;
+        moveTo('pending_delete', leaving.reason);
+      }
+      await gracefulDelete(unregister);
+    });
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    // A cancelled workflow (e.g. `temporal workflow cancel`) is treated like a forced delete:
+    // ending without cleaning up is how machines leak.
+    force ??= { reason: 'workflow cancelled' };
+  }
+  if (force && record.status !== 'deleted') {
+    const reason = force.reason;
+    await CancellationScope.nonCancellable(() => forcedDelete(reason));
+  }
+  return record.snapshot();
+}
