@@ -6,6 +6,8 @@ import { RUNNERFLOW_STDIN_KEY } from '../../providers/external/protocol';
 import { ProviderDuplicateError, ProviderFaultError, ProviderNotFoundError, type ProviderCallContext } from '../../providers/port';
 import { bootstrapFor, TEST_INSTANCE_TOKEN, TEST_JIT_CONFIG } from './bootstrap';
 import { writeExternalScript, type ExternalScriptFixture } from './support/external-script';
+import { eventually } from './support/eventually';
+import { isRunning } from '../../providers/local-process/process-tree';
 
 const HOST_ENV = {
   PATH: '/usr/bin:/bin',
@@ -19,23 +21,7 @@ const HOST_ENV = {
   NO_PROXY: 'localhost',
 };
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
-async function eventually(check: () => boolean, ms = 3000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return check();
-}
 
 describe.each(['v0.1.0', 'v0.1.1'] as const)('external provider %s', (interfaceVersion) => {
   let script: ExternalScriptFixture;
@@ -185,7 +171,7 @@ describe.each(['v0.1.0', 'v0.1.1'] as const)('external provider %s', (interfaceV
     expect((err as Error).message).toMatch(/timed out after 500 ms/);
     expect(Date.now() - started).toBeLessThan(3000);
     const childPid = Number(readFileSync(join(script.dir, 'state', 'hung-child.pid'), 'utf8'));
-    expect(await eventually(() => !isAlive(childPid))).toBe(true);
+    expect(await eventually(() => !isRunning(childPid))).toBe(true);
   });
 
   it('bounds create by ctx.timeoutMs even when the configured timeout is longer', async () => {
@@ -203,7 +189,7 @@ describe.each(['v0.1.0', 'v0.1.1'] as const)('external provider %s', (interfaceV
     abort.abort(new Error('activity cancelled'));
     await expect(pending).rejects.toThrow('activity cancelled');
     const childPid = Number(readFileSync(pidFile, 'utf8'));
-    expect(await eventually(() => !isAlive(childPid))).toBe(true);
+    expect(await eventually(() => !isRunning(childPid))).toBe(true);
   });
 
   it('reports an executable that cannot run as a non-retryable fault', async () => {
