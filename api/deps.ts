@@ -5,7 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { RunnerflowConfig } from '../config/schema';
-import type { GitHubPort } from '../github/port';
+import type { GitHubRegistry } from '../github/registry';
 
 /** Structured log sink; `meta` never carries secrets. */
 export interface Logger {
@@ -14,10 +14,7 @@ export interface Logger {
   error(message: string, meta?: Record<string, unknown>): void;
 }
 
-/** The GitHub clients by configured credentials name. */
-export interface GitHubRegistry {
-  get(credentialsName: string): GitHubPort;
-}
+export type { GitHubRegistry };
 
 export interface ApiSecrets {
   /** Bearer token for /api/v1/*; when absent the admin routes refuse every caller. */

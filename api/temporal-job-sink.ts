@@ -4,6 +4,7 @@
  * to the best matching pool, or are recorded as unmatched so operators see them.
  */
 import type { Client } from '@temporalio/client';
+import { poolMatchesLabels } from '../domain/pool';
 import { RUNNER_POOL } from '../workflows/search-attributes';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId, type JobCompletedArgs, type JobStartedArgs } from '../workflows/messages';
 import {
@@ -20,9 +21,8 @@ import {
 import type { Logger } from './deps';
 import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
 import type { PoolDirectory } from './pool-directory';
+import type { SignalOutcome, WorkflowJobSink } from './webhooks/github';
 import { isNotFound } from './temporal/errors';
-
-export type SignalOutcome = 'signalled' | 'not_owned';
 
 export interface TemporalJobSinkDeps {
   client: Client;
@@ -33,7 +33,7 @@ export interface TemporalJobSinkDeps {
   queryTimeoutMs: number;
 }
 
-export class TemporalJobSink {
+export class TemporalJobSink implements WorkflowJobSink {
   constructor(private readonly deps: TemporalJobSinkDeps) {}
 
   async jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> {
@@ -56,6 +56,13 @@ export class TemporalJobSink {
       }
     }
     await this.recordUnmatched(queued, 'the matching pool ended while the job was routed');
+  }
+
+  /** A queued job was cancelled before any runner took it: the pools that could hold it stop counting it. */
+  async jobLeftQueue(job: { jobId: number; labels: string[]; deliveryId: string }): Promise<void> {
+    const holders = (await this.deps.pools.list()).filter((p) => p.memo && poolMatchesLabels(p.memo, job.labels));
+    const progress: JobProgressArgs = { jobId: job.jobId, action: 'completed' };
+    await Promise.all(holders.map((pool) => this.progressTo(pool.workflowId, progress)));
   }
 
   jobStarted(runnerName: string, args: JobStartedArgs): Promise<SignalOutcome> {
@@ -82,15 +89,17 @@ export class TemporalJobSink {
       if (isNotFound(err)) return 'not_owned';
       throw err;
     }
-    if (pool) {
-      try {
-        await this.deps.client.workflow.getHandle(poolWorkflowId(pool)).signal(jobProgressSignal, progress);
-      } catch (err) {
-        // A pool that is gone has nothing to track; the runner got its signal.
-        if (!isNotFound(err)) throw err;
-      }
-    }
+    if (pool) await this.progressTo(poolWorkflowId(pool), progress);
     return 'signalled';
+  }
+
+  private async progressTo(poolWorkflow: string, progress: JobProgressArgs): Promise<void> {
+    try {
+      await this.deps.client.workflow.getHandle(poolWorkflow).signal(jobProgressSignal, progress);
+    } catch (err) {
+      // A pool that is gone has nothing left to track.
+      if (!isNotFound(err)) throw err;
+    }
   }
 
   private async pickByCapacity(pools: RoutableEntry[]): Promise<RoutableEntry> {

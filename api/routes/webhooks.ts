@@ -1,3 +1,4 @@
+import { handleGitHubWebhook } from '../webhooks/github';
 import { HttpError } from '../http/errors';
 import type { Route } from '../http/router';
 import type { Services } from '../services';
@@ -17,11 +18,7 @@ export const webhookRoutes: Route<Services>[] = [
       if (!secret) {
         throw new HttpError(503, 'webhooks_disabled', 'no webhook secret is configured (set RUNNERFLOW_WEBHOOK_SECRET or api.webhookSecret)');
       }
-      const webhookModule = '../webhooks/github';
-      const { handleGitHubWebhook } = (await import(webhookModule)) as {
-        handleGitHubWebhook(request: Request, deps: { secret: string; sink: Services['sink'] }): Promise<Response>;
-      };
-      return handleGitHubWebhook(request, { secret, sink: services.sink });
+      return handleGitHubWebhook(request, { secret, sink: services.sink, logger: services.deps.logger });
     },
   },
 ];
