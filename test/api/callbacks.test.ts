@@ -1,0 +1,119 @@
+/**
+ * The status callback is checked against the live instance workflow. These
+ * tests start instance workflows with no worker: Temporal records the signal in
+ * history either way, which is what the API is responsible for.
+ */
+import type { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mintInstanceToken } from '../../api/instance-token';
+import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../../workflows/messages';
+import { connectClient, instanceInput, uniqueName } from '../support/temporal';
+import { INSTANCE_TOKEN_KEY, expectError, testApp, type TestApp } from './support';
+
+let connection: Connection;
+let client: Client;
+let api: TestApp;
+let taskQueue: string;
+
+beforeAll(async () => {
+  ({ connection, client } = await connectClient());
+  taskQueue = uniqueName('api-callbacks');
+  api = testApp(client, taskQueue);
+});
+
+afterAll(async () => {
+  await connection.close();
+});
+
+async function startInstance(name = uniqueName('inst')): Promise<{ name: string; runId: string }> {
+  const handle = await client.workflow.start(RUNNER_INSTANCE_WORKFLOW, {
+    workflowId: runnerWorkflowId(name),
+    taskQueue,
+    args: [instanceInput(name)],
+  });
+  return { name, runId: handle.firstExecutionRunId };
+}
+
+async function tokenFor(instance: string, runId: string, ttlMs = 60_000): Promise<string> {
+  return mintInstanceToken({ instance, runId, pool: 'test-pool' }, INSTANCE_TOKEN_KEY, ttlMs);
+}
+
+function report(token: string | null, body: unknown = { status: 'idle', message: 'runner online' }) {
+  return api.call('POST', '/api/v1/callbacks/status', { token, body });
+}
+
+async function signalsOf(workflowId: string, runId: string): Promise<{ name: string; input: unknown }[]> {
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  return (history.events ?? [])
+    .filter((e) => e.workflowExecutionSignaledEventAttributes)
+    .map((e) => {
+      const attrs = e.workflowExecutionSignaledEventAttributes!;
+      const payload = attrs.input?.payloads?.[0]?.data;
+      return { name: attrs.signalName ?? '', input: payload ? JSON.parse(Buffer.from(payload).toString()) : undefined };
+    });
+}
+
+describe('POST /api/v1/callbacks/status', () => {
+  it('passes the status of a live instance to its workflow run', async () => {
+    const { name, runId } = await startInstance();
+    const response = await report(await tokenFor(name, runId));
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ instance: name, status: 'idle' });
+    expect(await signalsOf(runnerWorkflowId(name), runId)).toEqual([{ name: 'runnerStatus', input: { status: 'idle', message: 'runner online' } }]);
+  });
+
+  it('answers a missing token with 401 and an invalid one with 401 naming the reason', async () => {
+    const { name, runId } = await startInstance();
+    await expectError(await report(null), 401, 'unauthenticated');
+    const wrongKey = await mintInstanceToken({ instance: name, runId, pool: 'p' }, 'a-different-key-0123456789', 60_000);
+    const error = await expectError(await report(wrongKey), 401, 'invalid_token');
+    expect(error.details).toEqual({ reason: 'bad_signature' });
+    // The admin token is not an instance token.
+    expect((await expectError(await report('test-admin-token-0123456789'), 401, 'invalid_token')).details).toEqual({ reason: 'malformed' });
+    expect(await signalsOf(runnerWorkflowId(name), runId)).toEqual([]);
+  });
+
+  it('refuses an expired token', async () => {
+    const { name, runId } = await startInstance();
+    const token = await tokenFor(name, runId, 1);
+    await new Promise((r) => setTimeout(r, 2_100));
+    const error = await expectError(await report(token), 401, 'invalid_token');
+    expect(error.details).toEqual({ reason: 'expired' });
+    expect(await signalsOf(runnerWorkflowId(name), runId)).toEqual([]);
+  });
+
+  it('refuses the token of a deleted instance', async () => {
+    const { name, runId } = await startInstance();
+    await client.workflow.getHandle(runnerWorkflowId(name)).terminate('deleted for the test');
+    const error = await expectError(await report(await tokenFor(name, runId)), 403, 'forbidden');
+    expect(error.message).toMatch(/has been deleted/);
+    const never = await expectError(await report(await tokenFor(uniqueName('never-existed'), runId)), 403, 'forbidden');
+    expect(never.message).toMatch(/does not exist/);
+  });
+
+  it('refuses the token of an earlier run of the same instance name', async () => {
+    const first = await startInstance();
+    await client.workflow.getHandle(runnerWorkflowId(first.name)).terminate('replaced for the test');
+    const second = await startInstance(first.name);
+    expect(second.runId).not.toBe(first.runId);
+    const error = await expectError(await report(await tokenFor(first.name, first.runId)), 403, 'forbidden');
+    expect(error.message).toMatch(/current run/);
+    expect(await signalsOf(runnerWorkflowId(first.name), second.runId)).toEqual([]);
+  });
+
+  it("refuses a token bound to another instance's run, and a body naming another instance", async () => {
+    const a = await startInstance();
+    const b = await startInstance();
+    await expectError(await report(await tokenFor(a.name, b.runId)), 403, 'forbidden');
+    const error = await expectError(await report(await tokenFor(a.name, a.runId), { status: 'idle', instance: b.name }), 403, 'forbidden');
+    expect(error.message).toContain(b.name);
+    expect(await signalsOf(runnerWorkflowId(a.name), a.runId)).toEqual([]);
+    expect(await signalsOf(runnerWorkflowId(b.name), b.runId)).toEqual([]);
+  });
+
+  it('validates the reported status', async () => {
+    const { name, runId } = await startInstance();
+    const error = await expectError(await report(await tokenFor(name, runId), { status: 'sleeping' }), 400, 'validation_failed');
+    expect(error.details).toEqual([{ path: 'status', message: expect.stringContaining('installing') }]);
+  });
+});
