@@ -30,9 +30,10 @@ export function runProviderContract(name: string, factory: () => Promise<Contrac
       return instance;
     }
 
+    // Generous: a factory may install and start a local service (moto_server) first.
     beforeAll(async () => {
       subject = await factory();
-    });
+    }, 300_000);
     afterAll(async () => {
       for (const m of made) await subject.provider.deleteInstance(m.id, m.ctx).catch(() => undefined);
       await subject.provider.close?.();

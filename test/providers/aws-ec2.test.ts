@@ -1,0 +1,127 @@
+import { DescribeInstanceAttributeCommand, DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AwsEc2Provider, clientTokenFor, TAG_CONTROLLER, TAG_NAME, TAG_POOL, type AwsEc2ProviderOptions } from '../../providers/aws-ec2/provider';
+import { buildUserData, shellQuote } from '../../providers/aws-ec2/user-data';
+import { ProviderFaultError, ProviderNotFoundError } from '../../providers/port';
+import { bootstrapFor, TEST_INSTANCE_TOKEN, TEST_JIT_CONFIG } from './bootstrap';
+import { runProviderContract } from './contract';
+import { startMoto, type MotoServer } from './support/moto';
+
+const CREDENTIAL_ENV = { TEST_AWS_KEY: 'testing-key', TEST_AWS_SECRET: 'testing-secret' };
+let moto: MotoServer | undefined;
+let motoStarting: Promise<MotoServer> | undefined;
+
+/** One moto_server for both suites in this file. */
+async function motoEndpoint(): Promise<string> {
+  motoStarting ??= startMoto();
+  moto = await motoStarting;
+  return moto.endpoint;
+}
+
+function options(endpoint: string, name = 'ec2'): AwsEc2ProviderOptions {
+  return { name, region: 'us-east-1', endpoint, securityGroupIds: [], accessKeyId: { env: 'TEST_AWS_KEY' }, secretAccessKey: { env: 'TEST_AWS_SECRET' } };
+}
+
+afterAll(async () => {
+  await moto?.stop();
+}, 30_000);
+
+runProviderContract('aws-ec2 (moto)', async () => ({ provider: new AwsEc2Provider(options(await motoEndpoint()), CREDENTIAL_ENV) }));
+
+describe('aws-ec2 provider', () => {
+  let provider: AwsEc2Provider;
+  let ec2: EC2Client;
+  const ctx = { controllerId: 'ctl-ec2', poolId: 'pool-e' };
+
+  beforeAll(async () => {
+    const endpoint = await motoEndpoint();
+    provider = new AwsEc2Provider(options(endpoint), CREDENTIAL_ENV);
+    ec2 = new EC2Client({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'testing-key', secretAccessKey: 'testing-secret' } });
+  }, 300_000);
+  afterAll(async () => {
+    for (const i of await provider.listInstances({ controllerId: ctx.controllerId })) await provider.deleteInstance(i.providerId, ctx);
+    await provider.close();
+    ec2.destroy();
+  });
+
+  it('runs the pool image and flavor, tagged with controller, pool and name', async () => {
+    const created = await provider.createInstance(bootstrapFor('ec2-tags', 'pool-e', { image: 'ami-0abcdef1', flavor: 't3.small' }), ctx);
+    const described = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [created.providerId] }));
+    const instance = described.Reservations?.[0]?.Instances?.[0];
+    expect(instance).toMatchObject({ ImageId: 'ami-0abcdef1', InstanceType: 't3.small' });
+    const tags = Object.fromEntries((instance?.Tags ?? []).map((t) => [t.Key, t.Value]));
+    expect(tags).toEqual({ [TAG_NAME]: 'ec2-tags', [TAG_CONTROLLER]: 'ctl-ec2', [TAG_POOL]: 'pool-e' });
+    expect(created).toMatchObject({ name: 'ec2-tags', status: 'running', poolId: 'pool-e', osType: 'linux' });
+  });
+
+  it('puts the runner credential in user data and never in tags', async () => {
+    const created = await provider.createInstance(bootstrapFor('ec2-secret', 'pool-e'), ctx);
+    const attr = await ec2.send(new DescribeInstanceAttributeCommand({ InstanceId: created.providerId, Attribute: 'userData' }));
+    const userData = Buffer.from(attr.UserData?.Value ?? '', 'base64').toString('utf8');
+    expect(userData).toContain(`JIT_CONFIG=${shellQuote(TEST_JIT_CONFIG)}`);
+    expect(userData).toContain(`INSTANCE_TOKEN=${shellQuote(TEST_INSTANCE_TOKEN)}`);
+    expect(userData).toContain('./run.sh --jitconfig "$JIT_CONFIG"');
+    const described = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [created.providerId] }));
+    const tagText = JSON.stringify(described.Reservations?.[0]?.Instances?.[0]?.Tags);
+    expect(tagText).not.toContain(TEST_JIT_CONFIG);
+    expect(tagText).not.toContain(TEST_INSTANCE_TOKEN);
+  });
+
+  it('finds, stops and deletes a machine by name when no provider id is known', async () => {
+    const created = await provider.createInstance(bootstrapFor('ec2-byname', 'pool-e'), ctx);
+    expect((await provider.getInstance('ec2-byname', ctx)).providerId).toBe(created.providerId);
+    await provider.stopInstance('ec2-byname', ctx);
+    expect((await provider.getInstance(created.providerId, ctx)).status).toBe('stopped');
+    await provider.deleteInstance('ec2-byname', ctx);
+    await expect(provider.getInstance(created.providerId, ctx)).rejects.toBeInstanceOf(ProviderNotFoundError);
+  });
+
+  it('treats an unknown or malformed instance id as not found, and deleting it as done', async () => {
+    await expect(provider.getInstance('i-0123456789abcdef0', ctx)).rejects.toBeInstanceOf(ProviderNotFoundError);
+    await provider.deleteInstance('i-0123456789abcdef0', ctx);
+  });
+
+  it("does not see another controller's machine by id", async () => {
+    const other = await provider.createInstance(bootstrapFor('ec2-foreign', 'pool-e'), { controllerId: 'ctl-foreign' });
+    expect((await provider.listInstances(ctx)).map((i) => i.providerId)).not.toContain(other.providerId);
+    await provider.deleteInstance(other.providerId, { controllerId: 'ctl-foreign' });
+  });
+
+  it('derives one stable client token per controller and name', () => {
+    expect(clientTokenFor('c', 'runner-1')).toBe(clientTokenFor('c', 'runner-1'));
+    expect(clientTokenFor('c', 'runner-1')).not.toBe(clientTokenFor('c', 'runner-2'));
+    expect(clientTokenFor('c', 'runner-1')).not.toBe(clientTokenFor('d', 'runner-1'));
+    expect(clientTokenFor('c', 'x'.repeat(500)).length).toBeLessThanOrEqual(64);
+  });
+
+  it('reports an unreachable endpoint as a ProviderFaultError within ctx.timeoutMs', async () => {
+    const unreachable = new AwsEc2Provider(options('http://127.0.0.1:9'), CREDENTIAL_ENV);
+    const err = await unreachable.listInstances({ ...ctx, timeoutMs: 2000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderFaultError);
+    expect((err as Error).message).toMatch(/DescribeInstances (failed|timed out)/);
+    await unreachable.close();
+  });
+
+  it('rejects half-given static credentials', () => {
+    expect(() => new AwsEc2Provider({ ...options('http://127.0.0.1:9'), secretAccessKey: undefined }, CREDENTIAL_ENV)).toThrow(/must be given together/);
+  });
+});
+
+describe('EC2 user data', () => {
+  it('quotes every value so a hostile label cannot run commands', () => {
+    const script = buildUserData(bootstrapFor('ud', 'p', { labels: ["x'; rm -rf / #"] }));
+    expect(script).toContain(`LABELS='x'\\''; rm -rf / #'`);
+  });
+
+  it('registers with config.sh and the registration token when there is no JIT config', () => {
+    const script = buildUserData(bootstrapFor('ud', 'p', { jitConfig: undefined, registrationToken: 'REG-TOKEN-1' }));
+    expect(script).toContain(`REGISTRATION_TOKEN='REG-TOKEN-1'`);
+    expect(script).toContain('./config.sh --unattended --ephemeral');
+  });
+
+  it('downloads the runner tool matching the machine and checks its sha256', () => {
+    const script = buildUserData(bootstrapFor('ud', 'p'));
+    expect(script).toContain(`TOOL_URL='https://example.invalid/runner.tar.gz'`);
+    expect(script).toContain('sha256sum -c -');
+  });
+});
