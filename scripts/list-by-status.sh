@@ -10,4 +10,4 @@ esac
 query="WorkflowType=\"runnerInstance\" AND RunnerStatus=\"$1\""
 if [ -n "${2:-}" ] && ! [[ "$2" =~ ^[a-z0-9-]+$ ]]; then echo "pool name '$2' is not valid (lowercase letters, digits, dashes)" >&2; exit 2; fi
 if [ -n "${2:-}" ]; then query="$query AND RunnerPool=\"$2\""; fi
-t workflow list --query "$query" --output "${OUTPUT:-table}"
+t workflow list --query "$query" --output "${OUTPUT:-text}"

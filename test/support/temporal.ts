@@ -88,6 +88,8 @@ export interface TestWorkerOptions {
   activities?: Partial<InstanceActivityDeps>;
   extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
   fakeDir?: string;
+  /** Join an existing task queue (e.g. to take over from a killed worker). */
+  taskQueue?: string;
 }
 
 let runtimeInstalled = false;
@@ -100,7 +102,7 @@ function quietRuntime(): void {
 
 export async function startTestWorker(options: TestWorkerOptions = {}): Promise<TestWorker> {
   quietRuntime();
-  const taskQueue = uniqueName('tq');
+  const taskQueue = options.taskQueue ?? uniqueName('tq');
   const fakeDir = options.fakeDir ?? mkdtempSync(join(tmpdir(), 'runnerflow-fake-'));
   const github = new GitHubDouble();
   const providers = options.providers ?? new Map<string, ProviderPort>([['fake', new FakeProvider({ name: 'fake', stateDir: fakeDir })]]);

@@ -1,0 +1,81 @@
+import type { Client, Connection } from '@temporalio/client';
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runnerStatusSignal } from '../../workflows/messages';
+import { connectClient, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { startInstance, waitForStatus } from './helpers';
+
+const run = promisify(execFile);
+const SCRIPTS = resolve(import.meta.dirname, '../../scripts');
+let client: Client;
+let connection: Connection;
+let w: TestWorker;
+
+function scriptEnv() {
+  return { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_CLI: inject('temporalCli') };
+}
+
+beforeAll(async () => {
+  ({ client, connection } = await connectClient());
+  w = await startTestWorker();
+});
+afterAll(async () => {
+  await w?.stop();
+  await connection?.close();
+});
+
+describe('operators with the temporal CLI', () => {
+  it('temporal workflow signal --name forceDelete ends the workflow', async () => {
+    const name = uniqueName('cli-force');
+    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await run(inject('temporalCli'), [
+      'workflow', 'signal', '--address', inject('temporalAddress'), '--namespace', 'default',
+      '--workflow-id', `runner/${name}`, '--name', 'forceDelete', '--input', '{"reason":"from the cli"}',
+    ]);
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: false });
+    expect(final.transitions.find((t) => t.to === 'pending_force_delete')?.reason).toBe('from the cli');
+  });
+
+  it('scripts: state, list-by-status, force-delete', async () => {
+    const name = uniqueName('script');
+    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+
+    const state = await run('bash', [`${SCRIPTS}/state.sh`, name], { env: scriptEnv() });
+    expect(JSON.parse(state.stdout)).toMatchObject({ queryResult: [{ name, status: 'running' }] });
+
+    let listed = '';
+    for (let i = 0; i < 50 && !listed.includes(name); i++) {
+      listed = (await run('bash', [`${SCRIPTS}/list-by-status.sh`, 'running', 'test-pool'], { env: scriptEnv() })).stdout;
+      if (!listed.includes(name)) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(listed).toContain(`runner/${name}`);
+
+    await run('bash', [`${SCRIPTS}/force-delete.sh`, name, 'machine is "stuck"'], { env: scriptEnv() });
+    const final = await handle.result();
+    expect(final.forced).toBe(true);
+    expect(final.transitions.find((t) => t.to === 'pending_force_delete')?.reason).toBe('machine is "stuck"');
+  });
+
+  it('scripts: delete is graceful, and bad input is refused with a clear message', async () => {
+    const name = uniqueName('script-delete');
+    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await run('bash', [`${SCRIPTS}/delete.sh`, name], { env: scriptEnv() });
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: false });
+    expect(w.github.calls.some((c) => c.op === 'remove' && c.name === name)).toBe(true);
+
+    await expect(run('bash', [`${SCRIPTS}/list-by-status.sh`, 'sleeping'], { env: scriptEnv() })).rejects.toMatchObject({
+      stderr: expect.stringContaining("unknown status 'sleeping'"),
+    });
+    await expect(run('bash', [`${SCRIPTS}/force-delete.sh`], { env: scriptEnv() })).rejects.toMatchObject({
+      stderr: expect.stringContaining('usage: force-delete.sh NAME'),
+    });
+  });
+});

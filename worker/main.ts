@@ -1,0 +1,28 @@
+/**
+ * A standalone worker process: run as many as the load needs against one
+ * Temporal cluster; they share nothing but Temporal.
+ */
+import { ConfigError, loadConfig, resolveSecret } from '../config/load';
+import { createGitHubRegistry } from '../github/registry';
+import { startWorker } from './start';
+
+async function main(): Promise<void> {
+  const loaded = loadConfig();
+  const instanceTokenKey = resolveSecret(loaded.config.api.instanceTokenSecret, loaded.env);
+  if (!instanceTokenKey) {
+    throw new ConfigError('a standalone worker needs api.instanceTokenSecret (shared with the API processes that verify instance callbacks)');
+  }
+  const started = await startWorker({ loaded, github: createGitHubRegistry(loaded.config, loaded.env), instanceTokenKey });
+  const shutdown = (signal: string) => {
+    console.log(`${signal}: finishing running activities, then stopping`);
+    started.worker.shutdown();
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  await started.running;
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? `runnerflow worker: ${err.message}` : err);
+  process.exit(1);
+});

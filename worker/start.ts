@@ -1,0 +1,79 @@
+/**
+ * Builds and starts a runnerflow worker from a loaded config: the one place that
+ * wires providers, GitHub and instance tokens into the activities.
+ */
+import { Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { mintInstanceToken } from '../api/instance-token';
+import type { LoadedConfig } from '../config/load';
+import type { GitHubRegistry } from '../github/registry';
+import { createProviders } from '../providers/registry';
+import type { ProviderPort } from '../providers/port';
+import { createRunnerflowWorker } from './create-worker';
+import { ensureSearchAttributes } from './search-attributes';
+
+export interface StartedWorker {
+  worker: Worker;
+  providers: Map<string, ProviderPort>;
+  /** Resolves when the worker has stopped. */
+  running: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StartWorkerOptions {
+  loaded: LoadedConfig;
+  github: GitHubRegistry;
+  instanceTokenKey: string;
+  providers?: Map<string, ProviderPort>;
+  workflowBundlePath?: string;
+  log?: (message: string) => void;
+}
+
+export function callbackBaseUrl(loaded: LoadedConfig): string {
+  return (loaded.config.api.publicUrl ?? `http://${loaded.config.api.listen}`).replace(/\/+$/, '');
+}
+
+export async function startWorker(options: StartWorkerOptions): Promise<StartedWorker> {
+  const { config } = options.loaded;
+  const log = options.log ?? ((m: string) => console.log(m));
+
+  const admin = await Connection.connect({ address: config.temporal.address });
+  try {
+    const added = await ensureSearchAttributes(admin, config.temporal.namespace);
+    if (added.length > 0) log(`registered search attributes: ${added.join(', ')}`);
+  } finally {
+    await admin.close();
+  }
+
+  const providers = options.providers ?? createProviders(config, options.loaded.env);
+  const base = callbackBaseUrl(options.loaded);
+  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const worker = await createRunnerflowWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
+    activities: {
+      controllerId: config.controllerId,
+      providers,
+      github: options.github,
+      callbackUrl: `${base}/api/v1/callbacks/status`,
+      metadataUrl: `${base}/api/v1/metadata`,
+      mintInstanceToken: (claims, ttlMs) => mintInstanceToken(claims, options.instanceTokenKey, ttlMs),
+    },
+  });
+  const running = worker.run().finally(async () => {
+    await connection.close();
+    await Promise.allSettled([...providers.values()].map((p) => p.close?.()));
+  });
+  log(`worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace})`);
+  return {
+    worker,
+    providers,
+    running,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+  };
+}
