@@ -1,0 +1,51 @@
+/**
+ * Builds the configured providers by name. With none configured, runners run as
+ * local processes, which is what a first start on a laptop wants.
+ */
+import type { ProviderConfig, RunnerflowConfig } from '../config/schema';
+import { AwsEc2Provider } from './aws-ec2/provider';
+import { ExternalProvider } from './external/provider';
+import { FakeProvider } from './fake';
+import { instrumentProvider } from './instrumented';
+import { LocalProcessProvider } from './local-process/provider';
+import type { ProviderPort } from './port';
+
+export const DEFAULT_PROVIDER_NAME = 'local';
+
+export class UnknownProviderError extends Error {
+  constructor(
+    readonly providerName: string,
+    readonly known: string[],
+  ) {
+    super(`unknown provider "${providerName}"; configured providers: ${known.length > 0 ? known.map((k) => `"${k}"`).join(', ') : '(none)'}`);
+    this.name = 'UnknownProviderError';
+  }
+}
+
+function build(config: ProviderConfig, env: NodeJS.ProcessEnv): ProviderPort {
+  switch (config.type) {
+    case 'local-process':
+      return new LocalProcessProvider(config, env);
+    case 'external':
+      return new ExternalProvider(config, env);
+    case 'aws-ec2':
+      return new AwsEc2Provider(config, env);
+    case 'fake':
+      return new FakeProvider(config);
+  }
+}
+
+/** Every configured provider, timed into the provider metrics, keyed by name. */
+export function createProviders(config: RunnerflowConfig, env: NodeJS.ProcessEnv = process.env): Map<string, ProviderPort> {
+  const configs: ProviderConfig[] =
+    config.providers.length > 0
+      ? config.providers
+      : [{ type: 'local-process', name: DEFAULT_PROVIDER_NAME, workDir: '.runnerflow/instances', env: {}, stopTimeout: 10_000 }];
+  return new Map(configs.map((c) => [c.name, instrumentProvider(build(c, env))]));
+}
+
+export function getProvider(providers: ReadonlyMap<string, ProviderPort>, name: string): ProviderPort {
+  const provider = providers.get(name);
+  if (!provider) throw new UnknownProviderError(name, [...providers.keys()]);
+  return provider;
+}
