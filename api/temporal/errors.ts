@@ -9,9 +9,12 @@ import { HttpError } from '../http/errors';
 const GRPC_UNAVAILABLE = 14;
 const GRPC_DEADLINE_EXCEEDED = 4;
 
+/** The gRPC status code of the error or of one of its causes (the client wraps them in ServiceError). */
 function grpcCode(err: unknown): number | undefined {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcServiceError(e)) return e.code;
+    const code = (e as { code?: unknown }).code;
+    if (e instanceof Error && typeof code === 'number') return code;
   }
   return undefined;
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintInstanceToken } from '../../api/instance-token';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../../workflows/messages';
 import { connectClient, instanceInput, uniqueName } from '../support/temporal';
+import { signalsOf } from './history';
 import { INSTANCE_TOKEN_KEY, expectError, testApp, type TestApp } from './support';
 
 let connection: Connection;
@@ -42,24 +43,13 @@ function report(token: string | null, body: unknown = { status: 'idle', message:
   return api.call('POST', '/api/v1/callbacks/status', { token, body });
 }
 
-async function signalsOf(workflowId: string, runId: string): Promise<{ name: string; input: unknown }[]> {
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  return (history.events ?? [])
-    .filter((e) => e.workflowExecutionSignaledEventAttributes)
-    .map((e) => {
-      const attrs = e.workflowExecutionSignaledEventAttributes!;
-      const payload = attrs.input?.payloads?.[0]?.data;
-      return { name: attrs.signalName ?? '', input: payload ? JSON.parse(Buffer.from(payload).toString()) : undefined };
-    });
-}
-
 describe('POST /api/v1/callbacks/status', () => {
   it('passes the status of a live instance to its workflow run', async () => {
     const { name, runId } = await startInstance();
     const response = await report(await tokenFor(name, runId));
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ instance: name, status: 'idle' });
-    expect(await signalsOf(runnerWorkflowId(name), runId)).toEqual([{ name: 'runnerStatus', input: { status: 'idle', message: 'runner online' } }]);
+    expect(await signalsOf(client, runnerWorkflowId(name), runId)).toEqual([{ name: 'runnerStatus', input: { status: 'idle', message: 'runner online' } }]);
   });
 
   it('answers a missing token with 401 and an invalid one with 401 naming the reason', async () => {
@@ -70,7 +60,7 @@ describe('POST /api/v1/callbacks/status', () => {
     expect(error.details).toEqual({ reason: 'bad_signature' });
     // The admin token is not an instance token.
     expect((await expectError(await report('test-admin-token-0123456789'), 401, 'invalid_token')).details).toEqual({ reason: 'malformed' });
-    expect(await signalsOf(runnerWorkflowId(name), runId)).toEqual([]);
+    expect(await signalsOf(client, runnerWorkflowId(name), runId)).toEqual([]);
   });
 
   it('refuses an expired token', async () => {
@@ -79,7 +69,7 @@ describe('POST /api/v1/callbacks/status', () => {
     await new Promise((r) => setTimeout(r, 2_100));
     const error = await expectError(await report(token), 401, 'invalid_token');
     expect(error.details).toEqual({ reason: 'expired' });
-    expect(await signalsOf(runnerWorkflowId(name), runId)).toEqual([]);
+    expect(await signalsOf(client, runnerWorkflowId(name), runId)).toEqual([]);
   });
 
   it('refuses the token of a deleted instance', async () => {
@@ -98,7 +88,7 @@ describe('POST /api/v1/callbacks/status', () => {
     expect(second.runId).not.toBe(first.runId);
     const error = await expectError(await report(await tokenFor(first.name, first.runId)), 403, 'forbidden');
     expect(error.message).toMatch(/current run/);
-    expect(await signalsOf(runnerWorkflowId(first.name), second.runId)).toEqual([]);
+    expect(await signalsOf(client, runnerWorkflowId(first.name), second.runId)).toEqual([]);
   });
 
   it("refuses a token bound to another instance's run, and a body naming another instance", async () => {
@@ -107,8 +97,8 @@ describe('POST /api/v1/callbacks/status', () => {
     await expectError(await report(await tokenFor(a.name, b.runId)), 403, 'forbidden');
     const error = await expectError(await report(await tokenFor(a.name, a.runId), { status: 'idle', instance: b.name }), 403, 'forbidden');
     expect(error.message).toContain(b.name);
-    expect(await signalsOf(runnerWorkflowId(a.name), a.runId)).toEqual([]);
-    expect(await signalsOf(runnerWorkflowId(b.name), b.runId)).toEqual([]);
+    expect(await signalsOf(client, runnerWorkflowId(a.name), a.runId)).toEqual([]);
+    expect(await signalsOf(client, runnerWorkflowId(b.name), b.runId)).toEqual([]);
   });
 
   it('validates the reported status', async () => {

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { candidatePools, freeCapacity, mostFree } from '../../api/job-routing';
+import type { PoolEntry } from '../../api/pool-directory';
+import type { PoolView } from '../../workflows/pool-messages';
+
+const pool = (name: string, labels: string[], priority = 0, enabled = true): PoolEntry => ({
+  name,
+  workflowId: `pool/${name}`,
+  runId: 'r',
+  startTime: '2026-01-01T00:00:00.000Z',
+  memo: { labels, priority, enabled, maxRunners: 5, provider: 'fake' },
+});
+
+describe('candidatePools', () => {
+  it('matches labels case-insensitively with self-hosted implied', () => {
+    const result = candidatePools([pool('a', ['Linux', 'X64']), pool('b', ['windows'])], ['self-hosted', 'linux', 'x64']);
+    expect(result).toEqual({ kind: 'pools', pools: [expect.objectContaining({ name: 'a' })] });
+  });
+
+  it('keeps only the highest priority among enabled matches', () => {
+    const pools = [pool('low', ['gpu'], 1), pool('high-1', ['gpu'], 5), pool('high-2', ['gpu', 'big'], 5), pool('off', ['gpu'], 9, false)];
+    const result = candidatePools(pools, ['gpu']);
+    expect(result.kind === 'pools' && result.pools.map((p) => p.name)).toEqual(['high-1', 'high-2']);
+  });
+
+  it('says why nothing matched', () => {
+    expect(candidatePools([pool('a', ['linux'])], ['arm64'])).toEqual({ kind: 'none', reason: 'no pool has the labels arm64' });
+    expect(candidatePools([pool('a', ['arm64'], 0, false)], ['arm64'])).toEqual({
+      kind: 'none',
+      reason: 'the pools with the labels arm64 are disabled: a',
+    });
+  });
+
+  it('ignores pools without a memo yet', () => {
+    expect(candidatePools([{ ...pool('a', ['linux']), memo: undefined }], ['linux']).kind).toBe('none');
+  });
+});
+
+describe('freeCapacity', () => {
+  const view = (overrides: Partial<PoolView>): PoolView => ({
+    settings: { maxRunners: 4 } as PoolView['settings'],
+    settingsVersion: 1,
+    runners: [],
+    queuedJobs: [],
+    target: 0,
+    deleting: false,
+    ...overrides,
+  });
+  const runner = (status: PoolView['runners'][number]['status'], runnerStatus: PoolView['runners'][number]['runnerStatus'], jobId?: number) => ({
+    name: `r-${Math.random()}`,
+    status,
+    runnerStatus,
+    jobId,
+    settingsVersion: 1,
+    since: '2026-01-01T00:00:00.000Z',
+  });
+
+  it('counts idle runners and room to grow, less waiting jobs; deleting runners free their slot', () => {
+    const v = view({
+      runners: [runner('running', 'idle'), runner('running', 'active', 7), runner('deleting', 'terminated')],
+      queuedJobs: [{ jobId: 1, labels: [] }],
+    });
+    // 4 max - 2 live + 1 idle - 1 queued
+    expect(freeCapacity(v)).toBe(2);
+  });
+
+  it('gives a draining pool no capacity', () => {
+    expect(freeCapacity(view({ deleting: true }))).toBe(Number.NEGATIVE_INFINITY);
+  });
+});
+
+describe('mostFree', () => {
+  it('picks the largest known capacity, the first on ties or when nothing is known', () => {
+    expect(mostFree([1, 3, 3])).toBe(1);
+    expect(mostFree([undefined, 0])).toBe(1);
+    expect(mostFree([undefined, undefined])).toBe(0);
+  });
+});

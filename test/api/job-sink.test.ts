@@ -1,0 +1,144 @@
+/**
+ * The Temporal-backed job sink and the webhook route in front of it. Pools and
+ * runners are started without a worker; their histories show what was sent.
+ */
+import { createHmac } from 'node:crypto';
+import type { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PoolDirectory } from '../../api/pool-directory';
+import { TemporalJobSink } from '../../api/temporal-job-sink';
+import { RUNNER_POOL } from '../../workflows/search-attributes';
+import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../../workflows/messages';
+import { UNMATCHED_JOBS_WORKFLOW_ID, poolWorkflowId } from '../../workflows/pool-messages';
+import { connectClient, eventually, instanceInput, uniqueName } from '../support/temporal';
+import { signalsOf } from './history';
+import { WEBHOOK_SECRET, recordingLogger, testApp, validPool, type TestApp } from './support';
+
+let connection: Connection;
+let client: Client;
+let api: TestApp;
+let taskQueue: string;
+let sink: TemporalJobSink;
+let jobIds = Math.floor(Date.now() / 1000) * 1000;
+
+beforeAll(async () => {
+  ({ connection, client } = await connectClient());
+  taskQueue = uniqueName('api-sink');
+  api = testApp(client, taskQueue);
+  sink = new TemporalJobSink({ client, taskQueue, pools: new PoolDirectory(client, 0), logger: recordingLogger(), queryTimeoutMs: 500 });
+});
+
+afterAll(async () => {
+  await connection.close();
+});
+
+async function createPool(labels: string[], overrides: Record<string, unknown> = {}): Promise<string> {
+  const name = uniqueName('pool').toLowerCase().slice(0, 60);
+  const response = await api.call('POST', '/api/v1/pools', { body: validPool(name, { labels, ...overrides }) });
+  expect(response.status).toBe(201);
+  // Routing reads visibility, which lags the start a little.
+  await eventually(async () => (await new PoolDirectory(client, 0).fetch()).some((p) => p.name === name && p.memo), 20_000, `pool ${name} visible`);
+  return name;
+}
+
+const jobQueuedSignals = async (pool: string) => (await signalsOf(client, poolWorkflowId(pool))).filter((s) => s.name === 'jobQueued');
+
+describe('jobQueued', () => {
+  it('goes to the enabled matching pool of the highest priority', async () => {
+    const label = uniqueName('lbl');
+    const low = await createPool([label], { priority: 1 });
+    const high = await createPool([label, 'GPU'], { priority: 5 });
+    const off = await createPool([label], { priority: 9, enabled: false });
+    const other = await createPool([uniqueName('elsewhere')], { priority: 10 });
+    const jobId = ++jobIds;
+    await sink.jobQueued({ jobId, labels: ['self-hosted', label.toUpperCase(), 'gpu'], repository: 'acme/widgets', deliveryId: 'd-1' });
+    expect(await jobQueuedSignals(high)).toEqual([{ name: 'jobQueued', input: { jobId, labels: ['self-hosted', label.toUpperCase(), 'gpu'], repository: 'acme/widgets' } }]);
+    for (const pool of [low, off, other]) expect(await jobQueuedSignals(pool)).toEqual([]);
+  });
+
+  it('is recorded as unmatched, with the reason, when no enabled pool matches', async () => {
+    const label = uniqueName('lbl');
+    const off = await createPool([label], { enabled: false });
+    const noMatch = ++jobIds;
+    const disabled = ++jobIds;
+    await sink.jobQueued({ jobId: noMatch, labels: [uniqueName('nobody-has-this')], deliveryId: 'd-2' });
+    await sink.jobQueued({ jobId: disabled, labels: [label], deliveryId: 'd-3' });
+    const recorded = (await signalsOf(client, UNMATCHED_JOBS_WORKFLOW_ID)).filter((s) => s.name === 'unmatchedJob').map((s) => s.input as { jobId: number; reason: string });
+    expect(recorded.find((j) => j.jobId === noMatch)?.reason).toMatch(/^no pool has the labels/);
+    expect(recorded.find((j) => j.jobId === disabled)?.reason).toContain(`disabled: ${off}`);
+    expect(await jobQueuedSignals(off)).toEqual([]);
+  });
+});
+
+describe('jobStarted / jobCompleted', () => {
+  async function startRunner(pool: string): Promise<string> {
+    const name = uniqueName('runner');
+    await client.workflow.start(RUNNER_INSTANCE_WORKFLOW, {
+      workflowId: runnerWorkflowId(name),
+      taskQueue,
+      args: [instanceInput(name, { pool })],
+      typedSearchAttributes: [{ key: RUNNER_POOL, value: pool }],
+    });
+    return name;
+  }
+
+  it('signal the runner and report progress to its pool', async () => {
+    const pool = await createPool([uniqueName('lbl')]);
+    const runner = await startRunner(pool);
+    const jobId = ++jobIds;
+    expect(await sink.jobStarted(runner, { jobId, runId: 9 })).toBe('signalled');
+    expect(await sink.jobCompleted(runner, { jobId, conclusion: 'success' })).toBe('signalled');
+    expect(await signalsOf(client, runnerWorkflowId(runner))).toEqual([
+      { name: 'jobStarted', input: { jobId, runId: 9 } },
+      { name: 'jobCompleted', input: { jobId, conclusion: 'success' } },
+    ]);
+    expect(await signalsOf(client, poolWorkflowId(pool))).toEqual([
+      { name: 'jobProgress', input: { jobId, action: 'in_progress', runnerName: runner } },
+      { name: 'jobProgress', input: { jobId, action: 'completed', runnerName: runner } },
+    ]);
+  });
+
+  it('answer not_owned for a runner that is not ours or has ended', async () => {
+    expect(await sink.jobStarted(uniqueName('github-hosted'), { jobId: ++jobIds })).toBe('not_owned');
+    const runner = await startRunner(uniqueName('gone-pool'));
+    await client.workflow.getHandle(runnerWorkflowId(runner)).terminate('ended for the test');
+    expect(await sink.jobCompleted(runner, { jobId: ++jobIds })).toBe('not_owned');
+  });
+});
+
+describe('jobLeftQueue', () => {
+  it('tells the matching pools that a cancelled job no longer waits', async () => {
+    const label = uniqueName('lbl');
+    const pool = await createPool([label]);
+    const jobId = ++jobIds;
+    await sink.jobLeftQueue({ jobId, labels: [label], deliveryId: 'd-4' });
+    expect(await signalsOf(client, poolWorkflowId(pool))).toEqual([{ name: 'jobProgress', input: { jobId, action: 'completed' } }]);
+  });
+});
+
+describe('POST /webhooks/github', () => {
+  function delivery(payload: unknown, secret = WEBHOOK_SECRET) {
+    const raw = JSON.stringify(payload);
+    const signature = `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`;
+    return api.call('POST', '/webhooks/github', {
+      token: null,
+      raw,
+      headers: { 'x-github-event': 'workflow_job', 'x-github-delivery': uniqueName('delivery'), 'x-hub-signature-256': signature },
+    });
+  }
+
+  it('routes a signed queued job to its pool without an admin token', async () => {
+    const label = uniqueName('lbl');
+    const pool = await createPool([label]);
+    const jobId = ++jobIds;
+    const response = await delivery({ action: 'queued', workflow_job: { id: jobId, run_id: 5, labels: ['self-hosted', label] }, repository: { full_name: 'acme/widgets' } });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ result: 'queued' });
+    expect(await jobQueuedSignals(pool)).toEqual([{ name: 'jobQueued', input: expect.objectContaining({ jobId, runId: 5, repository: 'acme/widgets' }) }]);
+  });
+
+  it('refuses a delivery signed with another secret', async () => {
+    const response = await delivery({ action: 'queued', workflow_job: { id: ++jobIds, labels: [] } }, 'wrong-secret');
+    expect(response.status).toBe(401);
+  });
+});
