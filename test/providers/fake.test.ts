@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -25,6 +27,19 @@ describe('fake provider', () => {
     const other = new FakeProvider({ name: 'fake', stateDir: dir });
     expect((await other.getInstance('shared-1', ctx)).status).toBe('running');
     expect(control.instances().map((m) => m.name)).toEqual(['shared-1']);
+  });
+
+  it('creates one machine when several processes create the same name at once', async () => {
+    const script = `
+      const { FakeProvider } = await import(${JSON.stringify(new URL('../../providers/fake.ts', import.meta.url).href)});
+      const p = new FakeProvider({ name: 'fake', stateDir: ${JSON.stringify(dir)} });
+      const boot = { name: 'raced', poolId: 'pool-a', tools: [], labels: [], image: '', flavor: '', osType: 'linux', arch: 'amd64' };
+      await p.createInstance(boot, { controllerId: 'ctl-fake' });`;
+    const run = promisify(execFile);
+    await Promise.all(Array.from({ length: 4 }, () => run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script])));
+    expect(control.createdCount('raced')).toBe(1);
+    expect(control.calls('create').map((c) => c.outcome).sort()).toEqual(['created', 'existing', 'existing', 'existing']);
+    expect(new Set(control.calls('create').map((c) => c.pid)).size).toBe(4);
   });
 
   it('fails the first failTimes attempts, then succeeds, logging each attempt with its time', async () => {
