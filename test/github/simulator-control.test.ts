@@ -1,0 +1,78 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { GitHubScope } from '../../github/port';
+import { startSimulatedGitHub, type SimulatedGitHub } from './support/simulated-github';
+
+const repo: GitHubScope = { kind: 'repo', owner: 'octo-org', repo: 'octo-repo' };
+
+let env: SimulatedGitHub;
+beforeEach(async () => {
+  env = await startSimulatedGitHub();
+});
+afterEach(async () => {
+  await env.sim.close();
+});
+
+async function control(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${env.sim.controlUrl}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+describe('simulator control endpoints (/_sim)', () => {
+  it('queues jobs, lists them and reports stats over HTTP', async () => {
+    const queued = await control('POST', '/jobs', { repository: 'octo-org/app', labels: ['linux'] });
+    expect(queued.status).toBe(201);
+    expect(queued.json).toMatchObject({ status: 'queued', labels: ['linux'], repository: 'octo-org/app' });
+    expect((await control('GET', '/jobs')).json).toHaveLength(1);
+    expect((await control('GET', '/stats')).json).toMatchObject({ jobs: { queued: 1, inProgress: 0, completed: 0 }, totalApiCalls: 0 });
+  });
+
+  it('rejects an invalid job with the field named', async () => {
+    const res = await control('POST', '/jobs', { labels: [] });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(res.json)).toContain('labels');
+  });
+
+  it('injects latency per endpoint and clears faults', async () => {
+    expect((await control('POST', '/faults', { kind: 'latency', ms: 300, operation: 'list-runners' })).status).toBe(201);
+    let started = Date.now();
+    await env.github.findRunnerByName(repo, 'x');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    started = Date.now();
+    await env.github.listRunnerDownloads(repo);
+    expect(Date.now() - started).toBeLessThan(290);
+    expect((await control('DELETE', '/faults')).status).toBe(204);
+    started = Date.now();
+    await env.github.findRunnerByName(repo, 'x');
+    expect(Date.now() - started).toBeLessThan(290);
+  });
+
+  it('refuses an agent with a JIT config it never minted', async () => {
+    const res = await control('POST', '/agents', { jitConfig: Buffer.from('{}').toString('base64') });
+    expect(res.status).toBe(400);
+  });
+
+  it('counts API calls per endpoint', async () => {
+    await env.github.findRunnerByName(repo, 'a');
+    await env.github.findRunnerByName({ kind: 'org', org: 'octo-org' }, 'a');
+    await env.github.removeRunner({ scope: repo, name: 'a', runnerId: 77 });
+    const stats = (await control('GET', '/stats')).json as { calls: Record<string, number>; totalApiCalls: number };
+    expect(stats.calls).toEqual({
+      'GET /repos/{owner}/{repo}/actions/runners': 1,
+      'GET /orgs/{org}/actions/runners': 1,
+      'DELETE /repos/{owner}/{repo}/actions/runners/{runner_id}': 1,
+    });
+    expect(stats.totalApiCalls).toBe(3);
+  });
+
+  it('answers unknown GitHub paths with 404 like GitHub', async () => {
+    const res = await fetch(`${env.sim.url}/repos/o/r/actions/secrets`, { headers: { authorization: 'token t' } });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('x-github-request-id')).toMatch(/^[0-9A-F:]+$/);
+    expect(await res.json()).toMatchObject({ message: 'Not Found' });
+  });
+});
