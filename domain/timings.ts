@@ -27,6 +27,11 @@ export interface InstanceTimings {
   busyRetryIntervalMs: number;
   /** Activities heartbeat so cancellation (force delete) reaches them quickly. */
   heartbeatTimeoutMs: number;
+  /** A pool whose runners keep failing to bootstrap waits this long (doubling) before creating more. */
+  poolCreateBackoffInitialMs: number;
+  poolCreateBackoffMaxMs: number;
+  /** GitHub cancels a job queued for 24 h; a queued job whose later events were lost stops counting as demand then. */
+  queuedJobTtlMs: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -44,6 +49,9 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   forceDeleteAttemptTimeoutMs: 800,
   busyRetryIntervalMs: 60_000,
   heartbeatTimeoutMs: 30_000,
+  poolCreateBackoffInitialMs: 5_000,
+  poolCreateBackoffMaxMs: 5 * 60_000,
+  queuedJobTtlMs: 24 * 3_600_000,
 };
 
 export const timingsOverrideSchema = z
@@ -62,6 +70,9 @@ export const timingsOverrideSchema = z
     forceDeleteAttemptTimeout: durationMs,
     busyRetryInterval: durationMs,
     heartbeatTimeout: durationMs,
+    poolCreateBackoffInitial: durationMs,
+    poolCreateBackoffMax: durationMs,
+    queuedJobTtl: durationMs,
   })
   .partial()
   .strict();

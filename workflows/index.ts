@@ -1,1 +1,3 @@
 export { runnerInstance } from './runner-instance';
+export { runnerPool } from './runner-pool';
+export { unmatchedJobs } from './unmatched-jobs';

@@ -23,6 +23,8 @@ export interface RunnerPoolInput {
   timings: InstanceTimings;
   /** State carried across continue-as-new; absent on a new pool. */
   carried?: PoolCarriedState;
+  /** History events before the pool continues as new (tests set it low). */
+  historyLimit?: number;
 }
 
 export interface PoolRunnerView {
@@ -32,6 +34,8 @@ export interface PoolRunnerView {
   jobId?: number;
   settingsVersion: number;
   since: string;
+  /** The pool asked this runner to leave. */
+  deleteRequested?: boolean;
 }
 
 export interface PoolCarriedState {
@@ -43,6 +47,8 @@ export interface PoolCarriedState {
   runnerSeq: number;
   deleting: boolean;
   consecutiveBootstrapFailures: number;
+  /** Epoch ms before which no runner is created (bootstrap-failure backoff). */
+  backoffUntil?: number;
 }
 
 export interface PoolView {

@@ -41,6 +41,8 @@ export const FAST_TIMINGS: InstanceTimings = {
   forceDeleteAttemptTimeoutMs: 500,
   busyRetryIntervalMs: 300,
   heartbeatTimeoutMs: 2_000,
+  poolCreateBackoffInitialMs: 1_000,
+  poolCreateBackoffMaxMs: 4_000,
 };
 
 export function temporalAddress(): string {

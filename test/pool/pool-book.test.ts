@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
+import { PoolBook } from '../../workflows/pool-book';
+import { FAST_TIMINGS } from '../support/temporal';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+function settings(overrides: Partial<PoolSettingsInput> = {}) {
+  return poolSettingsSchema.parse({
+    name: 'linux',
+    github: { scope: { kind: 'org', org: 'acme' } },
+    labels: ['linux', 'x64'],
+    provider: 'fake',
+    maxRunners: 5,
+    idleTimeout: 1_000,
+    ...overrides,
+  });
+}
+
+function startN(book: PoolBook, n: number, now = T0): string[] {
+  return Array.from({ length: n }, (_, i) => {
+    const name = book.nextRunnerName(`r${i}-${book.runnerSeq}`);
+    book.runnerStarted(name, now);
+    return name;
+  });
+}
+
+describe('PoolBook scaling', () => {
+  it('keeps min idle runners and adds one per queued job, up to maxRunners', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 2 }), FAST_TIMINGS);
+    expect(book.plan(T0).create).toBe(2);
+    startN(book, 2);
+    for (let job = 1; job <= 10; job++) book.jobQueued({ jobId: job, labels: ['linux'] }, T0);
+    // 2 min idle + 10 queued = 12 wanted, but only 5 may exist.
+    expect(book.plan(T0).create).toBe(3);
+    startN(book, 3);
+    expect(book.plan(T0).create).toBe(0);
+    expect(book.view().target).toBe(5);
+  });
+
+  it('counts runners that are leaving against maxRunners', () => {
+    const book = new PoolBook(settings({ maxRunners: 2 }), FAST_TIMINGS);
+    const [a, b] = startN(book, 2);
+    book.runnerChanged({ name: a!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ name: a!, status: 'deleting', runnerStatus: 'terminated' }, T0);
+    book.runnerChanged({ name: b!, status: 'pending_delete', runnerStatus: 'idle' }, T0);
+    book.jobQueued({ jobId: 1, labels: [] }, T0);
+    expect(book.plan(T0).create).toBe(0);
+    book.runnerChanged({ name: a!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    expect(book.plan(T0).create).toBe(1);
+  });
+
+  it('ignores redelivered and out-of-order job events', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS);
+    expect(book.jobQueued({ jobId: 7, labels: [] }, T0)).toBe(true);
+    expect(book.jobQueued({ jobId: 7, labels: [] }, T0)).toBe(false);
+    expect(book.jobProgress({ jobId: 7, action: 'in_progress' })).toBe(true);
+    expect(book.jobProgress({ jobId: 7, action: 'in_progress' })).toBe(false);
+    expect(book.view().queuedJobs).toEqual([]);
+    // A queued event arriving after in_progress must not bring the job back.
+    expect(book.jobQueued({ jobId: 8, labels: [] }, T0)).toBe(true);
+    book.jobProgress({ jobId: 9, action: 'in_progress' });
+    expect(book.jobQueued({ jobId: 9, labels: [] }, T0)).toBe(false);
+  });
+
+  it('scales idle runners down after the idle timeout, never busy ones', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 1 }), FAST_TIMINGS);
+    const [idle1, idle2, busy] = startN(book, 3);
+    book.runnerChanged({ name: idle1!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ name: idle2!, status: 'running', runnerStatus: 'idle' }, T0 + 100);
+    book.runnerChanged({ name: busy!, status: 'running', runnerStatus: 'active', jobId: 3 }, T0);
+    const early = book.plan(T0 + 500);
+    expect(early.remove).toEqual([]);
+    expect(early.wakeAt).toBe(T0 + 1_000);
+    const later = book.plan(T0 + 5_000);
+    // One idle runner stays (min idle 1); the oldest idle one goes; the busy one is never picked.
+    expect(later.remove.map((r) => r.name)).toEqual([idle1]);
+  });
+
+  it('backs off creating after runners fail to bootstrap, and recovers', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 1 }), FAST_TIMINGS);
+    const [first] = startN(book, 1);
+    book.runnerChanged({ name: first!, status: 'deleted', runnerStatus: 'pending' }, T0);
+    expect(book.consecutiveBootstrapFailures).toBe(1);
+    expect(book.plan(T0 + 10)).toMatchObject({ create: 0, wakeAt: T0 + FAST_TIMINGS.poolCreateBackoffInitialMs });
+    expect(book.plan(T0 + FAST_TIMINGS.poolCreateBackoffInitialMs).create).toBe(1);
+    const [second] = startN(book, 1, T0 + 1_000);
+    book.runnerChanged({ name: second!, status: 'deleted', runnerStatus: 'pending' }, T0 + 2_000);
+    // Doubled: 2 x initial.
+    expect(book.plan(T0 + 2_000 + FAST_TIMINGS.poolCreateBackoffInitialMs).create).toBe(0);
+    expect(book.plan(T0 + 2_000 + 2 * FAST_TIMINGS.poolCreateBackoffInitialMs).create).toBe(1);
+    const [third] = startN(book, 1, T0 + 5_000);
+    book.runnerChanged({ name: third!, status: 'running', runnerStatus: 'idle' }, T0 + 6_000);
+    expect(book.consecutiveBootstrapFailures).toBe(0);
+  });
+
+  it('replaces idle runners from older settings, leaves busy ones alone', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 2 }), FAST_TIMINGS);
+    const [idle, busy] = startN(book, 2);
+    book.runnerChanged({ name: idle!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ name: busy!, status: 'running', runnerStatus: 'active' }, T0);
+    book.updateSettings(settings({ minIdleRunners: 2, image: 'ubuntu-26.04' }));
+    const plan = book.plan(T0);
+    expect(plan.remove).toEqual([{ name: idle, reason: 'pool settings changed' }]);
+    book.markDeleteRequested(idle!);
+    // The leaving runner still holds a slot; new runners come from the new settings.
+    expect(book.plan(T0).create).toBe(2);
+    // Its exit is not counted as a bootstrap failure.
+    book.runnerChanged({ name: idle!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    expect(book.consecutiveBootstrapFailures).toBe(0);
+  });
+
+  it('drops queued jobs older than the queue TTL', () => {
+    const book = new PoolBook(settings(), { ...FAST_TIMINGS, queuedJobTtlMs: 1_000 });
+    book.jobQueued({ jobId: 1, labels: [] }, T0);
+    expect(book.plan(T0 + 500)).toMatchObject({ create: 1, wakeAt: T0 + 1_000 });
+    expect(book.plan(T0 + 1_500).create).toBe(0);
+    expect(book.view().queuedJobs).toEqual([]);
+  });
+
+  it('carries its state across continue-as-new', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 1 }), FAST_TIMINGS);
+    const [r] = startN(book, 1);
+    book.runnerChanged({ name: r!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.jobQueued({ jobId: 5, labels: [] }, T0);
+    book.updateSettings(settings({ minIdleRunners: 1, priority: 3 }));
+    const next = new PoolBook(book.settings, FAST_TIMINGS, book.carry());
+    expect(next.view()).toEqual(book.view());
+    expect(next.jobQueued({ jobId: 5, labels: [] }, T0)).toBe(false);
+    expect(next.nextRunnerName('x')).toBe(`linux-x`);
+    expect(next.runnerSeq).toBe(book.runnerSeq + 1);
+  });
+
+  it('a deleted pool asks every runner to leave and is done when they are gone', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 2 }), FAST_TIMINGS);
+    const [a, b] = startN(book, 2);
+    book.runnerChanged({ name: b!, status: 'running', runnerStatus: 'active' }, T0);
+    book.startDeleting();
+    expect(book.plan(T0)).toEqual({ create: 0, remove: [{ name: a, reason: 'pool deleted' }, { name: b, reason: 'pool deleted' }] });
+    expect(book.done).toBe(false);
+    book.runnerChanged({ name: a!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    book.runnerChanged({ name: b!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    expect(book.done).toBe(true);
+  });
+
+  it('a disabled pool creates nothing', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 2, enabled: false }), FAST_TIMINGS);
+    book.jobQueued({ jobId: 1, labels: [] }, T0);
+    expect(book.plan(T0).create).toBe(0);
+  });
+});

@@ -1,0 +1,242 @@
+/**
+ * The pool's bookkeeping and scaling decisions, free of Temporal calls so the
+ * rules can be read (and unit-tested) in one place. The runnerPool workflow
+ * feeds it signals and carries out its plans.
+ */
+import type { RunnerStatus } from '../domain/instance-status';
+import { isDeleting } from '../domain/instance-status';
+import type { PoolSettings } from '../domain/pool';
+import type { InstanceTimings } from '../domain/timings';
+import type { JobProgressArgs, PoolCarriedState, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
+
+/** Job event keys remembered for de-duplication; old ones fall off (GitHub redelivers within hours, not weeks). */
+const HANDLED_EVENTS_KEPT = 5_000;
+
+interface RunnerEntry extends PoolRunnerView {
+  everReady: boolean;
+  /** We asked it to leave (scale-down, replacement, pool deletion): its exit is not a bootstrap failure. */
+  deleteRequested: boolean;
+}
+
+export interface PoolPlan {
+  create: number;
+  /** Runners to delete gracefully, with the reason each is given. */
+  remove: { name: string; reason: string }[];
+  /** When to look again even if nothing is signalled (idle timeouts, backoff, queue expiry). */
+  wakeAt?: number;
+}
+
+export class PoolBook {
+  settings: PoolSettings;
+  settingsVersion: number;
+  runnerSeq: number;
+  deleting: boolean;
+  consecutiveBootstrapFailures: number;
+  private backoffUntil = 0;
+  private readonly runners = new Map<string, RunnerEntry>();
+  private readonly queued = new Map<number, QueuedJob>();
+  private readonly handled: string[];
+  private readonly handledSet: Set<string>;
+
+  constructor(
+    settings: PoolSettings,
+    private readonly timings: InstanceTimings,
+    carried?: PoolCarriedState,
+  ) {
+    this.settings = settings;
+    this.settingsVersion = carried?.settingsVersion ?? 1;
+    this.runnerSeq = carried?.runnerSeq ?? 0;
+    this.deleting = carried?.deleting ?? false;
+    this.consecutiveBootstrapFailures = carried?.consecutiveBootstrapFailures ?? 0;
+    for (const r of carried?.runners ?? []) {
+      this.runners.set(r.name, { ...r, everReady: r.runnerStatus === 'idle' || r.runnerStatus === 'active', deleteRequested: r.deleteRequested ?? false });
+    }
+    this.backoffUntil = carried?.backoffUntil ?? 0;
+    for (const j of carried?.queuedJobs ?? []) this.queued.set(j.jobId, j);
+    this.handled = [...(carried?.handledJobEvents ?? [])];
+    this.handledSet = new Set(this.handled);
+  }
+
+  private remember(key: string): boolean {
+    if (this.handledSet.has(key)) return false;
+    this.handled.push(key);
+    this.handledSet.add(key);
+    while (this.handled.length > HANDLED_EVENTS_KEPT) this.handledSet.delete(this.handled.shift()!);
+    return true;
+  }
+
+  /** Returns false for a redelivery or for a job already seen further along. */
+  jobQueued(job: QueuedJob, now: number): boolean {
+    if (this.handledSet.has(`${job.jobId}:in_progress`) || this.handledSet.has(`${job.jobId}:completed`)) return false;
+    if (!this.remember(`${job.jobId}:queued`)) return false;
+    this.queued.set(job.jobId, { ...job, queuedAt: job.queuedAt ?? new Date(now).toISOString() });
+    return true;
+  }
+
+  jobProgress(args: JobProgressArgs): boolean {
+    if (!this.remember(`${args.jobId}:${args.action}`)) return false;
+    return this.queued.delete(args.jobId) || args.action === 'completed';
+  }
+
+  runnerChanged(args: RunnerChangedArgs, now: number): boolean {
+    const at = new Date(now).toISOString();
+    const entry = this.runners.get(args.name);
+    if (args.status === 'deleted') {
+      if (!entry) return false;
+      this.runners.delete(args.name);
+      if (!entry.everReady && !entry.deleteRequested) this.bootstrapFailed(now);
+      return true;
+    }
+    const ready = args.runnerStatus === 'idle' || args.runnerStatus === 'active';
+    const next: RunnerEntry = {
+      name: args.name,
+      status: args.status,
+      runnerStatus: args.runnerStatus,
+      ...(args.jobId !== undefined ? { jobId: args.jobId } : {}),
+      settingsVersion: entry?.settingsVersion ?? this.settingsVersion,
+      since: entry && entry.runnerStatus === args.runnerStatus && entry.status === args.status ? entry.since : at,
+      everReady: (entry?.everReady ?? false) || ready,
+      deleteRequested: entry?.deleteRequested ?? false,
+    };
+    this.runners.set(args.name, next);
+    if (ready) this.consecutiveBootstrapFailures = 0;
+    return true;
+  }
+
+  private bootstrapFailed(now: number): void {
+    this.consecutiveBootstrapFailures += 1;
+    const delay = Math.min(
+      this.timings.poolCreateBackoffInitialMs * 2 ** (this.consecutiveBootstrapFailures - 1),
+      this.timings.poolCreateBackoffMaxMs,
+    );
+    this.backoffUntil = now + delay;
+  }
+
+  updateSettings(settings: PoolSettings): void {
+    this.settings = settings;
+    this.settingsVersion += 1;
+  }
+
+  startDeleting(): void {
+    this.deleting = true;
+  }
+
+  nextRunnerName(suffix: string): string {
+    this.runnerSeq += 1;
+    const base = (this.settings.runnerPrefix ?? this.settings.name).slice(0, 50);
+    return `${base}-${suffix}`;
+  }
+
+  runnerStarted(name: string, now: number): void {
+    this.runners.set(name, {
+      name,
+      status: 'pending_create',
+      runnerStatus: 'pending',
+      settingsVersion: this.settingsVersion,
+      since: new Date(now).toISOString(),
+      everReady: false,
+      deleteRequested: false,
+    });
+  }
+
+  /** A child that could not be started holds no capacity. */
+  runnerNotStarted(name: string): void {
+    this.runners.delete(name);
+  }
+
+  markDeleteRequested(name: string): void {
+    const entry = this.runners.get(name);
+    if (entry) entry.deleteRequested = true;
+  }
+
+  get done(): boolean {
+    return this.deleting && this.runners.size === 0;
+  }
+
+  private isLive(r: RunnerEntry): boolean {
+    return !r.deleteRequested && !isDeleting(r.status);
+  }
+
+  private static busy(status: RunnerStatus): boolean {
+    return status === 'active';
+  }
+
+  demand(): number {
+    if (this.deleting || !this.settings.enabled) return 0;
+    return this.settings.minIdleRunners + this.queued.size;
+  }
+
+  /** What to do now: scale up to cover demand within maxRunners, scale down expired idle runners, replace outdated ones. */
+  plan(now: number): PoolPlan {
+    const wake: number[] = [];
+    for (const job of this.queued.values()) {
+      const expires = Date.parse(job.queuedAt ?? '') + this.timings.queuedJobTtlMs;
+      if (expires <= now) this.queued.delete(job.jobId);
+      else wake.push(expires);
+    }
+    const all = [...this.runners.values()];
+    const live = all.filter((r) => this.isLive(r));
+    const remove: PoolPlan['remove'] = [];
+
+    if (this.deleting) {
+      for (const r of all) if (!r.deleteRequested && !isDeleting(r.status)) remove.push({ name: r.name, reason: 'pool deleted' });
+      return { create: 0, remove };
+    }
+
+    // Outdated idle runners are replaced; busy ones finish their job first.
+    for (const r of live) {
+      if (r.settingsVersion < this.settingsVersion && r.runnerStatus === 'idle') remove.push({ name: r.name, reason: 'pool settings changed' });
+    }
+    const leaving = new Set(remove.map((r) => r.name));
+    const ready = live.filter((r) => !leaving.has(r.name) && !PoolBook.busy(r.runnerStatus));
+    const demand = this.demand();
+
+    let excess = ready.length - demand;
+    const idle = ready
+      .filter((r) => r.runnerStatus === 'idle')
+      .sort((a, b) => Date.parse(a.since) - Date.parse(b.since));
+    for (const r of idle) {
+      if (excess <= 0) break;
+      const expires = Date.parse(r.since) + this.settings.idleTimeout;
+      if (expires <= now) {
+        remove.push({ name: r.name, reason: `idle for longer than ${this.settings.idleTimeout} ms` });
+        excess -= 1;
+      } else {
+        wake.push(expires);
+      }
+    }
+
+    // Every runner whose machine may still exist counts against maxRunners, leaving ones included.
+    let create = Math.max(0, Math.min(demand - ready.length, this.settings.maxRunners - all.length));
+    if (create > 0 && now < this.backoffUntil) {
+      wake.push(this.backoffUntil);
+      create = 0;
+    }
+    return { create, remove, ...(wake.length > 0 ? { wakeAt: Math.min(...wake) } : {}) };
+  }
+
+  view(): PoolView {
+    return {
+      settings: this.settings,
+      settingsVersion: this.settingsVersion,
+      runners: [...this.runners.values()].map(({ everReady: _e, ...r }) => r),
+      queuedJobs: [...this.queued.values()],
+      target: Math.min(this.demand(), this.settings.maxRunners),
+      deleting: this.deleting,
+    };
+  }
+
+  carry(): PoolCarriedState {
+    const view = this.view();
+    return {
+      settingsVersion: this.settingsVersion,
+      runners: view.runners,
+      queuedJobs: view.queuedJobs,
+      handledJobEvents: [...this.handled],
+      runnerSeq: this.runnerSeq,
+      deleting: this.deleting,
+      consecutiveBootstrapFailures: this.consecutiveBootstrapFailures,
+      backoffUntil: this.backoffUntil,
+    };
+  }
+}

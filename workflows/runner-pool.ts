@@ -1,0 +1,132 @@
+/**
+ * runnerPool: holds a pool's settings and keeps the right number of
+ * runnerInstance workflows alive. Instances are abandoned children: they outlive
+ * the pool's continue-as-new and report back with `runnerChanged`.
+ */
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  log,
+  ParentClosePolicy,
+  setHandler,
+  startChild,
+  upsertMemo,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { instanceStartOptions } from './instance-options';
+import { deleteSignal, runnerWorkflowId, type RunnerInstanceInput } from './messages';
+import { PoolBook } from './pool-book';
+import { poolMemoOf } from './pool-memo';
+import {
+  deletePoolSignal,
+  jobProgressSignal,
+  jobQueuedSignal,
+  poolStateQuery,
+  runnerChangedSignal,
+  updatePoolSignal,
+  type PoolView,
+  type RunnerPoolInput,
+} from './pool-messages';
+import { runnerInstance } from './runner-instance';
+import { RUNNER_POOL } from './search-attributes';
+
+/** Well below Temporal's limits; the server may also suggest continuing earlier. */
+const DEFAULT_HISTORY_LIMIT = 4_000;
+
+export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
+  const book = new PoolBook(input.settings, input.timings, input.carried);
+  let dirty = true;
+
+  upsertSearchAttributes([{ key: RUNNER_POOL, value: input.settings.name }]);
+  setHandler(poolStateQuery, () => book.view());
+  setHandler(updatePoolSignal, ({ settings }) => {
+    if (settings.name !== book.settings.name) {
+      log.warn('ignored settings for another pool', { pool: book.settings.name, got: settings.name });
+      return;
+    }
+    book.updateSettings(settings);
+    upsertMemo({ ...poolMemoOf(settings) });
+    dirty = true;
+  });
+  setHandler(deletePoolSignal, () => {
+    book.startDeleting();
+    dirty = true;
+  });
+  setHandler(jobQueuedSignal, (job) => {
+    if (book.jobQueued(job, Date.now())) dirty = true;
+  });
+  setHandler(jobProgressSignal, (args) => {
+    if (book.jobProgress(args)) dirty = true;
+  });
+  setHandler(runnerChangedSignal, (args) => {
+    if (book.runnerChanged(args, Date.now())) dirty = true;
+  });
+
+  function instanceInput(name: string): RunnerInstanceInput {
+    const s = book.settings;
+    return {
+      name,
+      pool: s.name,
+      provider: s.provider,
+      spec: {
+        github: s.github,
+        labels: s.labels,
+        image: s.image,
+        flavor: s.flavor,
+        osType: s.osType,
+        osArch: s.osArch,
+        extraSpecs: s.extraSpecs,
+        runnerGroup: s.runnerGroup,
+        runnerGroupId: s.runnerGroupId,
+        ephemeral: s.ephemeral,
+        bootstrapTimeoutMs: s.bootstrapTimeout,
+      },
+      timings: input.timings,
+      poolSettingsVersion: book.settingsVersion,
+      notifyPool: true,
+    };
+  }
+
+  async function createRunner(): Promise<void> {
+    const name = book.nextRunnerName(uuid4().replace(/-/g, '').slice(0, 10));
+    book.runnerStarted(name, Date.now());
+    try {
+      await startChild(runnerInstance, {
+        ...instanceStartOptions(instanceInput(name)),
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+      });
+    } catch (err) {
+      log.warn('runner workflow not started', { runner: name, error: String(err) });
+      book.runnerNotStarted(name);
+    }
+  }
+
+  function askToLeave(name: string, reason: string): void {
+    book.markDeleteRequested(name);
+    getExternalWorkflowHandle(runnerWorkflowId(name))
+      .signal(deleteSignal, { reason })
+      .catch((err: unknown) => log.warn('delete not delivered', { runner: name, error: String(err) }));
+  }
+
+  const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+  while (!book.done) {
+    const plan = book.plan(Date.now());
+    for (const { name, reason } of plan.remove) askToLeave(name, reason);
+    if (plan.create > 0) await Promise.all(Array.from({ length: plan.create }, () => createRunner()));
+    dirty = false;
+
+    const info = workflowInfo();
+    if (info.continueAsNewSuggested || info.historyLength > historyLimit) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: book.carry() });
+    }
+    const waitMs = plan.wakeAt !== undefined ? Math.max(1, plan.wakeAt - Date.now()) : undefined;
+    if (waitMs === undefined) await condition(() => dirty);
+    else await condition(() => dirty, waitMs);
+  }
+  return book.view();
+}
