@@ -2,7 +2,7 @@
  * Builds the configured providers by name. With none configured, runners run as
  * local processes, which is what a first start on a laptop wants.
  */
-import type { ProviderConfig, RunnerflowConfig } from '../config/schema';
+import { providerConfigSchema, type ProviderConfig, type RunnerflowConfig } from '../config/schema';
 import { AwsEc2Provider } from './aws-ec2/provider';
 import { ExternalProvider } from './external/provider';
 import { FakeProvider } from './fake';
@@ -37,10 +37,8 @@ function build(config: ProviderConfig, env: NodeJS.ProcessEnv): ProviderPort {
 
 /** Every configured provider, timed into the provider metrics, keyed by name. */
 export function createProviders(config: RunnerflowConfig, env: NodeJS.ProcessEnv = process.env): Map<string, ProviderPort> {
-  const configs: ProviderConfig[] =
-    config.providers.length > 0
-      ? config.providers
-      : [{ type: 'local-process', name: DEFAULT_PROVIDER_NAME, workDir: '.runnerflow/instances', env: {}, stopTimeout: 10_000 }];
+  // The schema's own defaults, so the fallback matches a configured local-process provider.
+  const configs: ProviderConfig[] = config.providers.length > 0 ? config.providers : [providerConfigSchema.parse({ type: 'local-process', name: DEFAULT_PROVIDER_NAME })];
   return new Map(configs.map((c) => [c.name, instrumentProvider(build(c, env))]));
 }
 
