@@ -73,8 +73,9 @@ const failure = (status: number, code: string, message: string): Response => jso
 
 /** Constant-time HMAC comparison by @octokit/webhooks. */
 async function signatureValid(secret: string, payload: string, signature: string): Promise<boolean> {
-  if (verifier?.secret !== secret) verifier = { secret, webhooks: new Webhooks({ secret }) };
   try {
+    // Inside the try: an empty secret makes the constructor throw, which must read as "not verified".
+    if (verifier?.secret !== secret) verifier = { secret, webhooks: new Webhooks({ secret }) };
     return await verifier.webhooks.verify(payload, signature);
   } catch {
     return false;
@@ -105,13 +106,20 @@ export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookD
     return failure(401, 'invalid_signature', 'X-Hub-Signature-256 does not match the body');
   }
   const deliveryId = request.headers.get('x-github-delivery');
-  if (!event) return (count('bad_request'), failure(400, 'missing_header', 'X-GitHub-Event header is required'));
-  if (!deliveryId) return (count('bad_request'), failure(400, 'missing_header', 'X-GitHub-Delivery header is required'));
+  const missing = !event ? 'X-GitHub-Event' : !deliveryId ? 'X-GitHub-Delivery' : undefined;
+  if (missing || !deliveryId) {
+    count('bad_request');
+    return failure(400, 'missing_header', `${missing ?? 'X-GitHub-Delivery'} header is required`);
+  }
+  const acknowledge = (result: Result, extra: Record<string, unknown> = {}): Response => {
+    count(result);
+    return json(result === 'pong' || result === 'queued' || result === 'signalled' ? 200 : 202, { result, ...extra });
+  };
 
   const deliveries = deps.recentDeliveries ?? sharedDeliveries;
-  if (deliveries.has(deliveryId)) return (count('duplicate'), json(202, { result: 'duplicate' satisfies Result }));
-  if (event === 'ping') return (count('pong'), json(200, { result: 'pong' satisfies Result }));
-  if (event !== 'workflow_job') return (count('ignored'), json(202, { result: 'ignored' satisfies Result, event }));
+  if (deliveries.has(deliveryId)) return acknowledge('duplicate');
+  if (event === 'ping') return acknowledge('pong');
+  if (event !== 'workflow_job') return acknowledge('ignored', { event });
 
   let body: unknown;
   try {
@@ -136,8 +144,7 @@ export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookD
   }
   // Remembered only once handed over, so a redelivery after a failure is not dropped.
   deliveries.add(deliveryId);
-  count(result);
-  return json(result === 'queued' || result === 'signalled' ? 200 : 202, { result });
+  return acknowledge(result);
 }
 
 async function dispatch(event: WorkflowJobEvent, deliveryId: string, deps: GitHubWebhookDeps): Promise<Result> {

@@ -41,6 +41,13 @@ describe('webhook intake: rejections', () => {
     expect(res.status).toBe(401);
   });
 
+  it('401 when no secret is configured, whatever the signature', async () => {
+    const sink = new RecordingSink();
+    const res = await handleGitHubWebhook(signedRequest(job('queued'), { secret: '' }), deps(sink, { secret: '' }));
+    expect(res.status).toBe(401);
+    expect(sink.calls).toEqual([]);
+  });
+
   it('401 when the signed body was altered', async () => {
     const original = signedRequest(job('queued'));
     const tampered = new Request(original.url, {
