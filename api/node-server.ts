@@ -102,8 +102,10 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
     };
     serve().catch((err: unknown) => {
       onError('http response failed', { path: req.url, error: (err as Error).message });
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-      res.end(res.headersSent ? undefined : JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
+      // Once headers are out, the status cannot change: cut the response short instead.
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
     });
   });
 

@@ -1,0 +1,101 @@
+import { request as httpRequest } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseListen, startHttpServer, type HttpServer } from '../../api/node-server';
+
+let server: HttpServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+function rawPost(url: string, headers: Record<string, string>, chunks: string[]): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    for (const chunk of chunks) req.write(chunk);
+    req.end();
+  });
+}
+
+describe('parseListen', () => {
+  it('reads host:port, [v6]:port, :port and port', () => {
+    expect(parseListen('127.0.0.1:8080')).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(parseListen('[::1]:9000')).toEqual({ host: '::1', port: 9000 });
+    expect(parseListen(':0')).toEqual({ host: '127.0.0.1', port: 0 });
+    expect(parseListen('8081')).toEqual({ host: '127.0.0.1', port: 8081 });
+    expect(() => parseListen('localhost')).toThrow(/host:port/);
+    expect(() => parseListen('127.0.0.1:99999')).toThrow(/host:port/);
+  });
+});
+
+describe('startHttpServer', () => {
+  it('hands the app a fetch Request with the streamed body and writes its Response back', async () => {
+    server = await startHttpServer(async (request) => {
+      const text = await request.text();
+      return new Response(JSON.stringify({ method: request.method, path: new URL(request.url).pathname, query: new URL(request.url).search, text }), {
+        status: 201,
+        headers: { 'content-type': 'application/json', 'x-extra': 'yes' },
+      });
+    }, '127.0.0.1:0');
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const result = await rawPost(`${server.url}/echo?a=1`, { 'transfer-encoding': 'chunked' }, ['hello ', 'streamed ', 'world']);
+    expect(result.status).toBe(201);
+    expect(result.headers['x-extra']).toBe('yes');
+    expect(JSON.parse(result.body)).toEqual({ method: 'POST', path: '/echo', query: '?a=1', text: 'hello streamed world' });
+  });
+
+  it('streams a response body as the app produces it', async () => {
+    server = await startHttpServer(async () => {
+      const encoder = new TextEncoder();
+      let n = 0;
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          if (n === 3) return controller.close();
+          await new Promise((r) => setTimeout(r, 10));
+          controller.enqueue(encoder.encode(`part${n++};`));
+        },
+      });
+      return new Response(body, { status: 200 });
+    }, '127.0.0.1:0');
+    const response = await fetch(`${server.url}/stream`);
+    expect(await response.text()).toBe('part0;part1;part2;');
+  });
+
+  it('refuses a declared body over the server cap with 413 before the app runs', async () => {
+    let called = false;
+    server = await startHttpServer(
+      async () => {
+        called = true;
+        return new Response('ok');
+      },
+      '127.0.0.1:0',
+      { maxBodyBytes: 100 },
+    );
+    const result = await rawPost(`${server.url}/x`, { 'content-length': '1000' }, ['x'.repeat(1000)]);
+    expect(result.status).toBe(413);
+    expect(JSON.parse(result.body)).toEqual({ error: { code: 'payload_too_large', message: expect.stringContaining('100 bytes') } });
+    expect(called).toBe(false);
+  });
+
+  it('answers 500 in the error shape when the app itself throws', async () => {
+    const errors: string[] = [];
+    server = await startHttpServer(
+      async () => {
+        throw new Error('app bug with detail');
+      },
+      '127.0.0.1:0',
+      { onError: (_m, meta) => errors.push(String(meta.error)) },
+    );
+    const response = await fetch(`${server.url}/boom`);
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(JSON.parse(text)).toEqual({ error: { code: 'internal', message: 'internal server error' } });
+    expect(text).not.toContain('detail');
+    expect(errors).toEqual(['app bug with detail']);
+  });
+});
