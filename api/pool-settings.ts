@@ -8,7 +8,8 @@ import type { RunnerflowConfig } from '../config/schema';
 import type { PoolSettings } from '../domain/pool';
 import { resolveTimings } from '../domain/timings';
 import { RUNNER_POOL } from '../workflows/search-attributes';
-import { RUNNER_POOL_WORKFLOW, poolWorkflowId, type PoolMemo, type RunnerPoolInput } from '../workflows/pool-messages';
+import { poolMemoOf } from '../workflows/pool-memo';
+import { RUNNER_POOL_WORKFLOW, poolWorkflowId, type RunnerPoolInput } from '../workflows/pool-messages';
 import { HttpError, conflict, type FieldIssue } from './http/errors';
 
 export function checkPoolReferences(settings: PoolSettings, config: RunnerflowConfig): void {
@@ -29,16 +30,6 @@ export function checkPoolReferences(settings: PoolSettings, config: RunnerflowCo
   }
 }
 
-export function poolMemo(settings: PoolSettings): PoolMemo {
-  return {
-    labels: settings.labels,
-    priority: settings.priority,
-    enabled: settings.enabled,
-    maxRunners: settings.maxRunners,
-    provider: settings.provider,
-  };
-}
-
 /** Starts the pool's workflow; 409 when a pool of that name is running. */
 export async function startPool(client: Client, taskQueue: string, config: RunnerflowConfig, settings: PoolSettings): Promise<{ runId: string }> {
   const input: RunnerPoolInput = { settings, timings: resolveTimings(config.timings) };
@@ -48,7 +39,7 @@ export async function startPool(client: Client, taskQueue: string, config: Runne
       taskQueue,
       args: [input],
       typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
-      memo: { ...poolMemo(settings) },
+      memo: { ...poolMemoOf(settings) },
       workflowIdConflictPolicy: 'FAIL',
     });
     return { runId: handle.firstExecutionRunId };

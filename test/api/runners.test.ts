@@ -8,7 +8,7 @@ import { GitHubApiError } from '../../github/port';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { runnerWorkflowId, type InstanceState } from '../../workflows/messages';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
-import { expectError, testApp, type TestApp } from './support';
+import { expectError, testApp, validPool, type TestApp } from './support';
 
 let connection: Connection;
 let client: Client;
@@ -127,5 +127,16 @@ describe('DELETE /api/v1/runners/:name', () => {
 
   it('answers 404 for an unknown runner', async () => {
     await expectError(await api.call('DELETE', `/api/v1/runners/${uniqueName('nobody')}`), 404, 'not_found');
+  });
+});
+
+describe('pool reads answered by the workflow', () => {
+  it('GET /api/v1/pools/:name answers the pool state', async () => {
+    const name = uniqueName('pool').toLowerCase().slice(0, 60);
+    const created = await api.call('POST', '/api/v1/pools', { body: validPool(name, { maxRunners: 2 }) });
+    expect(created.status).toBe(201);
+    const pool = await getJson<{ name: string; settings: { name: string; maxRunners: number }; runners: unknown[]; deleting: boolean }>(`/api/v1/pools/${name}`);
+    expect(pool).toMatchObject({ name, settings: { name, maxRunners: 2 }, runners: [], deleting: false });
+    expect((await api.call('DELETE', `/api/v1/pools/${name}`)).status).toBe(202);
   });
 });
