@@ -11,8 +11,12 @@ import type { JobProgressArgs, PoolCarriedState, PoolRunnerView, PoolView, Queue
 
 /** Job event keys remembered for de-duplication; old ones fall off (GitHub redelivers within hours, not weeks). */
 const HANDLED_EVENTS_KEPT = 5_000;
+/** Names of runners already gone, so a late out-of-order report cannot bring one back. */
+const GONE_KEPT = 2_000;
 
 interface RunnerEntry extends PoolRunnerView {
+  /** Sequence number of the newest report applied. */
+  seq: number;
   everReady: boolean;
   /** We asked it to leave (scale-down, replacement, pool deletion): its exit is not a bootstrap failure. */
   deleteRequested: boolean;
@@ -37,6 +41,8 @@ export class PoolBook {
   private readonly queued = new Map<number, QueuedJob>();
   private readonly handled: string[];
   private readonly handledSet: Set<string>;
+  private readonly gone: string[] = [];
+  private readonly goneSet = new Set<string>();
 
   constructor(
     settings: PoolSettings,
@@ -49,7 +55,7 @@ export class PoolBook {
     this.deleting = carried?.deleting ?? false;
     this.consecutiveBootstrapFailures = carried?.consecutiveBootstrapFailures ?? 0;
     for (const r of carried?.runners ?? []) {
-      this.runners.set(r.name, { ...r, everReady: r.runnerStatus === 'idle' || r.runnerStatus === 'active', deleteRequested: r.deleteRequested ?? false });
+      this.runners.set(r.name, { ...r, seq: 0, everReady: r.runnerStatus === 'idle' || r.runnerStatus === 'active', deleteRequested: r.deleteRequested ?? false });
     }
     this.backoffUntil = carried?.backoffUntil ?? 0;
     for (const j of carried?.queuedJobs ?? []) this.queued.set(j.jobId, j);
@@ -80,8 +86,11 @@ export class PoolBook {
 
   runnerChanged(args: RunnerChangedArgs, now: number): boolean {
     const at = new Date(now).toISOString();
+    if (this.goneSet.has(args.name)) return false;
     const entry = this.runners.get(args.name);
+    if (entry && args.seq <= entry.seq) return false;
     if (args.status === 'deleted') {
+      this.markGone(args.name);
       if (!entry) return false;
       this.runners.delete(args.name);
       if (!entry.everReady && !entry.deleteRequested) this.bootstrapFailed(now);
@@ -90,6 +99,7 @@ export class PoolBook {
     const ready = args.runnerStatus === 'idle' || args.runnerStatus === 'active';
     const next: RunnerEntry = {
       name: args.name,
+      seq: args.seq,
       status: args.status,
       runnerStatus: args.runnerStatus,
       ...(args.jobId !== undefined ? { jobId: args.jobId } : {}),
@@ -101,6 +111,12 @@ export class PoolBook {
     this.runners.set(args.name, next);
     if (ready) this.consecutiveBootstrapFailures = 0;
     return true;
+  }
+
+  private markGone(name: string): void {
+    this.gone.push(name);
+    this.goneSet.add(name);
+    while (this.gone.length > GONE_KEPT) this.goneSet.delete(this.gone.shift()!);
   }
 
   private bootstrapFailed(now: number): void {
@@ -130,6 +146,7 @@ export class PoolBook {
   runnerStarted(name: string, now: number): void {
     this.runners.set(name, {
       name,
+      seq: 0,
       status: 'pending_create',
       runnerStatus: 'pending',
       settingsVersion: this.settingsVersion,
@@ -142,6 +159,7 @@ export class PoolBook {
   /** A child that could not be started holds no capacity. */
   runnerNotStarted(name: string): void {
     this.runners.delete(name);
+    this.markGone(name);
   }
 
   markDeleteRequested(name: string): void {
@@ -219,7 +237,7 @@ export class PoolBook {
     return {
       settings: this.settings,
       settingsVersion: this.settingsVersion,
-      runners: [...this.runners.values()].map(({ everReady: _e, ...r }) => r),
+      runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, ...r }) => r),
       queuedJobs: [...this.queued.values()],
       target: Math.min(this.demand(), this.settings.maxRunners),
       deleting: this.deleting,

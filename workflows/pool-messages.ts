@@ -70,6 +70,8 @@ export interface JobProgressArgs {
 }
 export interface RunnerChangedArgs {
   name: string;
+  /** Increases with every report of one instance: signals may arrive out of order, stale ones are dropped. */
+  seq: number;
   status: InstanceStatus;
   runnerStatus: RunnerStatus;
   jobId?: number;

@@ -115,18 +115,24 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     notifyPool();
   }
 
+  let reportSeq = 0;
+  const reports = new Set<Promise<void>>();
   function notifyPool(): void {
     if (!input.notifyPool) return;
-    const snapshot = record.snapshot();
+    reportSeq += 1;
+    const report = {
+      name: input.name,
+      seq: reportSeq,
+      status: record.status,
+      runnerStatus: record.runnerStatus,
+      ...(record.jobId !== undefined ? { jobId: record.jobId } : {}),
+    };
+    // Not cancellable: a forced delete cancels the lifecycle scope, but the pool must still hear of it.
     // The pool may be gone (deleted, or continuing as new); the instance must not care.
-    getExternalWorkflowHandle(poolWorkflowId(input.pool))
-      .signal(runnerChangedSignal, {
-        name: input.name,
-        status: snapshot.status,
-        runnerStatus: snapshot.runnerStatus,
-        ...(snapshot.jobId !== undefined ? { jobId: snapshot.jobId } : {}),
-      })
-      .catch((err: unknown) => log.debug('pool not notified', { pool: input.pool, error: String(err) }));
+    const sent = CancellationScope.nonCancellable(() => getExternalWorkflowHandle(poolWorkflowId(input.pool)).signal(runnerChangedSignal, report))
+      .catch((err: unknown) => log.debug('pool not notified', { pool: input.pool, error: String(err) }))
+      .finally(() => reports.delete(sent));
+    reports.add(sent);
   }
 
   function moveTo(...args: Parameters<InstanceRecord['moveTo']>): void {
@@ -258,5 +264,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     const reason = force.reason;
     await CancellationScope.nonCancellable(() => forcedDelete(reason));
   }
+  // A signal still in flight when the workflow closes is dropped: the pool must hear "deleted".
+  await Promise.all([...reports]);
   return record.snapshot();
 }

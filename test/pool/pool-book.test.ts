@@ -4,6 +4,8 @@ import { PoolBook } from '../../workflows/pool-book';
 import { FAST_TIMINGS } from '../support/temporal';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
+let seq = 0;
+const nextSeq = () => ++seq;
 
 function settings(overrides: Partial<PoolSettingsInput> = {}) {
   return poolSettingsSchema.parse({
@@ -41,12 +43,12 @@ describe('PoolBook scaling', () => {
   it('counts runners that are leaving against maxRunners', () => {
     const book = new PoolBook(settings({ maxRunners: 2 }), FAST_TIMINGS);
     const [a, b] = startN(book, 2);
-    book.runnerChanged({ name: a!, status: 'running', runnerStatus: 'idle' }, T0);
-    book.runnerChanged({ name: a!, status: 'deleting', runnerStatus: 'terminated' }, T0);
-    book.runnerChanged({ name: b!, status: 'pending_delete', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: a!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: a!, status: 'deleting', runnerStatus: 'terminated' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: b!, status: 'pending_delete', runnerStatus: 'idle' }, T0);
     book.jobQueued({ jobId: 1, labels: [] }, T0);
     expect(book.plan(T0).create).toBe(0);
-    book.runnerChanged({ name: a!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: a!, status: 'deleted', runnerStatus: 'terminated' }, T0);
     expect(book.plan(T0).create).toBe(1);
   });
 
@@ -66,9 +68,9 @@ describe('PoolBook scaling', () => {
   it('scales idle runners down after the idle timeout, never busy ones', () => {
     const book = new PoolBook(settings({ minIdleRunners: 1 }), FAST_TIMINGS);
     const [idle1, idle2, busy] = startN(book, 3);
-    book.runnerChanged({ name: idle1!, status: 'running', runnerStatus: 'idle' }, T0);
-    book.runnerChanged({ name: idle2!, status: 'running', runnerStatus: 'idle' }, T0 + 100);
-    book.runnerChanged({ name: busy!, status: 'running', runnerStatus: 'active', jobId: 3 }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: idle1!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: idle2!, status: 'running', runnerStatus: 'idle' }, T0 + 100);
+    book.runnerChanged({ seq: nextSeq(), name: busy!, status: 'running', runnerStatus: 'active', jobId: 3 }, T0);
     const early = book.plan(T0 + 500);
     expect(early.remove).toEqual([]);
     expect(early.wakeAt).toBe(T0 + 1_000);
@@ -80,25 +82,25 @@ describe('PoolBook scaling', () => {
   it('backs off creating after runners fail to bootstrap, and recovers', () => {
     const book = new PoolBook(settings({ minIdleRunners: 1 }), FAST_TIMINGS);
     const [first] = startN(book, 1);
-    book.runnerChanged({ name: first!, status: 'deleted', runnerStatus: 'pending' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: first!, status: 'deleted', runnerStatus: 'pending' }, T0);
     expect(book.consecutiveBootstrapFailures).toBe(1);
     expect(book.plan(T0 + 10)).toMatchObject({ create: 0, wakeAt: T0 + FAST_TIMINGS.poolCreateBackoffInitialMs });
     expect(book.plan(T0 + FAST_TIMINGS.poolCreateBackoffInitialMs).create).toBe(1);
     const [second] = startN(book, 1, T0 + 1_000);
-    book.runnerChanged({ name: second!, status: 'deleted', runnerStatus: 'pending' }, T0 + 2_000);
+    book.runnerChanged({ seq: nextSeq(), name: second!, status: 'deleted', runnerStatus: 'pending' }, T0 + 2_000);
     // Doubled: 2 x initial.
     expect(book.plan(T0 + 2_000 + FAST_TIMINGS.poolCreateBackoffInitialMs).create).toBe(0);
     expect(book.plan(T0 + 2_000 + 2 * FAST_TIMINGS.poolCreateBackoffInitialMs).create).toBe(1);
     const [third] = startN(book, 1, T0 + 5_000);
-    book.runnerChanged({ name: third!, status: 'running', runnerStatus: 'idle' }, T0 + 6_000);
+    book.runnerChanged({ seq: nextSeq(), name: third!, status: 'running', runnerStatus: 'idle' }, T0 + 6_000);
     expect(book.consecutiveBootstrapFailures).toBe(0);
   });
 
   it('replaces idle runners from older settings, leaves busy ones alone', () => {
     const book = new PoolBook(settings({ minIdleRunners: 2 }), FAST_TIMINGS);
     const [idle, busy] = startN(book, 2);
-    book.runnerChanged({ name: idle!, status: 'running', runnerStatus: 'idle' }, T0);
-    book.runnerChanged({ name: busy!, status: 'running', runnerStatus: 'active' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: idle!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: busy!, status: 'running', runnerStatus: 'active' }, T0);
     book.updateSettings(settings({ minIdleRunners: 2, image: 'ubuntu-26.04' }));
     const plan = book.plan(T0);
     expect(plan.remove).toEqual([{ name: idle, reason: 'pool settings changed' }]);
@@ -106,7 +108,7 @@ describe('PoolBook scaling', () => {
     // The leaving runner still holds a slot; new runners come from the new settings.
     expect(book.plan(T0).create).toBe(2);
     // Its exit is not counted as a bootstrap failure.
-    book.runnerChanged({ name: idle!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: idle!, status: 'deleted', runnerStatus: 'terminated' }, T0);
     expect(book.consecutiveBootstrapFailures).toBe(0);
   });
 
@@ -121,7 +123,7 @@ describe('PoolBook scaling', () => {
   it('carries its state across continue-as-new', () => {
     const book = new PoolBook(settings({ minIdleRunners: 1 }), FAST_TIMINGS);
     const [r] = startN(book, 1);
-    book.runnerChanged({ name: r!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: r!, status: 'running', runnerStatus: 'idle' }, T0);
     book.jobQueued({ jobId: 5, labels: [] }, T0);
     book.updateSettings(settings({ minIdleRunners: 1, priority: 3 }));
     const next = new PoolBook(book.settings, FAST_TIMINGS, book.carry());
@@ -134,13 +136,24 @@ describe('PoolBook scaling', () => {
   it('a deleted pool asks every runner to leave and is done when they are gone', () => {
     const book = new PoolBook(settings({ minIdleRunners: 2 }), FAST_TIMINGS);
     const [a, b] = startN(book, 2);
-    book.runnerChanged({ name: b!, status: 'running', runnerStatus: 'active' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: b!, status: 'running', runnerStatus: 'active' }, T0);
     book.startDeleting();
     expect(book.plan(T0)).toEqual({ create: 0, remove: [{ name: a, reason: 'pool deleted' }, { name: b, reason: 'pool deleted' }] });
     expect(book.done).toBe(false);
-    book.runnerChanged({ name: a!, status: 'deleted', runnerStatus: 'terminated' }, T0);
-    book.runnerChanged({ name: b!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: a!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: b!, status: 'deleted', runnerStatus: 'terminated' }, T0);
     expect(book.done).toBe(true);
+  });
+
+  it('drops stale and late reports: a runner that is gone stays gone', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS);
+    const [r] = startN(book, 1);
+    book.runnerChanged({ seq: 5, name: r!, status: 'running', runnerStatus: 'idle' }, T0);
+    expect(book.runnerChanged({ seq: 4, name: r!, status: 'creating', runnerStatus: 'pending' }, T0)).toBe(false);
+    expect(book.view().runners[0]).toMatchObject({ status: 'running', runnerStatus: 'idle' });
+    book.runnerChanged({ seq: 8, name: r!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    expect(book.runnerChanged({ seq: 7, name: r!, status: 'deleting', runnerStatus: 'terminated' }, T0)).toBe(false);
+    expect(book.view().runners).toEqual([]);
   });
 
   it('a disabled pool creates nothing', () => {

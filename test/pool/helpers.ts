@@ -1,0 +1,57 @@
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
+import { runnerWorkflowId, runnerStatusSignal } from '../../workflows/messages';
+import { poolStateQuery, poolWorkflowId, type PoolView, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { runnerPool } from '../../workflows/runner-pool';
+import { FAST_TIMINGS, uniqueName } from '../support/temporal';
+
+export function poolSettings(overrides: Partial<PoolSettingsInput> = {}) {
+  return poolSettingsSchema.parse({
+    name: uniqueName('pool').toLowerCase().slice(0, 40),
+    github: { scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } },
+    labels: ['linux'],
+    provider: 'fake',
+    maxRunners: 5,
+    bootstrapTimeout: 20_000,
+    idleTimeout: 60_000,
+    ...overrides,
+  });
+}
+
+export async function startPool(client: Client, taskQueue: string, input: Partial<RunnerPoolInput> & { settings: RunnerPoolInput['settings'] }) {
+  return client.workflow.start(runnerPool, {
+    taskQueue,
+    workflowId: poolWorkflowId(input.settings.name),
+    args: [{ timings: FAST_TIMINGS, ...input }],
+  });
+}
+
+/**
+ * Plays the part of runner agents that come online: every runner of the pool
+ * that is running but has not reported yet is told it is idle.
+ */
+export function autoRegister(client: Client, pool: WorkflowHandle<typeof runnerPool>): { stop(): void; registered: Set<string> } {
+  const registered = new Set<string>();
+  let stopped = false;
+  void (async () => {
+    while (!stopped) {
+      try {
+        const view = await pool.query(poolStateQuery);
+        for (const r of view.runners) {
+          if (r.status === 'running' && r.runnerStatus === 'pending' && !registered.has(r.name)) {
+            registered.add(r.name);
+            await client.workflow.getHandle(runnerWorkflowId(r.name)).signal(runnerStatusSignal, { status: 'idle' });
+          }
+        }
+      } catch {
+        // The pool may be continuing as new or finished; try again.
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  })();
+  return { stop: () => (stopped = true), registered };
+}
+
+export function idleRunners(view: PoolView): string[] {
+  return view.runners.filter((r) => r.status === 'running' && r.runnerStatus === 'idle').map((r) => r.name);
+}
