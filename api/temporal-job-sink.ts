@@ -38,9 +38,16 @@ export class TemporalJobSink implements WorkflowJobSink {
 
   async jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> {
     const { deliveryId, ...queued } = job;
-    for (let attempt = 0; attempt < 2; attempt++) {
+    let refreshed = false;
+    for (let attempt = 0; attempt < 3; attempt++) {
       const candidates = candidatePools(await this.deps.pools.list(), queued.labels);
       if (candidates.kind === 'none') {
+        // The list may predate a pool created moments ago: look once more, fresh, before giving up.
+        if (!refreshed) {
+          refreshed = true;
+          this.deps.pools.invalidate();
+          continue;
+        }
         await this.recordUnmatched(queued, candidates.reason);
         return;
       }

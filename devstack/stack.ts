@@ -1,0 +1,117 @@
+/**
+ * The whole of runnerflow in one process against one Temporal: the GitHub
+ * simulator standing in for GitHub, the HTTP API and a worker. `npm start`'s
+ * demo, the end-to-end tests and the benchmarks all run on this.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LoadedConfig } from '../config/load';
+import { parseConfig } from '../config/load';
+import type { Logger } from '../api/deps';
+import { silentLogger } from '../api/logger';
+import type { HttpServer } from '../api/node-server';
+import { serveApi } from '../api/serve';
+import { createGitHubRegistry } from '../github/registry';
+import { startGitHubSimulator, type GitHubSimulator, type GitHubSimulatorOptions } from '../github/simulator/server';
+import type { ProviderPort } from '../providers/port';
+import { startWorker, type StartedWorker } from '../worker/start';
+import { SimulatedMachinesProvider } from './simulated-machines';
+
+export interface DevStackOptions {
+  temporalAddress: string;
+  namespace?: string;
+  taskQueue: string;
+  /** `simulated` runs runner agents inside the simulator; otherwise the config's providers (local processes by default). */
+  machines: 'simulated' | 'configured';
+  /** Extra config merged into the generated one (providers, timings, pools, ...). */
+  config?: Record<string, unknown>;
+  listen?: string;
+  simulator?: GitHubSimulatorOptions;
+  workflowBundlePath?: string;
+  logger?: Logger;
+  log?: (message: string) => void;
+}
+
+export interface DevStack {
+  sim: GitHubSimulator;
+  api: HttpServer;
+  worker: StartedWorker;
+  client: Client;
+  loaded: LoadedConfig;
+  adminToken: string;
+  webhookSecret: string;
+  /** Directory of the simulated machines (a fake provider state dir), when `machines` is `simulated`. */
+  machinesDir?: string;
+  stop(): Promise<void>;
+}
+
+export const SIMULATED_PROVIDER = 'simulated';
+
+export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    RUNNERFLOW_ADMIN_TOKEN: process.env.RUNNERFLOW_ADMIN_TOKEN ?? randomBytes(18).toString('base64url'),
+    RUNNERFLOW_WEBHOOK_SECRET: process.env.RUNNERFLOW_WEBHOOK_SECRET ?? randomBytes(18).toString('base64url'),
+    RUNNERFLOW_INSTANCE_TOKEN_SECRET: randomBytes(32).toString('base64url'),
+    RUNNERFLOW_SIMULATOR_TOKEN: 'ghp_simulated',
+  };
+  const sim = await startGitHubSimulator({ webhookSecret: env.RUNNERFLOW_WEBHOOK_SECRET, ...options.simulator });
+  const machinesDir = options.machines === 'simulated' ? mkdtempSync(join(tmpdir(), 'runnerflow-machines-')) : undefined;
+  const extra = options.config ?? {};
+  const config = parseConfig(
+    {
+      ...extra,
+      temporal: { address: options.temporalAddress, namespace: options.namespace ?? 'default', taskQueue: options.taskQueue },
+      api: {
+        listen: options.listen ?? '127.0.0.1:0',
+        adminToken: { env: 'RUNNERFLOW_ADMIN_TOKEN' },
+        webhookSecret: { env: 'RUNNERFLOW_WEBHOOK_SECRET' },
+        instanceTokenSecret: { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' },
+      },
+      github: { credentials: [{ name: 'default', apiUrl: sim.url, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } }] },
+      // The simulated provider is not built from config; declaring it lets pools name it.
+      providers: machinesDir ? [{ type: 'fake', name: SIMULATED_PROVIDER, stateDir: machinesDir }, ...((extra.providers as unknown[]) ?? [])] : extra.providers,
+    },
+    'dev stack config',
+  );
+  const loaded: LoadedConfig = { config, source: 'dev stack', env };
+  const logger = options.logger ?? silentLogger;
+  const connection = await Connection.connect({ address: config.temporal.address });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const github = createGitHubRegistry(config, env);
+
+  const api = await serveApi({ loaded, client, github, logger });
+  sim.setWebhook({ url: `${api.url}/webhooks/github`, secret: env.RUNNERFLOW_WEBHOOK_SECRET });
+  config.api.publicUrl = api.url;
+
+  let providers: Map<string, ProviderPort> | undefined;
+  if (machinesDir) providers = new Map([[SIMULATED_PROVIDER, new SimulatedMachinesProvider(SIMULATED_PROVIDER, machinesDir, sim)]]);
+  const worker = await startWorker({
+    loaded,
+    github,
+    instanceTokenKey: env.RUNNERFLOW_INSTANCE_TOKEN_SECRET!,
+    ...(providers ? { providers } : {}),
+    ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
+    log: options.log ?? (() => undefined),
+  });
+
+  return {
+    sim,
+    api,
+    worker,
+    client,
+    loaded,
+    adminToken: env.RUNNERFLOW_ADMIN_TOKEN!,
+    webhookSecret: env.RUNNERFLOW_WEBHOOK_SECRET!,
+    ...(machinesDir ? { machinesDir } : {}),
+    async stop() {
+      await worker.stop();
+      await api.close();
+      await sim.close();
+      await connection.close();
+    },
+  };
+}

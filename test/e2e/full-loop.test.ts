@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runnerWorkflowId } from '../../workflows/messages';
+import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
+import type { runnerInstance } from '../../workflows/runner-instance';
+import { eventually } from '../support/temporal';
+import { api, e2ePool, startE2EStack } from './stack';
+
+type Stack = Awaited<ReturnType<typeof startE2EStack>>;
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startE2EStack({ jobDurationMs: 300 });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe('the whole loop: GitHub job → webhook → pool → runner → job → gone', () => {
+  it('runs a queued job on a fresh ephemeral runner and cleans everything up', async () => {
+    const pool = e2ePool('loop');
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const before = stack.sim.stats().callsByOperation;
+
+    const job = stack.sim.queueJob({ repository: 'acme/loop', labels: ['self-hosted', 'linux', 'loop'] });
+    const done = await eventually(() => {
+      const j = stack.sim.jobs().find((x) => x.id === job.id);
+      return j?.status === 'completed' ? j : undefined;
+    }, 45_000, 'job completed in GitHub');
+    expect(done.conclusion).toBe('success');
+    expect(done.runnerName).toMatch(new RegExp(`^${pool.name}-`));
+
+    const runner = stack.client.workflow.getHandle<typeof runnerInstance>(runnerWorkflowId(done.runnerName!));
+    const final = await runner.result();
+    expect(final).toMatchObject({ status: 'deleted', runnerStatus: 'terminated', jobId: job.id, forced: false, leaked: false });
+    expect(final.transitions.map((t) => t.to)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
+    expect(stack.machines.instances().filter((m) => m.poolId === pool.name)).toEqual([]);
+    expect(stack.sim.runners().filter((r) => String(r.name).startsWith(pool.name))).toEqual([]);
+
+    // About one GitHub call per ephemeral job: the JIT config (runner downloads are cached per scope).
+    const after = stack.sim.stats().callsByOperation;
+    const delta = (op: keyof typeof after) => (after[op] ?? 0) - (before[op] ?? 0);
+    expect(delta('generate-jitconfig')).toBe(1);
+    expect(delta('delete-runner')).toBe(0);
+    expect(delta('list-runners')).toBe(0);
+    expect(delta('runner-downloads')).toBeLessThanOrEqual(1);
+
+    const view = await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(poolStateQuery);
+    expect(view.queuedJobs).toEqual([]);
+    expect(view.runners).toEqual([]);
+  });
+
+  it('waits out a primary rate limit without calling GitHub before the reset, then completes', async () => {
+    const pool = e2ePool('limited');
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    stack.sim.setFault({ kind: 'primary-rate-limit', operation: 'generate-jitconfig', resetInMs: 3_000 });
+    const limitedBefore = stack.sim.stats().callsDuringPrimaryRateLimit;
+    const started = Date.now();
+    const job = stack.sim.queueJob({ repository: 'acme/limited', labels: ['self-hosted', 'linux', 'limited'] });
+    const done = await eventually(() => {
+      const j = stack.sim.jobs().find((x) => x.id === job.id);
+      return j?.status === 'completed' ? j : undefined;
+    }, 45_000, 'job completed after the reset');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
+    // The call that met the limit is the only one made while it lasted.
+    expect(stack.sim.stats().callsDuringPrimaryRateLimit - limitedBefore).toBeLessThanOrEqual(1);
+    const final = await stack.client.workflow.getHandle<typeof runnerInstance>(runnerWorkflowId(done.runnerName!)).result();
+    expect(final.status).toBe('deleted');
+    stack.sim.clearFaults();
+  });
+
+  it('asks GitHub once when deleting a busy runner, and deletes it after its job', async () => {
+    const pool = e2ePool('busy');
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const job = stack.sim.queueJob({ repository: 'acme/busy', labels: ['self-hosted', 'linux', 'busy'], durationMs: 4_000 });
+    const running = await eventually(() => {
+      const j = stack.sim.jobs().find((x) => x.id === job.id);
+      return j?.status === 'in_progress' ? j : undefined;
+    }, 30_000, 'job in progress');
+    const deletesBefore = stack.sim.stats().callsByOperation['delete-runner'] ?? 0;
+    const res = await api(stack, 'DELETE', `/api/v1/runners/${running.runnerName}`);
+    expect(res.status).toBe(202);
+    const runner = stack.client.workflow.getHandle<typeof runnerInstance>(runnerWorkflowId(running.runnerName!));
+    const final = await runner.result();
+    expect(final.status).toBe('deleted');
+    expect(stack.sim.jobs().find((x) => x.id === job.id)?.status).toBe('completed');
+    expect(stack.sim.jobs().find((x) => x.id === job.id)?.conclusion).toBe('success');
+    // One 422 answer, then no more GitHub calls: the ephemeral runner left GitHub by itself.
+    expect((stack.sim.stats().callsByOperation['delete-runner'] ?? 0) - deletesBefore).toBe(1);
+  });
+});

@@ -1,0 +1,56 @@
+import { inject } from 'vitest';
+import { startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../devstack/stack';
+import type { PoolSettingsInput } from '../../domain/pool';
+import { FakeProviderControl } from '../../providers/fake';
+import { uniqueName } from '../support/temporal';
+
+/** Lifecycle durations for end-to-end runs: production rules, test speed. */
+export const E2E_TIMINGS = {
+  createInitialInterval: 200,
+  createMaxInterval: 1_000,
+  deleteInitialInterval: 1_000,
+  deleteMaxInterval: 2_000,
+  githubInitialInterval: 200,
+  githubMaxInterval: 2_000,
+  forceDeleteAttemptTimeout: 500,
+  busyRetryInterval: 500,
+  heartbeatTimeout: 2_000,
+  poolCreateBackoffInitial: 1_000,
+  poolCreateBackoffMax: 4_000,
+};
+
+export async function startE2EStack(simulator: { jobDurationMs?: number } = {}): Promise<DevStack & { machines: FakeProviderControl }> {
+  const stack = await startDevStack({
+    temporalAddress: inject('temporalAddress'),
+    taskQueue: uniqueName('tq-e2e'),
+    machines: 'simulated',
+    workflowBundlePath: inject('workflowBundlePath'),
+    config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl') },
+    simulator: { onError: () => undefined, ...simulator },
+  });
+  return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
+}
+
+export async function api(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${stack.api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${stack.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+export function e2ePool(repo: string, overrides: Partial<PoolSettingsInput> = {}): PoolSettingsInput {
+  return {
+    name: uniqueName('p').toLowerCase().slice(0, 40),
+    github: { credentials: 'default', scope: { kind: 'repo', owner: 'acme', repo } },
+    labels: ['self-hosted', 'linux', repo],
+    provider: SIMULATED_PROVIDER,
+    minIdleRunners: 0,
+    maxRunners: 3,
+    bootstrapTimeout: 20_000,
+    idleTimeout: 60_000,
+    ...overrides,
+  };
+}
