@@ -65,8 +65,9 @@ export interface FakeCallRecord {
 }
 
 /** A fake machine as stored on disk. */
-export interface FakeMachine extends ProviderInstance {
+export interface FakeMachine extends Omit<ProviderInstance, 'createdAt'> {
   controllerId: string;
+  /** Epoch ms; reported to callers as ProviderInstance.createdAt (ISO). */
   createdAt: number;
   /** Whether the bootstrap carried a JIT config or registration token (never the value). */
   hadCredential: boolean;
@@ -377,6 +378,7 @@ function toInstance(machine: FakeMachine): ProviderInstance {
     status: machine.status,
     providerFault: machine.providerFault,
     poolId: machine.poolId,
+    createdAt: new Date(machine.createdAt).toISOString(),
   };
 }
 

@@ -64,6 +64,11 @@ export interface ProviderInstance {
   /** The provider's own description of a fault, for operators. */
   providerFault?: string;
   poolId?: string;
+  /**
+   * When the machine was created (ISO 8601), if the provider knows. The orphan sweep
+   * deletes a machine no workflow ever knew only once this is older than its grace period.
+   */
+  createdAt?: string;
 }
 
 /** Per-call context: which controller and pool the call is for, and how to give up. */

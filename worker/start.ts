@@ -2,8 +2,9 @@
  * Builds and starts a runnerflow worker from a loaded config: the one place that
  * wires providers, GitHub and instance tokens into the activities.
  */
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
 import type { LoadedConfig } from '../config/load';
 import type { GitHubRegistry } from '../github/registry';
@@ -11,6 +12,7 @@ import { createProviders } from '../providers/registry';
 import type { ProviderPort } from '../providers/port';
 import { createRunnerflowWorker } from './create-worker';
 import { ensureSearchAttributes } from './search-attributes';
+import { ensureSweepSchedules } from './sweep-schedule';
 
 export interface StartedWorker {
   worker: Worker;
@@ -37,12 +39,18 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
   const { config } = options.loaded;
   const log = options.log ?? ((m: string) => console.log(m));
 
-  const admin = await Connection.connect({ address: config.temporal.address });
+  // Kept open while the worker runs: the sweep activities read visibility through it.
+  const clientConnection = await Connection.connect({ address: config.temporal.address });
+  const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
   try {
-    const added = await ensureSearchAttributes(admin, config.temporal.namespace);
+    const added = await ensureSearchAttributes(clientConnection, config.temporal.namespace);
     if (added.length > 0) log(`registered search attributes: ${added.join(', ')}`);
-  } finally {
-    await admin.close();
+    for (const s of await ensureSweepSchedules(client, config, config.temporal.taskQueue)) {
+      if (s.change !== 'unchanged') log(`sweep schedule ${s.scheduleId}: ${s.change}`);
+    }
+  } catch (err) {
+    await clientConnection.close();
+    throw err;
   }
 
   const providers = options.providers ?? createProviders(config, options.loaded.env);
@@ -61,9 +69,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
       metadataUrl: `${base}/api/v1/metadata`,
       mintInstanceToken: (claims, ttlMs) => mintInstanceToken(claims, options.instanceTokenKey, ttlMs),
     },
+    extraActivities: createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
   });
   const running = worker.run().finally(async () => {
     await connection.close();
+    await clientConnection.close();
     await Promise.allSettled([...providers.values()].map((p) => p.close?.()));
   });
   log(`worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace})`);

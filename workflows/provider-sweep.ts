@@ -1,0 +1,21 @@
+/**
+ * providerSweep: one sweep of one provider's machines, started by the schedule
+ * `sweep/<provider>` (or by hand). All the work is one activity; the workflow
+ * exists so each run, its report and its failures are visible in the Web UI.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { SweepActivities, SweepArgs, SweepReport } from '../activities/sweep-activities';
+
+export const PROVIDER_SWEEP_WORKFLOW = 'providerSweep';
+
+const { sweepProvider } = proxyActivities<SweepActivities>({
+  // Generous: a provider with many orphans deletes them one by one. Heartbeats catch a lost worker sooner.
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '1 minute',
+  // A provider that is down now is tried again by the next scheduled run; a few retries cover blips.
+  retry: { initialInterval: '5 seconds', maximumInterval: '1 minute', maximumAttempts: 3, nonRetryableErrorTypes: ['UnknownProvider', 'InvalidSweepArgs'] },
+});
+
+export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
+  return sweepProvider(input);
+}
