@@ -1,41 +1,26 @@
-import type { Client, Connection } from '@temporalio/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SweepReport } from '../../activities/sweep-activities';
 import { parseConfig } from '../../config/load';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
-import { connectClient, eventually } from '../support/temporal';
-import { addProvider, leakMachine, runSweep, startSweepRig, type SweepRig } from './helpers';
+import { eventually } from '../support/temporal';
+import { addProvider, leakMachine, runSweep, useSweepRig } from './helpers';
 
 const HOUR = 3_600_000;
 
-let client: Client;
-let connection: Connection;
-let rig: SweepRig;
-
-beforeAll(async () => {
-  ({ client, connection } = await connectClient());
-  rig = await startSweepRig(client);
-});
-afterEach(() => {
-  rig.clockOffset.ms = 0;
-});
-afterAll(async () => {
-  await rig?.worker.stop();
-  await connection?.close();
-});
+const rig = useSweepRig();
 
 describe('machines a forced delete leaked', () => {
   it('are kept through the grace period, then deleted once the provider answers again', async () => {
     const provider = addProvider(rig);
-    const name = await leakMachine(client, rig, provider);
+    const name = await leakMachine(rig, provider);
 
-    const early = await runSweep(client, rig, provider.name, HOUR);
+    const early = await runSweep(rig, provider.name, HOUR);
     expect(early).toMatchObject({ provider: provider.name, listed: 1, owned: 0, deleted: [], failed: [] });
     expect(early.skipped).toEqual([{ name, reason: expect.stringMatching(/^leaked for \d+ s, inside the 3600 s grace period$/) }]);
     expect(provider.fake.instance(name)).toBeDefined();
 
     rig.clockOffset.ms = HOUR + 60_000;
-    const late = await runSweep(client, rig, provider.name, HOUR);
+    const late = await runSweep(rig, provider.name, HOUR);
     expect(late).toEqual({ provider: provider.name, listed: 1, owned: 0, deleted: [{ name, providerId: `fake-${name}`, reason: 'leaked' }], skipped: [], failed: [] });
     expect(provider.fake.instance(name)).toBeUndefined();
     expect(provider.fake.calls('delete').at(-1)).toMatchObject({ instance: `fake-${name}`, outcome: 'deleted', controllerId: 'test-controller' });
@@ -43,16 +28,16 @@ describe('machines a forced delete leaked', () => {
 
   it('are deleted by a run of the provider sweep schedule', async () => {
     const provider = addProvider(rig);
-    const name = await leakMachine(client, rig, provider);
+    const name = await leakMachine(rig, provider);
     // A long interval: the run under test is the triggered one, not a scheduled one.
     const config = parseConfig({ providers: [{ type: 'fake', name: provider.name, stateDir: provider.stateDir }], sweep: { interval: '1h', gracePeriod: 0 } });
-    await ensureSweepSchedules(client, config, rig.worker.taskQueue);
-    const schedule = client.schedule.getHandle(sweepScheduleId(provider.name));
+    await ensureSweepSchedules(rig.client, config, rig.worker.taskQueue);
+    const schedule = rig.client.schedule.getHandle(sweepScheduleId(provider.name));
     try {
       await schedule.trigger();
       const started = await eventually(async () => (await schedule.describe()).info.recentActions[0]?.action.workflow, 20_000, 'the triggered sweep');
       expect(started.workflowId.startsWith(`sweep/${provider.name}`)).toBe(true);
-      const report: SweepReport = await client.workflow.getHandle(started.workflowId, started.firstExecutionRunId).result();
+      const report: SweepReport = await rig.client.workflow.getHandle(started.workflowId, started.firstExecutionRunId).result();
       expect(report.deleted).toEqual([{ name, providerId: `fake-${name}`, reason: 'leaked' }]);
       expect(report.failed).toEqual([]);
       expect(provider.fake.instance(name)).toBeUndefined();

@@ -1,0 +1,60 @@
+import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../config/load';
+import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
+import { connectClient, uniqueName } from '../support/temporal';
+
+let client: Client;
+let connection: Connection;
+const created: string[] = [];
+
+beforeAll(async () => {
+  ({ client, connection } = await connectClient());
+});
+afterAll(async () => {
+  await Promise.allSettled(created.map((id) => client.schedule.getHandle(id).delete()));
+  await connection?.close();
+});
+
+function configFor(providers: string[], sweep: Record<string, unknown>) {
+  return parseConfig({ providers: providers.map((name) => ({ type: 'fake', name, stateDir: `/tmp/${name}` })), sweep });
+}
+
+describe('ensureSweepSchedules', () => {
+  it('creates one schedule per provider with the configured interval and grace period, and is idempotent', async () => {
+    const providers = [uniqueName('sched-a'), uniqueName('sched-b')];
+    created.push(...providers.map(sweepScheduleId));
+    const config = configFor(providers, { interval: '7m', gracePeriod: '15m' });
+
+    expect(await ensureSweepSchedules(client, config, 'sweep-tq')).toEqual(providers.map((p) => ({ provider: p, scheduleId: `sweep/${p}`, change: 'created' })));
+    for (const provider of providers) {
+      const desc = await client.schedule.getHandle(`sweep/${provider}`).describe();
+      expect(desc.spec.intervals?.map((i) => i.every)).toEqual([7 * 60_000]);
+      expect(desc.policies.overlap).toBe(ScheduleOverlapPolicy.SKIP);
+      expect(desc.action).toMatchObject({ type: 'startWorkflow', workflowType: 'providerSweep', workflowId: `sweep/${provider}`, taskQueue: 'sweep-tq' });
+      expect(desc.action.args).toEqual([{ provider, gracePeriodMs: 15 * 60_000 }]);
+    }
+
+    expect((await ensureSweepSchedules(client, config, 'sweep-tq')).map((r) => r.change)).toEqual(['unchanged', 'unchanged']);
+  });
+
+  it('updates a schedule whose interval or grace period changed', async () => {
+    const provider = uniqueName('sched-change');
+    created.push(sweepScheduleId(provider));
+    await ensureSweepSchedules(client, configFor([provider], { interval: '5m', gracePeriod: '10m' }), 'sweep-tq');
+
+    const changed = configFor([provider], { interval: '2m', gracePeriod: '30m' });
+    expect(await ensureSweepSchedules(client, changed, 'sweep-tq')).toEqual([{ provider, scheduleId: `sweep/${provider}`, change: 'updated' }]);
+    const desc = await client.schedule.getHandle(sweepScheduleId(provider)).describe();
+    expect(desc.spec.intervals?.map((i) => i.every)).toEqual([2 * 60_000]);
+    expect(desc.action.args).toEqual([{ provider, gracePeriodMs: 30 * 60_000 }]);
+    expect(desc.policies.overlap).toBe(ScheduleOverlapPolicy.SKIP);
+    expect((await ensureSweepSchedules(client, changed, 'sweep-tq'))[0]?.change).toBe('unchanged');
+  });
+
+  it('creates nothing when the sweep is disabled', async () => {
+    const provider = uniqueName('sched-off');
+    expect(await ensureSweepSchedules(client, configFor([provider], { enabled: false }), 'sweep-tq')).toEqual([]);
+    await expect(client.schedule.getHandle(sweepScheduleId(provider)).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+  });
+});
