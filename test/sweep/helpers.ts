@@ -3,7 +3,7 @@
  * providers map is read on every activity call, so tests add providers to it
  * while the worker runs and never see each other's machines or runners.
  */
-import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
+import type { Client, Connection, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +71,14 @@ export async function runSweep(rig: SweepRig, provider: string, gracePeriodMs: n
     workflowId: uniqueName(`sweep/${provider}`),
     args: [{ provider, gracePeriodMs }],
   });
+}
+
+/** Triggers the schedule once and returns the report of the sweep it started. */
+export async function triggerSweep(client: Client, schedule: ScheduleHandle): Promise<SweepReport> {
+  await schedule.trigger();
+  const run = await eventually(async () => (await schedule.describe()).info.recentActions[0]?.action.workflow, 20_000, 'the triggered sweep');
+  if (!run.workflowId.startsWith(`${schedule.scheduleId}-`)) throw new Error(`schedule ${schedule.scheduleId} started ${run.workflowId}`);
+  return client.workflow.getHandle(run.workflowId, run.firstExecutionRunId).result();
 }
 
 /**

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { SweepReport } from '../../activities/sweep-activities';
 import { parseConfig } from '../../config/load';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
-import { eventually } from '../support/temporal';
-import { addProvider, leakMachine, runSweep, useSweepRig } from './helpers';
+import { addProvider, leakMachine, runSweep, triggerSweep, useSweepRig } from './helpers';
 
 const HOUR = 3_600_000;
 
@@ -34,10 +32,7 @@ describe('machines a forced delete leaked', () => {
     await ensureSweepSchedules(rig.client, config, rig.worker.taskQueue);
     const schedule = rig.client.schedule.getHandle(sweepScheduleId(provider.name));
     try {
-      await schedule.trigger();
-      const started = await eventually(async () => (await schedule.describe()).info.recentActions[0]?.action.workflow, 20_000, 'the triggered sweep');
-      expect(started.workflowId.startsWith(`sweep/${provider.name}`)).toBe(true);
-      const report: SweepReport = await rig.client.workflow.getHandle(started.workflowId, started.firstExecutionRunId).result();
+      const report = await triggerSweep(rig.client, schedule);
       expect(report.deleted).toEqual([{ name, providerId: `fake-${name}`, reason: 'leaked' }]);
       expect(report.failed).toEqual([]);
       expect(provider.fake.instance(name)).toBeUndefined();

@@ -1,0 +1,44 @@
+import { describe, expect, inject, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseConfig } from '../../config/load';
+import { createGitHubRegistry } from '../../github/registry';
+import { FakeProviderControl } from '../../providers/fake';
+import { startWorker } from '../../worker/start';
+import { sweepScheduleId } from '../../worker/sweep-schedule';
+import { connectClient, temporalAddress, uniqueName } from '../support/temporal';
+import { CONTROLLER, triggerSweep } from './helpers';
+
+describe('startWorker', () => {
+  it('creates the sweep schedules and runs the sweep activity', async () => {
+    const provider = uniqueName('start-provider');
+    const stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-sweep-'));
+    const config = parseConfig({
+      controllerId: CONTROLLER,
+      temporal: { address: temporalAddress(), namespace: 'default', taskQueue: uniqueName('tq') },
+      providers: [{ type: 'fake', name: provider, stateDir }],
+      sweep: { interval: '1h', gracePeriod: '1h' },
+    });
+    const orphan = new FakeProviderControl(stateDir).addInstance({ name: uniqueName('orphan'), controllerId: CONTROLLER, createdAt: Date.now() - 2 * 3_600_000 });
+    const logged: string[] = [];
+    const started = await startWorker({
+      loaded: { config, source: 'test', env: {} },
+      github: createGitHubRegistry(config, {}),
+      instanceTokenKey: 'test-instance-token-key',
+      workflowBundlePath: inject('workflowBundlePath'),
+      log: (m) => logged.push(m),
+    });
+    const { client, connection } = await connectClient();
+    const schedule = client.schedule.getHandle(sweepScheduleId(provider));
+    try {
+      expect(logged).toContain(`sweep schedule sweep/${provider}: created`);
+      const report = await triggerSweep(client, schedule);
+      expect(report).toEqual({ provider, listed: 1, owned: 0, deleted: [{ name: orphan.name, providerId: orphan.providerId, reason: 'untracked' }], skipped: [], failed: [] });
+    } finally {
+      await schedule.delete();
+      await started.stop();
+      await connection.close();
+    }
+  });
+});
