@@ -20,6 +20,7 @@ interface RunnerEntry extends PoolRunnerView {
   everReady: boolean;
   /** We asked it to leave (scale-down, replacement, pool deletion): its exit is not a bootstrap failure. */
   deleteRequested: boolean;
+  failureCounted?: boolean;
 }
 
 export interface PoolPlan {
@@ -93,7 +94,7 @@ export class PoolBook {
       this.markGone(args.name);
       if (!entry) return false;
       this.runners.delete(args.name);
-      if (!entry.everReady && !entry.deleteRequested) this.bootstrapFailed(now);
+      this.noteBootstrapFailure(entry, now);
       return true;
     }
     const ready = args.runnerStatus === 'idle' || args.runnerStatus === 'active';
@@ -107,10 +108,20 @@ export class PoolBook {
       since: entry && entry.runnerStatus === args.runnerStatus && entry.status === args.status ? entry.since : at,
       everReady: (entry?.everReady ?? false) || ready,
       deleteRequested: entry?.deleteRequested ?? false,
+      ...(entry?.failureCounted ? { failureCounted: true } : {}),
     };
     this.runners.set(args.name, next);
     if (ready) this.consecutiveBootstrapFailures = 0;
+    // Counted as soon as the runner leaves, so the backoff applies before its replacement is made.
+    else if (!this.isLive(next)) this.noteBootstrapFailure(next, now);
     return true;
+  }
+
+  /** A runner that leaves without ever having come online, unasked, failed to bootstrap. */
+  private noteBootstrapFailure(entry: RunnerEntry, now: number): void {
+    if (entry.everReady || entry.deleteRequested || entry.failureCounted) return;
+    entry.failureCounted = true;
+    this.bootstrapFailed(now);
   }
 
   private markGone(name: string): void {
@@ -171,8 +182,10 @@ export class PoolBook {
     return this.deleting && this.runners.size === 0;
   }
 
+  /** Whether a runner can still take a job: not asked to leave, not on its way out. */
   private isLive(r: RunnerEntry): boolean {
-    return !r.deleteRequested && !isDeleting(r.status);
+    if (r.deleteRequested || isDeleting(r.status) || r.status === 'error') return false;
+    return r.runnerStatus !== 'terminated' && r.runnerStatus !== 'failed';
   }
 
   private static busy(status: RunnerStatus): boolean {
@@ -237,7 +250,7 @@ export class PoolBook {
     return {
       settings: this.settings,
       settingsVersion: this.settingsVersion,
-      runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, ...r }) => r),
+      runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, failureCounted: _f, ...r }) => r),
       queuedJobs: [...this.queued.values()],
       target: Math.min(this.demand(), this.settings.maxRunners),
       deleting: this.deleting,

@@ -16,7 +16,8 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { InstanceActivities } from '../activities/instance-activities';
-import type { RunnerStatus } from '../domain/instance-status';
+import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
+import { isDeleting } from '../domain/instance-status';
 import { InstanceRecord } from './instance-record';
 import {
   deleteSignal,
@@ -116,9 +117,17 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   }
 
   let reportSeq = 0;
+  let reportedPhase: PoolPhase = 'starting';
   const reports = new Set<Promise<void>>();
+  /**
+   * Only changes the pool decides on are reported (idle, busy, leaving, gone): every report
+   * costs a workflow task on both sides, and under a burst those add up.
+   */
   function notifyPool(): void {
     if (!input.notifyPool) return;
+    const phase = poolPhase(record.status, record.runnerStatus);
+    if (phase === reportedPhase) return;
+    reportedPhase = phase;
     reportSeq += 1;
     const report = {
       name: input.name,
@@ -267,4 +276,14 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   // A signal still in flight when the workflow closes is dropped: the pool must hear "deleted".
   await Promise.all([...reports]);
   return record.snapshot();
+}
+
+type PoolPhase = 'starting' | 'idle' | 'busy' | 'leaving' | 'deleted';
+
+function poolPhase(status: InstanceStatus, runnerStatus: RunnerStatus): PoolPhase {
+  if (status === 'deleted') return 'deleted';
+  if (isDeleting(status) || status === 'error' || runnerStatus === 'terminated' || runnerStatus === 'failed') return 'leaving';
+  if (runnerStatus === 'active') return 'busy';
+  if (runnerStatus === 'idle') return 'idle';
+  return 'starting';
 }

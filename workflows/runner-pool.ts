@@ -91,18 +91,20 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     };
   }
 
-  async function createRunner(): Promise<void> {
+  // Child starts are not awaited by the loop: under a burst the pool keeps deciding while
+  // dozens of starts are in flight, instead of one round trip per batch.
+  let startsInFlight = 0;
+  function createRunner(): void {
     const name = book.nextRunnerName(uuid4().replace(/-/g, '').slice(0, 10));
     book.runnerStarted(name, Date.now());
-    try {
-      await startChild(runnerInstance, {
-        ...instanceStartOptions(instanceInput(name)),
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-      });
-    } catch (err) {
-      log.warn('runner workflow not started', { runner: name, error: String(err) });
-      book.runnerNotStarted(name);
-    }
+    startsInFlight += 1;
+    startChild(runnerInstance, { ...instanceStartOptions(instanceInput(name)), parentClosePolicy: ParentClosePolicy.ABANDON })
+      .catch((err: unknown) => {
+        log.warn('runner workflow not started', { runner: name, error: String(err) });
+        book.runnerNotStarted(name);
+        dirty = true;
+      })
+      .finally(() => (startsInFlight -= 1));
   }
 
   function askToLeave(name: string, reason: string): void {
@@ -116,12 +118,12 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   while (!book.done) {
     const plan = book.plan(Date.now());
     for (const { name, reason } of plan.remove) askToLeave(name, reason);
-    if (plan.create > 0) await Promise.all(Array.from({ length: plan.create }, () => createRunner()));
+    for (let i = 0; i < plan.create; i++) createRunner();
     dirty = false;
 
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > historyLimit) {
-      await condition(allHandlersFinished);
+      await condition(() => startsInFlight === 0 && allHandlersFinished());
       await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: book.carry() });
     }
     const waitMs = plan.wakeAt !== undefined ? Math.max(1, plan.wakeAt - Date.now()) : undefined;

@@ -27,6 +27,8 @@ export interface GitHubSimulatorOptions {
   jobDurationMs?: number;
   /** Primary rate limit per hour for the simulated token. */
   rateLimit?: number;
+  /** Webhook deliveries in flight at once (events of one job stay in order); 1 by default. */
+  webhookConcurrency?: number;
   /** Keep every API answer for schema checks (tests). */
   recordResponses?: boolean;
   /** Where delivery and callback failures are reported; console.warn by default. */
@@ -87,7 +89,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   const onError = options.onError ?? ((m: string) => console.warn(`[github-simulator] ${m}`));
   const state = new SimState();
   const faults = new FaultPlan();
-  const webhooks = new WebhookSender({ url: options.webhookUrl, secret: options.webhookSecret }, faults, onError);
+  const webhooks = new WebhookSender({ url: options.webhookUrl, secret: options.webhookSecret }, faults, onError, options.webhookConcurrency ?? 1);
   const agents = new SimAgents(state, webhooks, onError);
   const window = new RateLimitWindow(options.rateLimit ?? 5000);
   const jobDurationMs = options.jobDurationMs ?? 1000;

@@ -1,8 +1,9 @@
 /**
  * Delivers signed webhooks the way GitHub does: one POST per delivery with a
  * fresh GUID, `X-GitHub-Event`, `X-Hub-Signature-256` (and the legacy SHA-1
- * header), no automatic redelivery. Deliveries go out one at a time in the
- * order events happened, so receivers see queued before in_progress.
+ * header), no automatic redelivery. Events of one job go out in the order they
+ * happened (queued before in_progress before completed); different jobs'
+ * events go out concurrently, up to `concurrency` at a time, as GitHub's do.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import type { FaultPlan } from './faults';
@@ -38,12 +39,16 @@ export class WebhookSender {
   readonly stats: WebhookStats = { sent: 0, delivered: 0, failed: 0, lost: 0, duplicated: 0 };
   readonly log: SentDelivery[] = [];
   private chain: Promise<void> = Promise.resolve();
+  private readonly perKey = new Map<string, Promise<void>>();
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
   private readonly hookId = 400_000_000 + Math.floor(Math.random() * 1_000_000);
 
   constructor(
     public target: WebhookTarget,
     private readonly faults: FaultPlan,
     private readonly onError: (message: string) => void,
+    private readonly concurrency = 1,
   ) {}
 
   send(event: string, payload: Record<string, unknown>): void {
@@ -58,7 +63,28 @@ export class WebhookSender {
     }
     const copies = this.faults.forWebhook('duplicate-webhooks', action) ? 2 : 1;
     if (copies === 2) this.stats.duplicated += 1;
-    for (let i = 0; i < copies; i++) this.chain = this.chain.then(() => this.deliver(id, event, action, body));
+    const job = payload.workflow_job as { id?: unknown } | undefined;
+    const key = job?.id !== undefined ? `job:${String(job.id)}` : 'other';
+    for (let i = 0; i < copies; i++) {
+      const previous = this.perKey.get(key) ?? Promise.resolve();
+      const next = previous.then(() => this.withSlot(() => this.deliver(id, event, action, body)));
+      this.perKey.set(key, next);
+      void next.finally(() => {
+        if (this.perKey.get(key) === next) this.perKey.delete(key);
+      });
+      this.chain = Promise.all([this.chain, next]).then(() => undefined);
+    }
+  }
+
+  private async withSlot(work: () => Promise<void>): Promise<void> {
+    while (this.inFlight >= this.concurrency) await new Promise<void>((wake) => this.waiting.push(wake));
+    this.inFlight += 1;
+    try {
+      await work();
+    } finally {
+      this.inFlight -= 1;
+      this.waiting.shift()?.();
+    }
   }
 
   /** Resolves once every delivery handed over so far has been attempted. */

@@ -26,7 +26,7 @@ export async function startE2EStack(simulator: { jobDurationMs?: number } = {}):
     machines: 'simulated',
     workflowBundlePath: inject('workflowBundlePath'),
     config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl') },
-    simulator: { onError: () => undefined, ...simulator },
+    simulator: { onError: () => undefined, webhookConcurrency: 8, ...simulator },
   });
   return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
 }

@@ -1,6 +1,6 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
-import { runnerWorkflowId, runnerStatusSignal } from '../../workflows/messages';
+import { runnerWorkflowId, runnerStatusSignal, stateQuery } from '../../workflows/messages';
 import { poolStateQuery, poolWorkflowId, type PoolView, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { runnerPool } from '../../workflows/runner-pool';
 import { FAST_TIMINGS, uniqueName } from '../support/temporal';
@@ -38,10 +38,12 @@ export function autoRegister(client: Client, pool: WorkflowHandle<typeof runnerP
       try {
         const view = await pool.query(poolStateQuery);
         for (const r of view.runners) {
-          if (r.status === 'running' && r.runnerStatus === 'pending' && !registered.has(r.name)) {
-            registered.add(r.name);
-            await client.workflow.getHandle(runnerWorkflowId(r.name)).signal(runnerStatusSignal, { status: 'idle' });
-          }
+          if (r.runnerStatus !== 'pending' || registered.has(r.name)) continue;
+          const runner = client.workflow.getHandle(runnerWorkflowId(r.name));
+          // The pool hears of a runner again only once it reports; ask the runner itself.
+          if ((await runner.query(stateQuery)).status !== 'running') continue;
+          registered.add(r.name);
+          await runner.signal(runnerStatusSignal, { status: 'idle' });
         }
       } catch {
         // The pool may be continuing as new or finished; try again.
@@ -53,5 +55,5 @@ export function autoRegister(client: Client, pool: WorkflowHandle<typeof runnerP
 }
 
 export function idleRunners(view: PoolView): string[] {
-  return view.runners.filter((r) => r.status === 'running' && r.runnerStatus === 'idle').map((r) => r.name);
+  return view.runners.filter((r) => r.runnerStatus === 'idle').map((r) => r.name);
 }

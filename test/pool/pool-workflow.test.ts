@@ -68,7 +68,7 @@ describe('runnerPool', () => {
         const v = await pool.query(poolStateQuery);
         return v.runners.length === 1 ? v : undefined;
       }, 20_000, 'idle runners scaled down');
-      expect(view.runners[0]).toMatchObject({ name: busy, runnerStatus: 'active', status: 'running' });
+      expect(view.runners[0]).toMatchObject({ name: busy, runnerStatus: 'active' });
       expect(view.runners[0]?.deleteRequested).toBeFalsy();
       expect(w.github.calls.filter((c) => c.op === 'remove' && c.name === busy)).toHaveLength(0);
       expect((await client.workflow.getHandle(runnerWorkflowId(busy)).query(stateQuery)).status).toBe('running');
@@ -146,7 +146,8 @@ describe('runnerPool', () => {
     // Without backoff a 300 ms bootstrap timeout would make ~20 runners in 9 s; with 1, 2, 4 s waits only a handful.
     expect(creates.length).toBeGreaterThanOrEqual(3);
     expect(creates.length).toBeLessThanOrEqual(5);
+    // Each wait is at least the doubled backoff (plus the failed runner's own short life).
     const gaps = creates.slice(1).map((t, i) => t - creates[i]!);
-    expect(gaps.at(-1)!).toBeGreaterThan(gaps[0]!);
+    gaps.forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual(1_000 * 2 ** i));
   });
 });

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
+import { eventually } from '../support/temporal';
+import { api, e2ePool, startE2EStack } from './stack';
+
+type Stack = Awaited<ReturnType<typeof startE2EStack>>;
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startE2EStack({ jobDurationMs: 100 });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+it('a burst of 300 queued jobs never has more than maxRunners alive and drains every job', async () => {
+  const pool = e2ePool('burst', { maxRunners: 20 });
+  expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+  const labels = ['self-hosted', 'linux', 'burst'];
+  const jobs = Array.from({ length: 300 }, () => stack.sim.queueJob({ repository: 'acme/burst', labels }));
+  const ids = new Set(jobs.map((j) => j.id));
+
+  let maxMachines = 0;
+  let maxPoolRunners = 0;
+  let sampling = true;
+  const sampler = (async () => {
+    const handle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
+    while (sampling) {
+      maxMachines = Math.max(maxMachines, stack.machines.instances().filter((m) => m.poolId === pool.name).length);
+      try {
+        maxPoolRunners = Math.max(maxPoolRunners, (await handle.query(poolStateQuery)).runners.length);
+      } catch {
+        // continuing as new: sample again
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+
+  try {
+    await eventually(() => stack.sim.jobs().filter((j) => ids.has(j.id) && j.status === 'completed').length === 300, 240_000, 'all 300 jobs completed');
+  } finally {
+    sampling = false;
+    await sampler;
+  }
+  expect(maxMachines).toBeGreaterThan(1);
+  expect(maxMachines).toBeLessThanOrEqual(20);
+  expect(maxPoolRunners).toBeLessThanOrEqual(20);
+  expect(stack.sim.jobs().filter((j) => ids.has(j.id) && j.conclusion !== 'success')).toEqual([]);
+  // Every job ran on its own ephemeral runner.
+  expect(new Set(stack.sim.jobs().filter((j) => ids.has(j.id)).map((j) => j.runnerName)).size).toBe(300);
+  const view = await eventually(async () => {
+    const v = await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(poolStateQuery);
+    return v.runners.length === 0 && v.queuedJobs.length === 0 ? v : undefined;
+  }, 60_000, 'pool drained');
+  expect(view.target).toBe(0);
+}, 360_000);
