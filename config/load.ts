@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
-import { configSchema, type RunnerflowConfig, type SecretRef } from './schema';
+import { configSchema, providerConfigSchema, type RunnerflowConfig, type SecretRef } from './schema';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -32,6 +32,8 @@ export interface LoadedConfig {
 export function parseConfig(raw: unknown, where = 'config'): RunnerflowConfig {
   const result = configSchema.safeParse(raw ?? {});
   if (!result.success) throw new ConfigError(`invalid ${where}:\n${formatZodIssues(result.error)}`);
+  // With no provider configured, runners run as local processes: what a first start wants.
+  if (result.data.providers.length === 0) result.data.providers.push(providerConfigSchema.parse({ type: 'local-process', name: 'local' }));
   return result.data;
 }
 

@@ -2,11 +2,13 @@
  * A standalone worker process: run as many as the load needs against one
  * Temporal cluster; they share nothing but Temporal.
  */
+import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { ConfigError, loadConfig, resolveSecret } from '../config/load';
 import { createGitHubRegistry } from '../github/registry';
 import { startWorker } from './start';
 
 async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger((process.env.RUNNERFLOW_LOG_LEVEL?.toUpperCase() ?? 'INFO') as LogLevel), shutdownSignals: [] });
   const loaded = loadConfig();
   const instanceTokenKey = resolveSecret(loaded.config.api.instanceTokenSecret, loaded.env);
   if (!instanceTokenKey) {

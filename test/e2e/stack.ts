@@ -25,7 +25,7 @@ export async function startE2EStack(simulator: { jobDurationMs?: number } = {}):
     taskQueue: uniqueName('tq-e2e'),
     machines: 'simulated',
     workflowBundlePath: inject('workflowBundlePath'),
-    config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl') },
+    config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false } },
     simulator: { onError: () => undefined, webhookConcurrency: 8, ...simulator },
   });
   return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });

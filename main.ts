@@ -1,0 +1,161 @@
+/**
+ * `npm start`: a local Temporal dev server (started if it is not running), a
+ * worker and the HTTP API in one process. Without GitHub credentials in the
+ * config it runs a demo against the built-in GitHub simulator, so a fresh
+ * checkout shows the whole loop: job queued → runner created → job run → runner gone.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { HttpError } from './api/http/errors';
+import { jsonLogger } from './api/logger';
+import { startPool } from './api/pool-settings';
+import { serveApi } from './api/serve';
+import { ConfigError, loadConfig, resolveSecret, type LoadedConfig } from './config/load';
+import { poolSettingsSchema, type PoolSettings } from './domain/pool';
+import { forceDeleteSignal, runnerWorkflowId } from './workflows/messages';
+import { deletePoolSignal, poolStateQuery, poolWorkflowId } from './workflows/pool-messages';
+import { startDevStack } from './devstack/stack';
+import { createGitHubRegistry } from './github/registry';
+import { startWorker } from './worker/start';
+
+const say = (message: string) => console.log(`runnerflow: ${message}`);
+
+async function reachable(address: string): Promise<boolean> {
+  try {
+    const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+    await connection.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts the project's dev server when the configured address is a local one that is not answering. */
+async function ensureTemporal(address: string): Promise<void> {
+  if (await reachable(address)) return;
+  const [host, port] = address.split(':');
+  if (!['127.0.0.1', 'localhost'].includes(host ?? '')) {
+    throw new ConfigError(`Temporal at ${address} does not answer (TEMPORAL_ADDRESS / temporal.address)`);
+  }
+  say(`no Temporal server on ${address}: starting the local dev server`);
+  execFileSync('bash', [fileURLToPath(new URL('./temporal-dev.sh', import.meta.url)), 'start'], {
+    stdio: 'inherit',
+    env: { ...process.env, TEMPORAL_PORT: port ?? '7233' },
+  });
+}
+
+async function seedPools(client: Client, loaded: LoadedConfig, pools: PoolSettings[]): Promise<void> {
+  for (const settings of pools) {
+    try {
+      await startPool(client, loaded.config.temporal.taskQueue, loaded.config, settings);
+      say(`pool "${settings.name}" created`);
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 409) say(`pool "${settings.name}" already exists; left as it is`);
+      else throw err;
+    }
+  }
+}
+
+async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
+  const { config } = loaded;
+  say('no GitHub credentials configured: running the demo against the built-in GitHub simulator');
+  const stack = await startDevStack({
+    temporalAddress: config.temporal.address,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    machines: 'configured',
+    listen: config.api.listen,
+    config: { providers: config.providers, timings: { createInitialInterval: '1s' }, controllerId: config.controllerId },
+    simulator: { jobDurationMs: 5_000, onError: (m) => say(`simulator: ${m}`) },
+    logger: jsonLogger({ component: 'api' }),
+    log: say,
+  });
+  // A pool per demo run: the simulator (and every runner registered with it) lives only as long as this process.
+  const pool = poolSettingsSchema.parse({
+    name: `demo-${Date.now().toString(36)}`,
+    github: { scope: { kind: 'repo', owner: 'demo', repo: 'app' } },
+    labels: ['self-hosted', 'linux'],
+    provider: stack.loaded.config.providers[0]!.name,
+    minIdleRunners: 1,
+    maxRunners: 4,
+    bootstrapTimeout: '2m',
+    idleTimeout: '10m',
+  });
+  await seedPools(stack.client, stack.loaded, [pool]);
+  const jobs = Number(process.env.RUNNERFLOW_DEMO_JOBS ?? 3);
+  for (let i = 0; i < jobs; i++) stack.sim.queueJob({ repository: 'demo/app', labels: ['self-hosted', 'linux'], name: `demo-job-${i + 1}` });
+  say(`queued ${jobs} demo jobs in the simulator (RUNNERFLOW_DEMO_JOBS to change)`);
+  banner(stack.api.url, stack.adminToken);
+  say(`GitHub simulator: ${stack.sim.url} (jobs: ${stack.sim.controlUrl}/jobs)`);
+  return async () => {
+    // Runners of this demo cannot outlive its simulator: drop them now rather than leave them for the sweep.
+    const handle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
+    const view = await handle.query(poolStateQuery).catch(() => undefined);
+    await handle.signal(deletePoolSignal, { reason: 'demo stopped' }).catch(() => undefined);
+    for (const runner of view?.runners ?? []) {
+      await stack.client.workflow.getHandle(runnerWorkflowId(runner.name)).signal(forceDeleteSignal, { reason: 'demo stopped' }).catch(() => undefined);
+    }
+    await new Promise((r) => setTimeout(r, 2_000));
+    await stack.stop();
+  };
+}
+
+async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>> {
+  const { config, env } = loaded;
+  // One key for minting (worker) and verifying (API) instance tokens in this process.
+  if (!config.api.instanceTokenSecret) {
+    env.RUNNERFLOW_INSTANCE_TOKEN_SECRET = randomBytes(32).toString('base64url');
+    config.api.instanceTokenSecret = { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' };
+  }
+  const connection = await Connection.connect({ address: config.temporal.address });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const github = createGitHubRegistry(config, env);
+  const api = await serveApi({ loaded, client, github, logger: jsonLogger({ component: 'api' }) });
+  if (!config.api.publicUrl) config.api.publicUrl = api.url;
+  const worker = await startWorker({ loaded, github, instanceTokenKey: resolveSecret(config.api.instanceTokenSecret, env)!, log: say });
+  await seedPools(client, loaded, config.pools);
+  banner(api.url, env.RUNNERFLOW_ADMIN_TOKEN ? '(from RUNNERFLOW_ADMIN_TOKEN)' : '(api.adminToken in the config)');
+  return async () => {
+    await worker.stop();
+    await api.close();
+    await connection.close();
+  };
+}
+
+function banner(apiUrl: string, adminToken: string): void {
+  say(`HTTP API: ${apiUrl} (admin token: ${adminToken})`);
+  say(`Temporal Web UI: http://127.0.0.1:${process.env.TEMPORAL_UI_PORT ?? 8233} (find runners with RunnerStatus="running")`);
+  say(`CLI: RUNNERFLOW_URL=${apiUrl} RUNNERFLOW_ADMIN_TOKEN=<token> npx runnerflow runner list`);
+}
+
+async function main(): Promise<void> {
+  // Shutdown is ours to order (drop demo runners first, then stop the worker), so the SDK must not act on signals itself.
+  Runtime.install({ logger: new DefaultLogger((process.env.RUNNERFLOW_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel), shutdownSignals: [] });
+  const loaded = loadConfig();
+  say(`config: ${loaded.source}`);
+  await ensureTemporal(loaded.config.temporal.address);
+  const stop = loaded.config.github.credentials.length === 0 ? await runDemo(loaded) : await runConfigured(loaded);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    say(`${signal}: stopping worker and API (the Temporal dev server keeps running; ./temporal-dev.sh stop ends it)`);
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? `runnerflow: ${err.message}` : err);
+  process.exit(1);
+});
