@@ -4,7 +4,7 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.temporal/**', 'dist/**', 'bin/**', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', '.temporal/**', '.cache/**', '.runnerflow/**', 'dist/**', 'bin/**', 'eslint.config.js'] },
   ...tseslint.configs.recommended,
   {
     languageOptions: {

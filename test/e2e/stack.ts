@@ -31,7 +31,7 @@ export async function startE2EStack(simulator: { jobDurationMs?: number } = {}):
   return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
 }
 
-export async function api(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+export async function api(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
   const res = await fetch(`${stack.api.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${stack.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
