@@ -91,6 +91,8 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   jobProgress: 'A job left the queue (in_progress) or finished (completed). Input: {"jobId": 1, "action": "in_progress"}',
   runnerChanged: 'A runner instance of this pool changed status (sent by the instance workflow).',
   poolState: 'Settings, runners with their statuses, queued jobs and the current target size.',
+  unmatchedJob: 'Record a job no pool could take (from the webhook intake).',
+  unmatchedJobs: 'The most recent jobs no pool could take, with the reason.',
 } as const;
 
 /** Jobs no pool could take are kept (bounded) by one `unmatchedJobs` workflow so operators can see them. */

@@ -22,6 +22,7 @@ import { InstanceRecord } from './instance-record';
 import {
   deleteSignal,
   forceDeleteSignal,
+  INSTANCE_MESSAGE_DESCRIPTIONS,
   jobCompletedSignal,
   jobStartedSignal,
   runnerStatusSignal,
@@ -76,21 +77,21 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   let createAttempted = false;
   const completedJobs = new Set<number>();
 
-  setHandler(stateQuery, () => record.snapshot());
+  setHandler(stateQuery, () => record.snapshot(), { description: INSTANCE_MESSAGE_DESCRIPTIONS.state });
   setHandler(forceDeleteSignal, (args) => {
     if (force || record.status === 'deleted') return;
     force = { reason: args?.reason ?? 'force delete requested' };
     lifecycle.cancel();
-  });
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.forceDelete });
   setHandler(deleteSignal, (args) => {
     deleteRequest ??= { reason: args?.reason ?? 'delete requested' };
-  });
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.delete });
   setHandler(jobStartedSignal, ({ jobId }) => {
     // Redeliveries and late in_progress events after completion change nothing.
     if (completedJobs.has(jobId) || record.jobId === jobId) return;
     record.jobId = jobId;
     setRunnerStatus('active');
-  });
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobStarted });
   setHandler(jobCompletedSignal, ({ jobId }) => {
     if (completedJobs.has(jobId)) return;
     completedJobs.add(jobId);
@@ -103,12 +104,12 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       setRunnerStatus('idle');
       jobFinished = true;
     }
-  });
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobCompleted });
   setHandler(runnerStatusSignal, ({ status, message }) => {
     if (record.runnerStatus === 'active' && status === 'idle') return;
     if (status === 'failed' && message) record.lastError = `runner reported failure: ${message}`;
     setRunnerStatus(status);
-  });
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });
 
   function setRunnerStatus(status: RunnerStatus): void {
     if (record.runnerStatus === status || record.status === 'deleted') return;

@@ -25,6 +25,7 @@ import {
   deletePoolSignal,
   jobProgressSignal,
   jobQueuedSignal,
+  POOL_MESSAGE_DESCRIPTIONS,
   poolStateQuery,
   runnerChangedSignal,
   updatePoolSignal,
@@ -42,7 +43,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   let dirty = true;
 
   upsertSearchAttributes([{ key: RUNNER_POOL, value: input.settings.name }]);
-  setHandler(poolStateQuery, () => book.view());
+  setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
   setHandler(updatePoolSignal, ({ settings }) => {
     if (settings.name !== book.settings.name) {
       log.warn('ignored settings for another pool', { pool: book.settings.name, got: settings.name });
@@ -51,20 +52,20 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     book.updateSettings(settings);
     upsertMemo({ ...poolMemoOf(settings) });
     dirty = true;
-  });
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.updatePool });
   setHandler(deletePoolSignal, () => {
     book.startDeleting();
     dirty = true;
-  });
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.deletePool });
   setHandler(jobQueuedSignal, (job) => {
     if (book.jobQueued(job, Date.now())) dirty = true;
-  });
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.jobQueued });
   setHandler(jobProgressSignal, (args) => {
     if (book.jobProgress(args)) dirty = true;
-  });
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.jobProgress });
   setHandler(runnerChangedSignal, (args) => {
     if (book.runnerChanged(args, Date.now())) dirty = true;
-  });
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.runnerChanged });
 
   function instanceInput(name: string): RunnerInstanceInput {
     const s = book.settings;

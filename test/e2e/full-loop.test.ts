@@ -87,4 +87,14 @@ describe('the whole loop: GitHub job → webhook → pool → runner → job →
     // One 422 answer, then no more GitHub calls: the ephemeral runner left GitHub by itself.
     expect((stack.sim.stats().callsByOperation['delete-runner'] ?? 0) - deletesBefore).toBe(1);
   });
+
+  it('records a job no pool can take, visible through the API', async () => {
+    const job = stack.sim.queueJob({ repository: 'acme/nowhere', labels: ['self-hosted', 'gpu', 'no-such-pool-label'] });
+    const recorded = await eventually(async () => {
+      const res = await api(stack, 'GET', '/api/v1/jobs/unmatched');
+      return (res.body as { jobs: { jobId: number; reason: string }[] }).jobs.find((j) => j.jobId === job.id);
+    }, 20_000, 'unmatched job listed');
+    expect(recorded.reason).toMatch(/label|pool/i);
+    expect(stack.sim.jobs().find((j) => j.id === job.id)?.status).toBe('queued');
+  });
 });

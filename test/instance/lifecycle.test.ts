@@ -1,6 +1,6 @@
 import type { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal, stateQuery } from '../../workflows/messages';
+import { deleteSignal, forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal, stateQuery } from '../../workflows/messages';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { expectLegalChain, startInstance, waitForStatus } from './helpers';
 
@@ -75,5 +75,21 @@ describe('runnerInstance lifecycle', () => {
     expect(final.transitions.find((t) => t.to === 'pending_delete')?.reason).toBe('scale down');
     expect(w.github.calls.filter((c) => c.name === name && c.op === 'remove').map((c) => c.outcome)).toEqual(['removed']);
     expect(w.fake.instance(name)).toBeUndefined();
+  });
+
+  it('describes every signal and query for the Web UI', async () => {
+    const name = uniqueName('meta');
+    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    // The Web UI reads this built-in query to list a workflow's handlers with their descriptions.
+    const meta = await handle.query<{ definition: { signalDefinitions: { name: string; description?: string }[]; queryDefinitions: { name: string; description?: string }[] } }>(
+      '__temporal_workflow_metadata',
+    );
+    const signals = Object.fromEntries(meta.definition.signalDefinitions.map((d) => [d.name, d.description]));
+    for (const signal of ['forceDelete', 'delete', 'jobStarted', 'jobCompleted', 'runnerStatus']) expect(signals[signal], signal).toBeTruthy();
+    expect(signals.forceDelete).toContain('{"reason"');
+    expect(meta.definition.queryDefinitions.find((d) => d.name === 'state')?.description).toBeTruthy();
+    await handle.signal(forceDeleteSignal, {});
+    await handle.result();
   });
 });
