@@ -1,0 +1,145 @@
+/**
+ * What every bench script shares: command-line numbers, a Temporal server to
+ * talk to, unique names, a bounded run time, and the table of figures each
+ * script prints (each figure next to its target, a missed one marked MISSED).
+ */
+import { Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const DEV_SCRIPT = fileURLToPath(new URL('../temporal-dev.sh', import.meta.url));
+
+/** `--name 5` or `--name=5`; the fallback when absent. */
+export function intArg(name: string, fallback: number): number {
+  const args = process.argv.slice(2);
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const raw = arg === `--${name}` ? args[i + 1] : arg.startsWith(`--${name}=`) ? arg.slice(name.length + 3) : undefined;
+    if (raw === undefined) continue;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} wants a positive integer, got "${raw}"`);
+    return value;
+  }
+  return fallback;
+}
+
+let counter = 0;
+/** Names unique per run, so benches never meet each other's (or anyone's) workflows. */
+export function uniqueName(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${process.pid.toString(36)}-${Date.now().toString(36)}-${counter}`;
+}
+
+/**
+ * A bench's output is its table. The SDK logs every worker start at INFO, and
+ * warns about activities a bench abandons on purpose (a hanging delete whose
+ * workflow was force-deleted), so only errors get through.
+ */
+export function quietTemporal(): void {
+  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+}
+
+async function answers(address: string): Promise<boolean> {
+  try {
+    const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+    await connection.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface TemporalTarget {
+  address: string;
+  /** Stops the dev server when this script started it; nothing otherwise. */
+  release(): void;
+}
+
+/**
+ * TEMPORAL_ADDRESS when set; else the local dev server, started through
+ * temporal-dev.sh (as `npm start` does) when nothing answers on 127.0.0.1:7233.
+ */
+export async function temporalServer(log: (m: string) => void): Promise<TemporalTarget> {
+  const configured = process.env.TEMPORAL_ADDRESS;
+  const address = configured ?? '127.0.0.1:7233';
+  if (await answers(address)) return { address, release: () => undefined };
+  if (configured) throw new Error(`Temporal at TEMPORAL_ADDRESS=${configured} does not answer`);
+  log(`no Temporal server on ${address}: starting the local dev server`);
+  execFileSync('bash', [DEV_SCRIPT, 'start'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TEMPORAL_PORT: '7233' } });
+  return {
+    address,
+    release() {
+      execFileSync('bash', [DEV_SCRIPT, 'stop'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TEMPORAL_PORT: '7233' } });
+    },
+  };
+}
+
+/** A bench that hangs is worse than one that fails: give up after `ms`, whatever is going on. */
+export function exitAfter(ms: number, what: string): void {
+  setTimeout(() => {
+    console.error(`${what}: gave up after ${Math.round(ms / 1000)} s`);
+    process.exit(1);
+  }, ms).unref();
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until `check` gives a value; undefined when the time is up. */
+export async function until<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs: number, everyMs = 100): Promise<T | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch {
+      // Not there yet (a query before the first workflow task, a continue-as-new): try again.
+    }
+    if (Date.now() > deadline) return undefined;
+    await sleep(everyMs);
+  }
+}
+
+/** Nearest-rank percentile of unsorted numbers. */
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export const ms = (n: number): string => (Number.isFinite(n) ? `${Math.round(n)} ms` : 'n/a');
+export const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+export interface Figure {
+  figure: string;
+  value: string;
+  target?: string;
+  /** Undefined: informative only, no target. */
+  met?: boolean;
+}
+
+/** Prints the figures as an aligned table; returns how many targets were missed. */
+export function printTable(title: string, figures: Figure[]): number {
+  const rows = figures.map((f) => [f.figure, f.value, f.target ?? '', f.met === undefined ? '' : f.met ? 'ok' : 'MISSED']);
+  const header = ['figure', 'value', 'target', ''];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  console.log(`\n${title}`);
+  console.log(line(header));
+  console.log(line(widths.map((w) => '-'.repeat(w))));
+  for (const row of rows) console.log(line(row));
+  const missed = figures.filter((f) => f.met === false).length;
+  console.log(missed === 0 ? '\nall targets met' : `\nMISSED ${missed} target${missed === 1 ? '' : 's'}`);
+  return missed;
+}
+
+/** Runs a bench's main; exits 0 when it finished (targets met or not), 1 when it broke. */
+export function runBench(name: string, main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(`${name} failed:`, err);
+      process.exit(1);
+    },
+  );
+}

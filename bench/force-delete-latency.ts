@@ -1,0 +1,162 @@
+/**
+ * Target: a forceDelete closes the runner workflow within 1 s of the signal,
+ * even when the provider hangs.
+ *
+ * Each run: a runnerInstance with the fake provider reaches `running`, every
+ * provider delete of it is made to hang, a graceful delete is signalled (so a
+ * delete activity is hanging), then forceDelete; we measure signal → closed.
+ * Production timings throughout (the forced attempt is bounded at 800 ms).
+ *
+ *   npx tsx bench/force-delete-latency.ts [--runs 20]
+ */
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_TIMINGS } from '../domain/timings';
+import type { GitHubPort } from '../github/port';
+import { FakeProvider, FakeProviderControl } from '../providers/fake';
+import { createRunnerflowWorker } from '../worker/create-worker';
+import { ensureSearchAttributes } from '../worker/search-attributes';
+import { instanceStartOptions } from '../workflows/instance-options';
+import { deleteSignal, forceDeleteSignal, stateQuery, type RunnerInstanceInput } from '../workflows/messages';
+import { runnerInstance } from '../workflows/runner-instance';
+import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, temporalServer, uniqueName, until } from './common';
+
+const TARGET_MS = 1_000;
+const RUN_TIMEOUT_MS = 30_000;
+
+/** GitHub that always answers at once: the bench is about the provider hanging, not GitHub. */
+const instantGitHub: GitHubPort = {
+  createRunnerCredential: async (req) => ({ kind: 'jit', runnerId: 1, encodedJitConfig: Buffer.from(req.name).toString('base64') }),
+  removeRunner: async () => 'removed',
+  findRunnerByName: async () => undefined,
+  listRunnerDownloads: async () => [],
+};
+
+function input(name: string): RunnerInstanceInput {
+  return {
+    name,
+    pool: 'bench-pool',
+    provider: 'fake',
+    timings: DEFAULT_TIMINGS,
+    spec: {
+      github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo: 'force-delete' } },
+      labels: ['self-hosted', 'linux'],
+      image: 'ubuntu-24.04',
+      flavor: 'small',
+      osType: 'linux',
+      osArch: 'amd64',
+      extraSpecs: {},
+      runnerGroup: 'Default',
+      runnerGroupId: 1,
+      ephemeral: true,
+      bootstrapTimeoutMs: 10 * 60_000,
+    },
+  };
+}
+
+interface Sample {
+  /** Signal sent → handle.result() returned (what a client waiting on the workflow sees). */
+  result: number;
+  /** Signal sent → close time recorded by the server (describe()). */
+  closed: number;
+  /** forceDelete signal event → close, both server timestamps. */
+  server: number;
+}
+
+async function oneRun(client: Client, taskQueue: string, fake: FakeProviderControl): Promise<Sample> {
+  const name = uniqueName('bench-force');
+  const handle: WorkflowHandle<typeof runnerInstance> = await client.workflow.start(runnerInstance, { taskQueue, ...instanceStartOptions(input(name)) });
+  try {
+    const running = await until(async () => ((await handle.query(stateQuery)).status === 'running' ? true : undefined), RUN_TIMEOUT_MS, 25);
+    if (!running) throw new Error(`${name} never reached running`);
+    fake.setFault('delete', { hang: true, instance: name });
+    await handle.signal(deleteSignal, { reason: 'bench: graceful delete that will hang' });
+    const hanging = await until(() => (fake.attempts('delete') >= 1 ? true : undefined), RUN_TIMEOUT_MS, 25);
+    if (!hanging) throw new Error(`${name}: the graceful delete never reached the provider`);
+
+    const sentAt = Date.now();
+    await handle.signal(forceDeleteSignal, { reason: 'bench' });
+    const final = await Promise.race([handle.result(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${name} did not close`)), RUN_TIMEOUT_MS))]);
+    const resultAt = Date.now();
+    if (!final.forced || !final.leaked) throw new Error(`${name} closed without a forced, leaked delete: ${JSON.stringify(final)}`);
+
+    const closeTime = (await handle.describe()).closeTime;
+    if (!closeTime) throw new Error(`${name} has no close time`);
+    const events = (await handle.fetchHistory()).events ?? [];
+    const signalled = events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === forceDeleteSignal.name)?.eventTime;
+    // seconds is a protobuf Long: through its string, not Number(), which would give NaN.
+    const signalledAt = signalled ? Number(String(signalled.seconds ?? 0)) * 1000 + Math.floor((signalled.nanos ?? 0) / 1e6) : NaN;
+    return { result: resultAt - sentAt, closed: closeTime.getTime() - sentAt, server: closeTime.getTime() - signalledAt };
+  } catch (err) {
+    await handle.terminate('bench run failed').catch(() => undefined);
+    throw err;
+  }
+}
+
+async function main(): Promise<void> {
+  const runs = intArg('runs', 20);
+  exitAfter(120_000 + runs * RUN_TIMEOUT_MS, 'force-delete-latency');
+  quietTemporal();
+  const temporal = await temporalServer(console.log);
+  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-bench-fake-'));
+  const connection = await Connection.connect({ address: temporal.address });
+  const client = new Client({ connection, namespace: 'default' });
+  const workerConnection = await NativeConnection.connect({ address: temporal.address });
+  try {
+    await ensureSearchAttributes(connection, 'default');
+    const taskQueue = uniqueName('bench-force-tq');
+    const worker = await createRunnerflowWorker({
+      connection: workerConnection,
+      namespace: 'default',
+      taskQueue,
+      // Hanging graceful deletes are still running when the bench ends; they need not finish.
+      shutdownGraceTimeMs: 1_000,
+      activities: {
+        controllerId: uniqueName('bench-ctl'),
+        providers: new Map([['fake', new FakeProvider({ name: 'fake', stateDir: fakeDir })]]),
+        github: { get: () => instantGitHub },
+        callbackUrl: 'http://127.0.0.1:9/api/v1/callbacks/status',
+        metadataUrl: 'http://127.0.0.1:9/api/v1/metadata',
+        mintInstanceToken: async (claims) => `bench-token-${claims.instance}`,
+      },
+    });
+    const fake = new FakeProviderControl(fakeDir);
+    const samples: Sample[] = [];
+    let failures = 0;
+    await worker.runUntil(async () => {
+      // The first run pays for cold caches and connections; it is not counted.
+      console.log(`force-delete-latency: 1 warm-up run + ${runs} measured runs on ${temporal.address}`);
+      await oneRun(client, taskQueue, fake);
+      for (let i = 0; i < runs; i++) {
+        try {
+          samples.push(await oneRun(client, taskQueue, fake));
+        } catch (err) {
+          failures += 1;
+          console.error(`run ${i + 1}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    });
+    const stat = (pick: (s: Sample) => number) => samples.map(pick);
+    const rows = (label: string, values: number[]) => [
+      { figure: `${label} p50`, value: ms(percentile(values, 50)) },
+      { figure: `${label} p95`, value: ms(percentile(values, 95)) },
+      { figure: `${label} max`, value: ms(Math.max(...values)), target: `≤ ${TARGET_MS} ms`, met: values.length > 0 && Math.max(...values) <= TARGET_MS },
+    ];
+    printTable(`forceDelete with a hanging provider: signal → workflow closed (${samples.length} runs, forced attempt bound ${DEFAULT_TIMINGS.forceDeleteAttemptTimeoutMs} ms)`, [
+      ...rows('signal sent → result() returned', stat((s) => s.result)),
+      ...rows('signal sent → closeTime (describe)', stat((s) => s.closed)),
+      ...rows('signal event → close (server clock)', stat((s) => s.server)),
+      { figure: 'runs that failed', value: String(failures), target: '0', met: failures === 0 },
+    ]);
+  } finally {
+    await workerConnection.close();
+    await connection.close();
+    rmSync(fakeDir, { recursive: true, force: true });
+    temporal.release();
+  }
+}
+
+runBench('force-delete-latency', main);

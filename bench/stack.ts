@@ -1,0 +1,94 @@
+/**
+ * The full stack for benches: GitHub simulator, HTTP API and worker in this
+ * process, runners as simulated agents (hundreds cost almost nothing), pools
+ * made through the REST API as an operator would. Production timings: with
+ * simulated machines nothing fails, so no backoff is ever waited out.
+ */
+import { rmSync } from 'node:fs';
+import { SIMULATED_PROVIDER, startDevStack, type DevStack } from '../devstack/stack';
+import type { PoolSettingsInput } from '../domain/pool';
+import { FakeProviderControl } from '../providers/fake';
+import { forceDeleteSignal, runnerWorkflowId } from '../workflows/messages';
+import { poolStateQuery, poolWorkflowId, type PoolView } from '../workflows/pool-messages';
+import { until, uniqueName } from './common';
+
+export interface BenchStack extends DevStack {
+  machines: FakeProviderControl;
+}
+
+export async function startBenchStack(temporalAddress: string, jobDurationMs: number): Promise<BenchStack> {
+  const stack = await startDevStack({
+    temporalAddress,
+    taskQueue: uniqueName('bench-tq'),
+    machines: 'simulated',
+    config: { controllerId: uniqueName('bench-ctl'), sweep: { enabled: false } },
+    // Webhooks of different jobs delivered concurrently, as GitHub does.
+    simulator: { jobDurationMs, webhookConcurrency: 8, onError: () => undefined },
+  });
+  return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
+}
+
+export async function api(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${stack.api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${stack.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+export interface BenchPool {
+  name: string;
+  repository: string;
+  labels: string[];
+}
+
+/** An ephemeral pool of its own repo and labels, so its jobs match no other pool. */
+export async function createPool(stack: DevStack, maxRunners: number): Promise<BenchPool> {
+  const name = uniqueName('bench').toLowerCase().slice(0, 40);
+  const repo = name;
+  const labels = ['self-hosted', 'linux', repo];
+  const settings: PoolSettingsInput = {
+    name,
+    github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo } },
+    labels,
+    provider: SIMULATED_PROVIDER,
+    minIdleRunners: 0,
+    maxRunners,
+  };
+  const res = await api(stack, 'POST', '/api/v1/pools', settings);
+  if (res.status !== 201) throw new Error(`pool not created (${res.status}): ${JSON.stringify(res.body)}`);
+  return { name, repository: `bench/${repo}`, labels };
+}
+
+export async function poolView(stack: DevStack, pool: BenchPool): Promise<PoolView> {
+  return stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(poolStateQuery);
+}
+
+/** Jobs of `ids` that GitHub (the simulator) shows completed. */
+export function completedJobs(stack: DevStack, ids: Set<number>): number {
+  return stack.sim.jobs().filter((j) => ids.has(j.id) && j.status === 'completed').length;
+}
+
+/**
+ * Deletes the pool through the API and waits for it to close; runners still
+ * there after `timeoutMs` are force-deleted so nothing outlives the bench.
+ */
+export async function removePool(stack: DevStack, pool: BenchPool, timeoutMs = 30_000): Promise<void> {
+  const handle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
+  const left = await poolView(stack, pool).catch(() => undefined);
+  await api(stack, 'DELETE', `/api/v1/pools/${pool.name}`).catch(() => undefined);
+  const closed = await until(async () => ((await handle.describe()).status.name === 'RUNNING' ? undefined : true), timeoutMs, 200);
+  if (closed) return;
+  for (const runner of left?.runners ?? []) {
+    await stack.client.workflow.getHandle(runnerWorkflowId(runner.name)).signal(forceDeleteSignal, { reason: 'bench cleanup' }).catch(() => undefined);
+  }
+  await handle.terminate('bench cleanup').catch(() => undefined);
+}
+
+/** Stops the stack and removes the simulated machines' directory. */
+export async function stopBenchStack(stack: BenchStack): Promise<void> {
+  await stack.stop();
+  if (stack.machinesDir) rmSync(stack.machinesDir, { recursive: true, force: true });
+}
