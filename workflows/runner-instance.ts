@@ -28,8 +28,11 @@ import {
   runnerStatusSignal,
   stateQuery,
   type InstanceState,
+  type JobCompletedArgs,
+  type JobStartedArgs,
   type RunnerInstanceInput,
 } from './messages';
+import { jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
 import { poolWorkflowId, runnerChangedSignal } from './pool-messages';
 
 export async function runnerInstance(input: RunnerInstanceInput): Promise<InstanceState> {
@@ -80,35 +83,33 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   setHandler(stateQuery, () => record.snapshot(), { description: INSTANCE_MESSAGE_DESCRIPTIONS.state });
   setHandler(forceDeleteSignal, (args) => {
     if (force || record.status === 'deleted') return;
-    force = { reason: args?.reason ?? 'force delete requested' };
+    force = { reason: reasonOf(args, 'force delete requested') };
     lifecycle.cancel();
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.forceDelete });
   setHandler(deleteSignal, (args) => {
-    deleteRequest ??= { reason: args?.reason ?? 'delete requested' };
+    deleteRequest ??= { reason: reasonOf(args, 'delete requested') };
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.delete });
-  setHandler(jobStartedSignal, ({ jobId }) => {
+  setHandler(jobStartedSignal, (args) => {
+    const job = jobArgs<JobStartedArgs>('jobStarted', args);
     // Redeliveries and late in_progress events after completion change nothing.
-    if (completedJobs.has(jobId) || record.jobId === jobId) return;
-    record.jobId = jobId;
+    if (!job || completedJobs.has(job.jobId) || record.jobId === job.jobId) return;
+    record.jobId = job.jobId;
     setRunnerStatus('active');
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobStarted });
-  setHandler(jobCompletedSignal, ({ jobId }) => {
-    if (completedJobs.has(jobId)) return;
-    completedJobs.add(jobId);
-    record.jobId = jobId;
-    if (input.spec.ephemeral) {
-      // An ephemeral runner takes one job and then unregisters itself from GitHub.
-      jobFinished = true;
-      setRunnerStatus('terminated');
-    } else {
-      setRunnerStatus('idle');
-      jobFinished = true;
-    }
+  setHandler(jobCompletedSignal, (args) => {
+    const job = jobArgs<JobCompletedArgs>('jobCompleted', args);
+    if (!job || completedJobs.has(job.jobId)) return;
+    completedJobs.add(job.jobId);
+    record.jobId = job.jobId;
+    jobFinished = true;
+    // An ephemeral runner takes one job and then unregisters itself from GitHub; a static one is idle again.
+    setRunnerStatus(input.spec.ephemeral ? 'terminated' : 'idle');
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobCompleted });
-  setHandler(runnerStatusSignal, ({ status, message }) => {
-    if (record.runnerStatus === 'active' && status === 'idle') return;
-    if (status === 'failed' && message) record.lastError = `runner reported failure: ${message}`;
-    setRunnerStatus(status);
+  setHandler(runnerStatusSignal, (args) => {
+    const report = runnerStatusArgs(args);
+    if (!report || (record.runnerStatus === 'active' && report.status === 'idle')) return;
+    if (report.status === 'failed' && report.message) record.lastError = `runner reported failure: ${report.message}`;
+    setRunnerStatus(report.status);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });
 
   function setRunnerStatus(status: RunnerStatus): void {

@@ -92,4 +92,22 @@ describe('runnerInstance lifecycle', () => {
     await handle.signal(forceDeleteSignal, {});
     await handle.result();
   });
+
+  it('ignores signal input that makes no sense instead of corrupting state', async () => {
+    const name = uniqueName('bad-input');
+    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    // What an operator might type into the Web UI by mistake.
+    await handle.signal('runnerStatus', { status: 'sleeping' });
+    await handle.signal('jobStarted', { jobId: 'forty-two' });
+    await handle.signal('jobCompleted', {});
+    await handle.signal('runnerStatus', 'idle');
+    const state = await handle.query(stateQuery);
+    expect(state).toMatchObject({ status: 'running', runnerStatus: 'pending' });
+    expect(state.jobId).toBeUndefined();
+    await handle.signal('forceDelete', 'not an object');
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: true });
+    expect(final.transitions.find((t) => t.to === 'pending_force_delete')?.reason).toBe('force delete requested');
+  });
 });

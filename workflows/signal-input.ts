@@ -1,0 +1,34 @@
+/**
+ * Signals come from webhooks, the API, scripts and people typing JSON into the
+ * Web UI. A signal cannot answer with an error, so input that does not make
+ * sense is logged and ignored instead of corrupting the instance's state.
+ */
+import { log } from '@temporalio/workflow';
+import type { JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
+
+const REPORTABLE = ['installing', 'idle', 'failed'] as const;
+
+function asObject(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+}
+
+export function reasonOf(args: unknown, fallback: string): string {
+  const reason = asObject(args).reason;
+  return typeof reason === 'string' && reason.trim() !== '' ? reason.slice(0, 500) : fallback;
+}
+
+export function jobArgs<T extends JobStartedArgs | JobCompletedArgs>(signal: string, args: unknown): T | undefined {
+  const jobId = asObject(args).jobId;
+  if (typeof jobId === 'number' && Number.isSafeInteger(jobId) && jobId > 0) return args as T;
+  log.warn(`ignored ${signal} signal: jobId must be a positive integer`, { got: JSON.stringify(args)?.slice(0, 200) });
+  return undefined;
+}
+
+export function runnerStatusArgs(args: unknown): RunnerStatusArgs | undefined {
+  const { status, message } = asObject(args);
+  if (typeof status === 'string' && (REPORTABLE as readonly string[]).includes(status)) {
+    return { status: status as RunnerStatusArgs['status'], ...(typeof message === 'string' ? { message: message.slice(0, 1000) } : {}) };
+  }
+  log.warn(`ignored runnerStatus signal: status must be one of ${REPORTABLE.join(', ')}`, { got: JSON.stringify(args)?.slice(0, 200) });
+  return undefined;
+}
