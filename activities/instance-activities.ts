@@ -178,11 +178,13 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     /** Unregisters the runner from GitHub. Busy is an answer, not an error. */
     async removeGitHubRunner(args: RemoveRunnerArgs): Promise<RemoveRunnerOutcome> {
       try {
-        return await deps.github.get(args.github.credentials).removeRunner({
-          scope: args.github.scope,
-          name: args.name,
-          ...(args.githubRunnerId !== undefined ? { runnerId: args.githubRunnerId } : {}),
-        });
+        return await whileHeartbeating(() =>
+          deps.github.get(args.github.credentials).removeRunner({
+            scope: args.github.scope,
+            name: args.name,
+            ...(args.githubRunnerId !== undefined ? { runnerId: args.githubRunnerId } : {}),
+          }),
+        );
       } catch (err) {
         // A graceful delete must eventually unregister; credentials an operator fixes later must not strand it.
         throw toActivityFailure(err, { retryRejectedGitHubCalls: true });
