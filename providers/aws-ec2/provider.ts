@@ -217,6 +217,7 @@ export class AwsEc2Provider implements ProviderPort {
       status: STATUS[state] ?? 'unknown',
       providerFault: instance.StateReason?.Code?.startsWith('Server.') ? instance.StateReason.Message : undefined,
       poolId: tagOf(instance, TAG_POOL) || undefined,
+      ...(instance.LaunchTime ? { createdAt: instance.LaunchTime.toISOString() } : {}),
     };
   }
 }

@@ -184,6 +184,7 @@ export class LocalProcessProvider implements ProviderPort {
       status: running ? 'running' : 'stopped',
       providerFault: exitStatus !== undefined && exitStatus !== 0 ? `runner exited with status ${exitStatus}` : undefined,
       poolId: record.poolId,
+      createdAt: record.startedAt,
     };
   }
 }

@@ -47,6 +47,12 @@ export function runProviderContract(name: string, factory: () => Promise<Contrac
       const got = await subject.provider.getInstance(created.providerId, ctxFor('pool-a'));
       expect(got).toMatchObject({ providerId: created.providerId, name: unique('get') });
       expect(['running', 'stopped', 'unknown']).toContain(got.status);
+      // The orphan sweep dates machines no workflow knew by this; a provider that reports it must report it right.
+      if (got.createdAt !== undefined) {
+        const age = Date.now() - Date.parse(got.createdAt);
+        expect(age).toBeGreaterThanOrEqual(-5_000);
+        expect(age).toBeLessThan(10 * 60_000);
+      }
     });
 
     it('makes one machine when the same name is created twice', async () => {
