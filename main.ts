@@ -6,9 +6,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { HttpError } from './api/http/errors';
 import { jsonLogger } from './api/logger';
 import { startPool } from './api/pool-settings';
@@ -18,33 +16,21 @@ import { poolSettingsSchema, type PoolSettings } from './domain/pool';
 import { forceDeleteSignal, runnerWorkflowId } from './workflows/messages';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId } from './workflows/pool-messages';
 import { startDevStack } from './devstack/stack';
+import { devServer, temporalAnswers } from './devstack/temporal-server';
 import { createGitHubRegistry } from './github/registry';
 import { startWorker } from './worker/start';
 
 const say = (message: string) => console.log(`runnerflow: ${message}`);
 
-async function reachable(address: string): Promise<boolean> {
-  try {
-    const connection = await Connection.connect({ address, connectTimeout: 2_000 });
-    await connection.close();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Starts the project's dev server when the configured address is a local one that is not answering. */
 async function ensureTemporal(address: string): Promise<void> {
-  if (await reachable(address)) return;
+  if (await temporalAnswers(address)) return;
   const [host, port] = address.split(':');
   if (!['127.0.0.1', 'localhost'].includes(host ?? '')) {
     throw new ConfigError(`Temporal at ${address} does not answer (TEMPORAL_ADDRESS / temporal.address)`);
   }
   say(`no Temporal server on ${address}: starting the local dev server`);
-  execFileSync('bash', [fileURLToPath(new URL('./temporal-dev.sh', import.meta.url)), 'start'], {
-    stdio: 'inherit',
-    env: { ...process.env, TEMPORAL_PORT: port ?? '7233' },
-  });
+  devServer('start', port ?? '7233');
 }
 
 async function seedPools(client: Client, loaded: LoadedConfig, pools: PoolSettings[]): Promise<void> {

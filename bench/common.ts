@@ -3,12 +3,9 @@
  * talk to, unique names, a bounded run time, and the table of figures each
  * script prints (each figure next to its target, a missed one marked MISSED).
  */
-import { Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { devServer, temporalAnswers } from '../devstack/temporal-server';
 
-const DEV_SCRIPT = fileURLToPath(new URL('../temporal-dev.sh', import.meta.url));
 
 /** `--name 5` or `--name=5`; the fallback when absent. */
 export function intArg(name: string, fallback: number): number {
@@ -40,16 +37,6 @@ export function quietTemporal(): void {
   Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
 }
 
-async function answers(address: string): Promise<boolean> {
-  try {
-    const connection = await Connection.connect({ address, connectTimeout: 2_000 });
-    await connection.close();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export interface TemporalTarget {
   address: string;
   /** Stops the dev server when this script started it; nothing otherwise. */
@@ -63,14 +50,14 @@ export interface TemporalTarget {
 export async function temporalServer(log: (m: string) => void): Promise<TemporalTarget> {
   const configured = process.env.TEMPORAL_ADDRESS;
   const address = configured ?? '127.0.0.1:7233';
-  if (await answers(address)) return { address, release: () => undefined };
+  if (await temporalAnswers(address)) return { address, release: () => undefined };
   if (configured) throw new Error(`Temporal at TEMPORAL_ADDRESS=${configured} does not answer`);
   log(`no Temporal server on ${address}: starting the local dev server`);
-  execFileSync('bash', [DEV_SCRIPT, 'start'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TEMPORAL_PORT: '7233' } });
+  devServer('start', '7233', 'quiet');
   return {
     address,
     release() {
-      execFileSync('bash', [DEV_SCRIPT, 'stop'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TEMPORAL_PORT: '7233' } });
+      devServer('stop', '7233', 'quiet');
     },
   };
 }

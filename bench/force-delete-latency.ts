@@ -14,6 +14,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sampleInstanceSpec } from '../devstack/fixtures';
 import { DEFAULT_TIMINGS } from '../domain/timings';
 import type { GitHubPort } from '../github/port';
 import { FakeProvider, FakeProviderControl } from '../providers/fake';
@@ -41,19 +42,7 @@ function input(name: string): RunnerInstanceInput {
     pool: 'bench-pool',
     provider: 'fake',
     timings: DEFAULT_TIMINGS,
-    spec: {
-      github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo: 'force-delete' } },
-      labels: ['self-hosted', 'linux'],
-      image: 'ubuntu-24.04',
-      flavor: 'small',
-      osType: 'linux',
-      osArch: 'amd64',
-      extraSpecs: {},
-      runnerGroup: 'Default',
-      runnerGroupId: 1,
-      ephemeral: true,
-      bootstrapTimeoutMs: 10 * 60_000,
-    },
+    spec: sampleInstanceSpec({ github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo: 'force-delete' } }, bootstrapTimeoutMs: 10 * 60_000 }),
   };
 }
 

@@ -5,7 +5,7 @@
  * simulated machines nothing fails, so no backoff is ever waited out.
  */
 import { rmSync } from 'node:fs';
-import { SIMULATED_PROVIDER, startDevStack, type DevStack } from '../devstack/stack';
+import { apiRequest as api, SIMULATED_PROVIDER, startDevStack, type DevStack } from '../devstack/stack';
 import type { PoolSettingsInput } from '../domain/pool';
 import { FakeProviderControl } from '../providers/fake';
 import { forceDeleteSignal, runnerWorkflowId } from '../workflows/messages';
@@ -28,15 +28,7 @@ export async function startBenchStack(temporalAddress: string, jobDurationMs: nu
   return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
 }
 
-export async function api(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${stack.api.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${stack.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
-}
+export { api };
 
 export interface BenchPool {
   name: string;

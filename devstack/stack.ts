@@ -115,3 +115,14 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     },
   };
 }
+
+/** Calls the stack's REST API as an admin. */
+export async function apiRequest(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${stack.api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${stack.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+}

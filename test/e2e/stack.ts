@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import { startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../devstack/stack';
+import { apiRequest as api, startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../devstack/stack';
 import type { PoolSettingsInput } from '../../domain/pool';
 import { FakeProviderControl } from '../../providers/fake';
 import { uniqueName } from '../support/temporal';
@@ -31,15 +31,7 @@ export async function startE2EStack(simulator: { jobDurationMs?: number } = {}):
   return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
 }
 
-export async function api(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${stack.api.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${stack.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+export { api };
 
 export function e2ePool(repo: string, overrides: Partial<PoolSettingsInput> = {}): PoolSettingsInput {
   return {

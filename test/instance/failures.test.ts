@@ -1,21 +1,9 @@
-import type { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deleteSignal, forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal, stateQuery } from '../../workflows/messages';
-import { connectClient, eventually, FAST_TIMINGS, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { eventually, FAST_TIMINGS, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
 import { expectLegalChain, startInstance, waitForStatus } from './helpers';
 
-let client: Client;
-let connection: Connection;
-let w: TestWorker;
-
-beforeAll(async () => {
-  ({ client, connection } = await connectClient());
-  w = await startTestWorker();
-});
-afterAll(async () => {
-  await w?.stop();
-  await connection?.close();
-});
+const env = useTestWorker();
 
 function gaps(times: number[]): number[] {
   return times.slice(1).map((t, i) => t - times[i]!);
@@ -24,36 +12,36 @@ function gaps(times: number[]): number[] {
 describe('create failures', () => {
   it('retries a failing create and makes exactly one machine', async () => {
     const name = uniqueName('create-retry');
-    w.fake.setFault('create', { failTimes: 2, instance: name });
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    env.w.fake.setFault('create', { failTimes: 2, instance: name });
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
-    const creates = w.fake.calls('create').filter((c) => c.instance === name);
+    const creates = env.w.fake.calls('create').filter((c) => c.instance === name);
     expect(creates.map((c) => c.outcome)).toEqual(['fault', 'fault', 'created']);
-    expect(w.fake.createdCount(name)).toBe(1);
+    expect(env.w.fake.createdCount(name)).toBe(1);
     await handle.signal(deleteSignal, {});
     expect((await handle.result()).status).toBe('deleted');
   });
 
   it('goes error → pending_delete and cleans up when create fails for good', async () => {
     const name = uniqueName('create-fails');
-    w.fake.setFault('create', { failForever: true, instance: name, message: 'quota exceeded' });
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    env.w.fake.setFault('create', { failForever: true, instance: name, message: 'quota exceeded' });
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     const final = await handle.result();
     expect(expectLegalChain(final)).toEqual(['creating', 'error', 'pending_delete', 'deleting', 'deleted']);
     expect(final.lastError).toContain('quota exceeded');
-    expect(w.fake.calls('create').filter((c) => c.instance === name)).toHaveLength(FAST_TIMINGS.createMaxAttempts);
+    expect(env.w.fake.calls('create').filter((c) => c.instance === name)).toHaveLength(FAST_TIMINGS.createMaxAttempts);
     // The cleanup still ran: a delete reached the provider and the GitHub registration was dropped.
-    expect(w.fake.calls('delete').some((c) => c.instance === name || c.instance === `fake-${name}`)).toBe(true);
-    expect(w.github.calls.some((c) => c.op === 'remove' && c.name === name)).toBe(true);
+    expect(env.w.fake.calls('delete').some((c) => c.instance === name || c.instance === `fake-${name}`)).toBe(true);
+    expect(env.w.github.calls.some((c) => c.op === 'remove' && c.name === name)).toBe(true);
   });
 
   it('reuses a machine an earlier attempt already made', async () => {
     const name = uniqueName('reuse');
-    w.fake.addInstance({ name, controllerId: 'test-controller', poolId: 'test-pool' });
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    env.w.fake.addInstance({ name, controllerId: 'test-controller', poolId: 'test-pool' });
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     const state = await waitForStatus(handle, 'running');
     expect(state.transitions.at(-1)?.reason).toMatch(/earlier attempt/);
-    expect(w.fake.createdCount(name)).toBe(0);
+    expect(env.w.fake.createdCount(name)).toBe(0);
     await handle.signal(forceDeleteSignal, { reason: 'done' });
     await handle.result();
   });
@@ -64,13 +52,13 @@ describe('delete with backoff', () => {
     const name = uniqueName('delete-retry');
     // Production's 1 s initial interval: the server schedules retries with one-second granularity.
     const timings = { ...FAST_TIMINGS, deleteInitialIntervalMs: 1_000, deleteMaxIntervalMs: 10_000 };
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name, { timings }));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { timings }));
     await waitForStatus(handle, 'running');
-    w.fake.setFault('delete', { failTimes: 3, instance: name });
+    env.w.fake.setFault('delete', { failTimes: 3, instance: name });
     await handle.signal(deleteSignal, { reason: 'test' });
     const final = await handle.result();
     expect(final.status).toBe('deleted');
-    const deletes = w.fake.calls('delete').filter((c) => c.instance === `fake-${name}`);
+    const deletes = env.w.fake.calls('delete').filter((c) => c.instance === `fake-${name}`);
     expect(deletes.map((c) => c.outcome)).toEqual(['fault', 'fault', 'fault', 'deleted']);
     // 1 s initial interval, coefficient 2: about 1, 2 and 4 s between attempts.
     const between = gaps(deletes.map((c) => c.at));
@@ -87,29 +75,29 @@ describe('delete with backoff', () => {
 
   it('forceDelete ends a delete that fails forever and marks the machine leaked', async () => {
     const name = uniqueName('delete-forever');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
-    w.fake.setFault('delete', { failForever: true, instance: name, message: 'credentials expired' });
+    env.w.fake.setFault('delete', { failForever: true, instance: name, message: 'credentials expired' });
     await handle.signal(deleteSignal, {});
-    await eventually(() => w.fake.calls('delete').filter((c) => c.instance === `fake-${name}`).length >= 2, 15_000, 'two failed deletes');
+    await eventually(() => env.w.fake.calls('delete').filter((c) => c.instance === `fake-${name}`).length >= 2, 15_000, 'two failed deletes');
     await handle.signal(forceDeleteSignal, { reason: 'provider misconfigured' });
     const final = await handle.result();
     expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: true });
     expect(final.lastError).toContain('credentials expired');
     expect(expectLegalChain(final)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'pending_force_delete', 'deleting', 'deleted']);
-    expect(w.fake.instance(name)).toBeDefined();
+    expect(env.w.fake.instance(name)).toBeDefined();
     const desc = await handle.describe();
     expect(desc.searchAttributes.RunnerLeaked).toEqual([true]);
   });
 
   it('forceDelete ends a delete that hangs', async () => {
     const name = uniqueName('delete-hangs');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
-    w.fake.setFault('delete', { hang: true, instance: name });
+    env.w.fake.setFault('delete', { hang: true, instance: name });
     await handle.signal(deleteSignal, {});
     await waitForStatus(handle, 'deleting');
-    await eventually(() => w.fake.calls('delete').length >= 0 && (w.fake.attempts('delete') >= 1 ? true : undefined), 10_000, 'hanging delete started');
+    await eventually(() => env.w.fake.calls('delete').length >= 0 && (env.w.fake.attempts('delete') >= 1 ? true : undefined), 10_000, 'hanging delete started');
     await handle.signal(forceDeleteSignal, { reason: 'stuck' });
     const final = await handle.result();
     expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: true });
@@ -118,60 +106,60 @@ describe('delete with backoff', () => {
 
   it('forceDelete cuts into a hanging create', async () => {
     const name = uniqueName('create-hangs');
-    w.fake.setFault('create', { hang: true, instance: name });
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    env.w.fake.setFault('create', { hang: true, instance: name });
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'creating');
-    await eventually(() => w.fake.attempts('create') >= 1, 10_000, 'hanging create started');
+    await eventually(() => env.w.fake.attempts('create') >= 1, 10_000, 'hanging create started');
     await handle.signal(forceDeleteSignal, {});
     const final = await handle.result();
     expect(expectLegalChain(final)).toEqual(['creating', 'pending_force_delete', 'deleting', 'deleted']);
     expect(final.forced).toBe(true);
     // The provider confirmed there is nothing to delete, so nothing leaked.
     expect(final.leaked).toBe(false);
-    expect(w.fake.instance(name)).toBeUndefined();
+    expect(env.w.fake.instance(name)).toBeUndefined();
   });
 });
 
 describe('busy runners and registration', () => {
   it('does not delete a busy ephemeral runner until its job completes, and asks GitHub once', async () => {
     const name = uniqueName('busy');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     await handle.signal(runnerStatusSignal, { status: 'idle' });
-    w.github.busy.add(name);
+    env.w.github.busy.add(name);
     await handle.signal(deleteSignal, { reason: 'scale down' });
-    await eventually(() => w.github.count('remove', 'busy') >= 1 || undefined, 10_000, 'busy answer');
+    await eventually(() => env.w.github.count('remove', 'busy') >= 1 || undefined, 10_000, 'busy answer');
     // Several busy-retry intervals pass: the machine stays, GitHub is not asked again.
     await new Promise((r) => setTimeout(r, FAST_TIMINGS.busyRetryIntervalMs * 4));
     const waiting = await handle.query(stateQuery);
     expect(waiting.status).toBe('pending_delete');
     expect(waiting.runnerStatus).toBe('active');
-    expect(w.fake.instance(name)).toBeDefined();
-    expect(w.github.calls.filter((c) => c.op === 'remove' && c.name === name)).toHaveLength(1);
+    expect(env.w.fake.instance(name)).toBeDefined();
+    expect(env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name)).toHaveLength(1);
 
     await handle.signal(jobStartedSignal, { jobId: 9 });
     await handle.signal(jobCompletedSignal, { jobId: 9, conclusion: 'success' });
     const final = await handle.result();
     expect(final.status).toBe('deleted');
-    expect(w.fake.instance(name)).toBeUndefined();
-    expect(w.github.calls.filter((c) => c.op === 'remove' && c.name === name)).toHaveLength(1);
+    expect(env.w.fake.instance(name)).toBeUndefined();
+    expect(env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name)).toHaveLength(1);
   });
 
   it('asks GitHub again for a busy static runner only as the backoff says', async () => {
     const name = uniqueName('busy-static');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name, {}, { ephemeral: false }));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, {}, { ephemeral: false }));
     await waitForStatus(handle, 'running');
     await handle.signal(runnerStatusSignal, { status: 'idle' });
-    w.github.busy.add(name);
+    env.w.github.busy.add(name);
     const started = Date.now();
     await handle.signal(deleteSignal, {});
     await new Promise((r) => setTimeout(r, 2_000));
-    const busyAnswers = w.github.calls.filter((c) => c.op === 'remove' && c.name === name).length;
+    const busyAnswers = env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name).length;
     // Intervals 300, 600, 1200 ms: at most four calls within two seconds.
     expect(busyAnswers).toBeGreaterThanOrEqual(2);
     expect(busyAnswers).toBeLessThanOrEqual(4);
-    expect(w.fake.instance(name)).toBeDefined();
-    w.github.busy.delete(name);
+    expect(env.w.fake.instance(name)).toBeDefined();
+    env.w.github.busy.delete(name);
     await handle.signal(jobCompletedSignal, { jobId: 1 });
     const final = await handle.result();
     expect(final.status).toBe('deleted');
@@ -180,16 +168,16 @@ describe('busy runners and registration', () => {
 
   it('reaps a runner that does not report idle within the bootstrap timeout', async () => {
     const name = uniqueName('no-idle');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name, {}, { bootstrapTimeoutMs: 1_500 }));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, {}, { bootstrapTimeoutMs: 1_500 }));
     const final = await handle.result();
     expect(expectLegalChain(final)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
     expect(final.transitions.find((t) => t.to === 'pending_delete')?.reason).toMatch(/bootstrap timeout/);
-    expect(w.fake.instance(name)).toBeUndefined();
+    expect(env.w.fake.instance(name)).toBeUndefined();
   });
 
   it('a runner reporting failure is deleted', async () => {
     const name = uniqueName('failed');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     await handle.signal(runnerStatusSignal, { status: 'failed', message: 'config.sh exited 1' });
     const final = await handle.result();

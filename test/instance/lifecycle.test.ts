@@ -1,30 +1,18 @@
-import type { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deleteSignal, forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal, stateQuery } from '../../workflows/messages';
-import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { eventually, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
 import { expectLegalChain, startInstance, waitForStatus } from './helpers';
 
-let client: Client;
-let connection: Connection;
-let w: TestWorker;
-
-beforeAll(async () => {
-  ({ client, connection } = await connectClient());
-  w = await startTestWorker();
-});
-afterAll(async () => {
-  await w?.stop();
-  await connection?.close();
-});
+const env = useTestWorker();
 
 describe('runnerInstance lifecycle', () => {
   it('creates, registers, runs one job and is deleted (ephemeral)', async () => {
     const name = uniqueName('happy');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     const running = await waitForStatus(handle, 'running');
     expect(running.providerId).toBe(`fake-${name}`);
     expect(running.githubRunnerId).toBeGreaterThan(0);
-    expect(w.fake.instance(name)?.hadCredential).toBe(true);
+    expect(env.w.fake.instance(name)?.hadCredential).toBe(true);
 
     await handle.signal(runnerStatusSignal, { status: 'idle' });
     await handle.signal(jobStartedSignal, { jobId: 42, runId: 7 });
@@ -37,10 +25,10 @@ describe('runnerInstance lifecycle', () => {
     expect(final.leaked).toBe(false);
     expect(final.jobId).toBe(42);
     expect(expectLegalChain(final)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
-    expect(w.fake.instance(name)).toBeUndefined();
+    expect(env.w.fake.instance(name)).toBeUndefined();
     // The ephemeral runner left GitHub by itself: no remove call spent on it.
-    expect(w.github.count('remove')).toBe(0);
-    expect(w.github.count('credential')).toBe(1);
+    expect(env.w.github.count('remove')).toBe(0);
+    expect(env.w.github.count('credential')).toBe(1);
 
     const history = await handle.fetchHistory();
     expect(history.events?.length ?? 0).toBeLessThan(200);
@@ -50,10 +38,10 @@ describe('runnerInstance lifecycle', () => {
 
   it('keeps search attributes in step with the status', async () => {
     const name = uniqueName('sa');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     const found = await eventually(async () => {
-      for await (const wf of client.workflow.list({ query: `RunnerName="${name}" AND RunnerStatus="running"` })) return wf;
+      for await (const wf of env.client.workflow.list({ query: `RunnerName="${name}" AND RunnerStatus="running"` })) return wf;
       return undefined;
     }, 15_000, 'visibility shows running');
     expect(found.workflowId).toBe(`runner/${name}`);
@@ -66,20 +54,20 @@ describe('runnerInstance lifecycle', () => {
 
   it('a graceful delete of a registered runner unregisters it from GitHub first', async () => {
     const name = uniqueName('graceful');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     await handle.signal(runnerStatusSignal, { status: 'idle' });
     await handle.signal(deleteSignal, { reason: 'scale down' });
     const final = await handle.result();
     expect(expectLegalChain(final)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
     expect(final.transitions.find((t) => t.to === 'pending_delete')?.reason).toBe('scale down');
-    expect(w.github.calls.filter((c) => c.name === name && c.op === 'remove').map((c) => c.outcome)).toEqual(['removed']);
-    expect(w.fake.instance(name)).toBeUndefined();
+    expect(env.w.github.calls.filter((c) => c.name === name && c.op === 'remove').map((c) => c.outcome)).toEqual(['removed']);
+    expect(env.w.fake.instance(name)).toBeUndefined();
   });
 
   it('describes every signal and query for the Web UI', async () => {
     const name = uniqueName('meta');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     // The Web UI reads this built-in query to list a workflow's handlers with their descriptions.
     const meta = await handle.query<{ definition: { signalDefinitions: { name: string; description?: string }[]; queryDefinitions: { name: string; description?: string }[] } }>(
@@ -95,7 +83,7 @@ describe('runnerInstance lifecycle', () => {
 
   it('ignores signal input that makes no sense instead of corrupting state', async () => {
     const name = uniqueName('bad-input');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     // What an operator might type into the Web UI by mistake.
     await handle.signal('runnerStatus', { status: 'sleeping' });

@@ -1,35 +1,23 @@
-import type { Client, Connection } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { runnerStatusSignal } from '../../workflows/messages';
-import { connectClient, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { instanceInput, uniqueName, useTestWorker } from '../support/temporal';
 import { startInstance, waitForStatus } from './helpers';
 
 const run = promisify(execFile);
 const SCRIPTS = resolve(import.meta.dirname, '../../scripts');
-let client: Client;
-let connection: Connection;
-let w: TestWorker;
+const env = useTestWorker();
 
 function scriptEnv() {
   return { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_CLI: inject('temporalCli') };
 }
 
-beforeAll(async () => {
-  ({ client, connection } = await connectClient());
-  w = await startTestWorker();
-});
-afterAll(async () => {
-  await w?.stop();
-  await connection?.close();
-});
-
 describe('operators with the temporal CLI', () => {
   it('temporal workflow signal --name forceDelete ends the workflow', async () => {
     const name = uniqueName('cli-force');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     await run(inject('temporalCli'), [
       'workflow', 'signal', '--address', inject('temporalAddress'), '--namespace', 'default',
@@ -42,7 +30,7 @@ describe('operators with the temporal CLI', () => {
 
   it('scripts: state, list-by-status, force-delete', async () => {
     const name = uniqueName('script');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     await handle.signal(runnerStatusSignal, { status: 'idle' });
 
@@ -64,12 +52,12 @@ describe('operators with the temporal CLI', () => {
 
   it('scripts: delete is graceful, and bad input is refused with a clear message', async () => {
     const name = uniqueName('script-delete');
-    const handle = await startInstance(client, w.taskQueue, instanceInput(name));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
     await waitForStatus(handle, 'running');
     await run('bash', [`${SCRIPTS}/delete.sh`, name], { env: scriptEnv() });
     const final = await handle.result();
     expect(final).toMatchObject({ status: 'deleted', forced: false });
-    expect(w.github.calls.some((c) => c.op === 'remove' && c.name === name)).toBe(true);
+    expect(env.w.github.calls.some((c) => c.op === 'remove' && c.name === name)).toBe(true);
 
     await expect(run('bash', [`${SCRIPTS}/list-by-status.sh`, 'sleeping'], { env: scriptEnv() })).rejects.toMatchObject({
       stderr: expect.stringContaining("unknown status 'sleeping'"),

@@ -1,55 +1,43 @@
-import type { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { forceDeleteSignal, jobStartedSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { deletePoolSignal, jobProgressSignal, jobQueuedSignal, poolStateQuery, updatePoolSignal } from '../../workflows/pool-messages';
-import { connectClient, eventually, FAST_TIMINGS, startTestWorker, type TestWorker } from '../support/temporal';
+import { eventually, FAST_TIMINGS, useTestWorker } from '../support/temporal';
 import { autoRegister, idleRunners, poolSettings, startPool } from './helpers';
 
-let client: Client;
-let connection: Connection;
-let w: TestWorker;
-
-beforeAll(async () => {
-  ({ client, connection } = await connectClient());
-  w = await startTestWorker();
-});
-afterAll(async () => {
-  await w?.stop();
-  await connection?.close();
-});
+const env = useTestWorker();
 
 describe('runnerPool', () => {
   it('keeps min idle runners, replacing one that is removed', async () => {
     const settings = poolSettings({ minIdleRunners: 2 });
-    const pool = await startPool(client, w.taskQueue, { settings });
-    const agents = autoRegister(client, pool);
+    const pool = await startPool(env.client, env.w.taskQueue, { settings });
+    const agents = autoRegister(env.client, pool);
     try {
       const first = await eventually(async () => {
         const v = await pool.query(poolStateQuery);
         const idle = idleRunners(v);
         return idle.length === 2 ? idle : undefined;
       }, 20_000, 'two idle runners');
-      await client.workflow.getHandle(runnerWorkflowId(first[0]!)).signal(forceDeleteSignal, { reason: 'operator' });
+      await env.client.workflow.getHandle(runnerWorkflowId(first[0]!)).signal(forceDeleteSignal, { reason: 'operator' });
       const second = await eventually(async () => {
         const v = await pool.query(poolStateQuery);
         const idle = idleRunners(v);
         return idle.length === 2 && !idle.includes(first[0]!) ? idle : undefined;
       }, 20_000, 'a replacement runner');
       expect(second).toContain(first[1]);
-      expect(w.fake.instances().filter((m) => m.poolId === settings.name)).toHaveLength(2);
+      expect(env.w.fake.instances().filter((m) => m.poolId === settings.name)).toHaveLength(2);
     } finally {
       agents.stop();
       await pool.signal(deletePoolSignal, {});
     }
     const final = await pool.result();
     expect(final.runners).toEqual([]);
-    expect(w.fake.instances().filter((m) => m.poolId === settings.name)).toHaveLength(0);
+    expect(env.w.fake.instances().filter((m) => m.poolId === settings.name)).toHaveLength(0);
   });
 
   it('scales idle runners down after the idle timeout and never touches a busy one', async () => {
     const settings = poolSettings({ minIdleRunners: 0, idleTimeout: 1_500 });
-    const pool = await startPool(client, w.taskQueue, { settings });
-    const agents = autoRegister(client, pool);
+    const pool = await startPool(env.client, env.w.taskQueue, { settings });
+    const agents = autoRegister(env.client, pool);
     try {
       for (const jobId of [1, 2, 3]) await pool.signal(jobQueuedSignal, { jobId, labels: ['linux'] });
       const idle = await eventually(async () => {
@@ -57,8 +45,8 @@ describe('runnerPool', () => {
         return names.length === 3 ? names : undefined;
       }, 20_000, 'three idle runners');
       const busy = idle[0]!;
-      w.github.busy.add(busy);
-      await client.workflow.getHandle(runnerWorkflowId(busy)).signal(jobStartedSignal, { jobId: 1 });
+      env.w.github.busy.add(busy);
+      await env.client.workflow.getHandle(runnerWorkflowId(busy)).signal(jobStartedSignal, { jobId: 1 });
       await pool.signal(jobProgressSignal, { jobId: 1, action: 'in_progress', runnerName: busy });
       // Jobs 2 and 3 were cancelled before any runner took them.
       await pool.signal(jobProgressSignal, { jobId: 2, action: 'completed' });
@@ -70,11 +58,11 @@ describe('runnerPool', () => {
       }, 20_000, 'idle runners scaled down');
       expect(view.runners[0]).toMatchObject({ name: busy, runnerStatus: 'active' });
       expect(view.runners[0]?.deleteRequested).toBeFalsy();
-      expect(w.github.calls.filter((c) => c.op === 'remove' && c.name === busy)).toHaveLength(0);
-      expect((await client.workflow.getHandle(runnerWorkflowId(busy)).query(stateQuery)).status).toBe('running');
+      expect(env.w.github.calls.filter((c) => c.op === 'remove' && c.name === busy)).toHaveLength(0);
+      expect((await env.client.workflow.getHandle(runnerWorkflowId(busy)).query(stateQuery)).status).toBe('running');
     } finally {
       agents.stop();
-      w.github.busy.clear();
+      env.w.github.busy.clear();
       await pool.signal(deletePoolSignal, {});
     }
     await pool.result();
@@ -82,22 +70,22 @@ describe('runnerPool', () => {
 
   it('replaces idle runners after a settings update', async () => {
     const settings = poolSettings({ minIdleRunners: 1, image: 'ubuntu-22.04' });
-    const pool = await startPool(client, w.taskQueue, { settings });
-    const agents = autoRegister(client, pool);
+    const pool = await startPool(env.client, env.w.taskQueue, { settings });
+    const agents = autoRegister(env.client, pool);
     try {
       const [old] = await eventually(async () => {
         const idle = idleRunners(await pool.query(poolStateQuery));
         return idle.length === 1 ? idle : undefined;
       }, 20_000, 'one idle runner');
-      expect(w.fake.instance(old!)?.image).toBe('ubuntu-22.04');
+      expect(env.w.fake.instance(old!)?.image).toBe('ubuntu-22.04');
       await pool.signal(updatePoolSignal, { settings: { ...settings, image: 'ubuntu-24.04' } });
       const [fresh] = await eventually(async () => {
         const v = await pool.query(poolStateQuery);
         const idle = idleRunners(v);
         return v.runners.length === 1 && idle.length === 1 && idle[0] !== old ? idle : undefined;
       }, 20_000, 'replacement from new settings');
-      expect(w.fake.instance(fresh!)?.image).toBe('ubuntu-24.04');
-      expect(w.fake.instance(old!)).toBeUndefined();
+      expect(env.w.fake.instance(fresh!)?.image).toBe('ubuntu-24.04');
+      expect(env.w.fake.instance(old!)).toBeUndefined();
       const view = await pool.query(poolStateQuery);
       expect(view.settingsVersion).toBe(2);
       expect(view.runners[0]?.settingsVersion).toBe(2);
@@ -110,8 +98,8 @@ describe('runnerPool', () => {
 
   it('continues as new with its state, and still ignores jobs it already handled', async () => {
     const settings = poolSettings({ minIdleRunners: 1 });
-    const pool = await startPool(client, w.taskQueue, { settings, historyLimit: 40 });
-    const agents = autoRegister(client, pool);
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, historyLimit: 40 });
+    const agents = autoRegister(env.client, pool);
     try {
       const firstRunId = (await pool.describe()).runId;
       await pool.signal(jobQueuedSignal, { jobId: 100, labels: ['linux'] });
@@ -128,7 +116,7 @@ describe('runnerPool', () => {
       const after = await pool.query(poolStateQuery);
       expect(after.queuedJobs).toEqual([]);
       expect(after.runners.map((r) => r.name)).toEqual(view.runners.map((r) => r.name));
-      expect(w.fake.instances().filter((m) => m.poolId === settings.name)).toHaveLength(1);
+      expect(env.w.fake.instances().filter((m) => m.poolId === settings.name)).toHaveLength(1);
     } finally {
       agents.stop();
       await pool.signal(deletePoolSignal, {});
@@ -138,11 +126,11 @@ describe('runnerPool', () => {
 
   it('backs off creating runners while they keep failing to bootstrap', async () => {
     const settings = poolSettings({ minIdleRunners: 1, bootstrapTimeout: 300 });
-    const pool = await startPool(client, w.taskQueue, { settings, timings: { ...FAST_TIMINGS, poolCreateBackoffInitialMs: 1_000, poolCreateBackoffMaxMs: 8_000 } });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: { ...FAST_TIMINGS, poolCreateBackoffInitialMs: 1_000, poolCreateBackoffMaxMs: 8_000 } });
     await new Promise((r) => setTimeout(r, 9_000));
     await pool.signal(deletePoolSignal, {});
     await pool.result();
-    const creates = w.fake.calls('create').filter((c) => c.poolId === settings.name && c.outcome === 'created').map((c) => c.at);
+    const creates = env.w.fake.calls('create').filter((c) => c.poolId === settings.name && c.outcome === 'created').map((c) => c.at);
     // Without backoff a 300 ms bootstrap timeout would make ~20 runners in 9 s; with 1, 2, 4 s waits only a handful.
     expect(creates.length).toBeGreaterThanOrEqual(3);
     expect(creates.length).toBeLessThanOrEqual(5);

@@ -7,7 +7,7 @@ import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporal
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { InstanceActivityDeps } from '../../activities/instance-activities';
 import { DEFAULT_TIMINGS, type InstanceTimings } from '../../domain/timings';
 import type { GitHubPort } from '../../github/port';
@@ -15,6 +15,7 @@ import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { createRunnerflowWorker } from '../../worker/create-worker';
 import type { InstanceSpec, RunnerInstanceInput } from '../../workflows/messages';
+import { sampleInstanceSpec } from '../../devstack/fixtures';
 import { GitHubDouble } from './github-double';
 
 let counter = 0;
@@ -55,20 +56,7 @@ export async function connectClient(): Promise<{ client: Client; connection: Con
 }
 
 export function testSpec(overrides: Partial<InstanceSpec> = {}): InstanceSpec {
-  return {
-    github: { credentials: 'default', scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } },
-    labels: ['self-hosted', 'linux'],
-    image: 'ubuntu-24.04',
-    flavor: 'small',
-    osType: 'linux',
-    osArch: 'amd64',
-    extraSpecs: {},
-    runnerGroup: 'Default',
-    runnerGroupId: 1,
-    ephemeral: true,
-    bootstrapTimeoutMs: 30_000,
-    ...overrides,
-  };
+  return sampleInstanceSpec(overrides);
 }
 
 export function instanceInput(name: string, overrides: Partial<RunnerInstanceInput> = {}, spec: Partial<InstanceSpec> = {}): RunnerInstanceInput {
@@ -156,4 +144,24 @@ export async function eventually<T>(check: () => Promise<T | undefined | false> 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+export interface TemporalTestEnv {
+  client: Client;
+  w: TestWorker;
+}
+
+/** A client and a test worker for the whole file, closed after its last test. */
+export function useTestWorker(options: TestWorkerOptions = {}): TemporalTestEnv {
+  const env = {} as TemporalTestEnv;
+  let connection: Connection | undefined;
+  beforeAll(async () => {
+    ({ client: env.client, connection } = await connectClient());
+    env.w = await startTestWorker(options);
+  });
+  afterAll(async () => {
+    await env.w?.stop();
+    await connection?.close();
+  });
+  return env;
 }
