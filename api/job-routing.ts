@@ -4,7 +4,7 @@
  * most free capacity.
  */
 import { isDeleting } from '../domain/instance-status';
-import { poolMatchesLabels } from '../domain/pool';
+import { poolMatchesLabels, scopeCoversRepository } from '../domain/pool';
 import type { PoolView } from '../workflows/pool-messages';
 import type { PoolEntry } from './pool-directory';
 
@@ -15,15 +15,15 @@ export type Candidates =
   | { kind: 'none'; reason: string };
 
 /** The enabled matching pools of the top priority, or why there are none. */
-export function candidatePools(pools: readonly PoolEntry[], jobLabels: readonly string[]): Candidates {
-  const matching = pools.filter((p): p is RoutableEntry => p.memo !== undefined && poolMatchesLabels(p.memo, jobLabels));
+export function candidatePools(pools: readonly PoolEntry[], jobLabels: readonly string[], repository?: string): Candidates {
+  const labelled = pools.filter((p): p is RoutableEntry => p.memo !== undefined && poolMatchesLabels(p.memo, jobLabels));
+  const matching = labelled.filter((p) => !p.memo.scope || scopeCoversRepository(p.memo.scope, repository));
   const enabled = matching.filter((p) => p.memo.enabled);
   if (enabled.length === 0) {
     const labels = jobLabels.join(', ') || '(none)';
-    const reason =
-      matching.length === 0
-        ? `no pool has the labels ${labels}`
-        : `the pools with the labels ${labels} are disabled: ${matching.map((p) => p.name).join(', ')}`;
+    let reason = `no pool has the labels ${labels}`;
+    if (matching.length > 0) reason = `the pools with the labels ${labels} are disabled: ${matching.map((p) => p.name).join(', ')}`;
+    else if (labelled.length > 0) reason = `no pool with the labels ${labels} registers runners for ${repository}: ${labelled.map((p) => p.name).join(', ')} serve other repositories`;
     return { kind: 'none', reason };
   }
   const top = Math.max(...enabled.map((p) => p.memo.priority));

@@ -7,6 +7,7 @@
 import type { Client } from '@temporalio/client';
 import { RUNNER_POOL_WORKFLOW, type PoolMemo } from '../workflows/pool-messages';
 import { quote } from './temporal/visibility';
+import { githubScopeSchema } from '../domain/pool';
 
 export interface PoolEntry {
   name: string;
@@ -21,7 +22,8 @@ const POOL_ID_PREFIX = 'pool/';
 
 function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undefined {
   if (!memo) return undefined;
-  const { labels, priority, enabled, maxRunners, provider } = memo;
+  const { labels, priority, enabled, maxRunners, provider, scope } = memo;
+  const knownScope = githubScopeSchema.safeParse(scope);
   if (!Array.isArray(labels) || typeof priority !== 'number' || typeof enabled !== 'boolean') return undefined;
   return {
     labels: labels.filter((l): l is string => typeof l === 'string'),
@@ -29,6 +31,7 @@ function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undef
     enabled,
     maxRunners: typeof maxRunners === 'number' ? maxRunners : 0,
     provider: typeof provider === 'string' ? provider : '',
+    ...(knownScope.success ? { scope: knownScope.data } : {}),
   };
 }
 

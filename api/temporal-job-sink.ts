@@ -40,7 +40,7 @@ export class TemporalJobSink implements WorkflowJobSink {
     const { deliveryId, ...queued } = job;
     let refreshed = false;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const candidates = candidatePools(await this.deps.pools.list(), queued.labels);
+      const candidates = candidatePools(await this.deps.pools.list(), queued.labels, queued.repository);
       if (candidates.kind === 'none') {
         // The list may predate a pool created moments ago: look once more, fresh, before giving up.
         if (!refreshed) {

@@ -46,3 +46,21 @@ export function poolMatchesLabels(pool: Pick<PoolSettings, 'labels'>, jobLabels:
   have.add('self-hosted');
   return jobLabels.every((l) => have.has(l.toLowerCase()));
 }
+
+/**
+ * Whether runners registered at `scope` can take a job of `repository` (owner/repo):
+ * a repository's runners serve only it, an organisation's serve its repositories,
+ * an enterprise's cannot be told apart by repository name. Unknown repository: yes.
+ */
+export function scopeCoversRepository(scope: GitHubScopeSettings, repository: string | undefined): boolean {
+  if (!repository) return true;
+  const [owner = '', repo = ''] = repository.toLowerCase().split('/');
+  switch (scope.kind) {
+    case 'repo':
+      return scope.owner.toLowerCase() === owner && scope.repo.toLowerCase() === repo;
+    case 'org':
+      return scope.org.toLowerCase() === owner;
+    case 'enterprise':
+      return true;
+  }
+}

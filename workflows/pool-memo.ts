@@ -9,5 +9,6 @@ export function poolMemoOf(settings: PoolSettings): PoolMemo {
     enabled: settings.enabled,
     maxRunners: settings.maxRunners,
     provider: settings.provider,
+    scope: settings.github.scope,
   };
 }

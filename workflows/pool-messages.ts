@@ -3,7 +3,7 @@
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
-import type { PoolSettings } from '../domain/pool';
+import type { GitHubScopeSettings, PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 
 export const RUNNER_POOL_WORKFLOW = 'runnerPool';
@@ -112,4 +112,6 @@ export interface PoolMemo {
   enabled: boolean;
   maxRunners: number;
   provider: string;
+  /** Where the pool's runners are registered: a job of another repository or organisation cannot use them. */
+  scope?: GitHubScopeSettings;
 }

@@ -31,6 +31,18 @@ describe('candidatePools', () => {
     });
   });
 
+  it('only offers a job to pools whose runners its repository can use', () => {
+    const repoPool = { ...pool('widgets', ['linux']), memo: { ...pool('x', []).memo!, labels: ['linux'], scope: { kind: 'repo' as const, owner: 'acme', repo: 'widgets' } } };
+    const orgPool = { ...pool('acme-org', ['linux']), memo: { ...pool('x', []).memo!, labels: ['linux'], scope: { kind: 'org' as const, org: 'Acme' } } };
+    const pick = (repository: string) => {
+      const result = candidatePools([repoPool, orgPool], ['linux'], repository);
+      return result.kind === 'pools' ? result.pools.map((p) => p.name) : result.reason;
+    };
+    expect(pick('acme/widgets')).toEqual(['widgets', 'acme-org']);
+    expect(pick('ACME/gadgets')).toEqual(['acme-org']);
+    expect(pick('other/widgets')).toBe('no pool with the labels linux registers runners for other/widgets: widgets, acme-org serve other repositories');
+  });
+
   it('ignores pools without a memo yet', () => {
     expect(candidatePools([{ ...pool('a', ['linux']), memo: undefined }], ['linux']).kind).toBe('none');
   });

@@ -47,7 +47,14 @@ describe('POST /api/v1/pools', () => {
     expect(description.type).toBe('runnerPool');
     expect(description.status.name).toBe('RUNNING');
     expect(description.typedSearchAttributes.get(RUNNER_POOL)).toBe(name);
-    expect(description.memo).toEqual({ labels: ['linux', name], priority: 7, enabled: true, maxRunners: 3, provider: 'fake' });
+    expect(description.memo).toEqual({
+      labels: ['linux', name],
+      priority: 7,
+      enabled: true,
+      maxRunners: 3,
+      provider: 'fake',
+      scope: { kind: 'repo', owner: 'acme', repo: 'widgets' },
+    });
     const history = await client.workflow.getHandle(poolWorkflowId(name)).fetchHistory();
     const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
     const input = JSON.parse(Buffer.from(started.input!.payloads![0]!.data!).toString()) as RunnerPoolInput;
