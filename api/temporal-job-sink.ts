@@ -9,7 +9,7 @@ import { RUNNER_POOL } from '../workflows/search-attributes';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId, type JobCompletedArgs, type JobStartedArgs } from '../workflows/messages';
 import {
   UNMATCHED_JOBS_WORKFLOW,
-  UNMATCHED_JOBS_WORKFLOW_ID,
+  unmatchedJobsWorkflowId,
   jobProgressSignal,
   jobQueuedSignal,
   poolStateQuery,
@@ -129,7 +129,7 @@ export class TemporalJobSink implements WorkflowJobSink {
 
   private async recordUnmatched(job: QueuedJob, reason: string): Promise<void> {
     await this.deps.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
-      workflowId: UNMATCHED_JOBS_WORKFLOW_ID,
+      workflowId: unmatchedJobsWorkflowId(this.deps.taskQueue),
       taskQueue: this.deps.taskQueue,
       args: [],
       signal: unmatchedJobSignal,

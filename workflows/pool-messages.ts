@@ -95,9 +95,12 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   unmatchedJobs: 'The most recent jobs no pool could take, with the reason.',
 } as const;
 
-/** Jobs no pool could take are kept (bounded) by one `unmatchedJobs` workflow so operators can see them. */
+/**
+ * Jobs no pool could take are kept (bounded) by one `unmatchedJobs` workflow per
+ * installation (task queue) so operators can see them: `jobs/unmatched/runnerflow` by default.
+ */
 export const UNMATCHED_JOBS_WORKFLOW = 'unmatchedJobs';
-export const UNMATCHED_JOBS_WORKFLOW_ID = 'jobs/unmatched';
+export const unmatchedJobsWorkflowId = (taskQueue: string): string => `jobs/unmatched/${taskQueue}`;
 export interface UnmatchedJob extends QueuedJob {
   reason: string;
   recordedAt?: string;

@@ -1,4 +1,4 @@
-import { UNMATCHED_JOBS_WORKFLOW_ID, unmatchedJobsQuery } from '../../workflows/pool-messages';
+import { unmatchedJobsWorkflowId, unmatchedJobsQuery } from '../../workflows/pool-messages';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import type { Services } from '../services';
@@ -11,7 +11,7 @@ export const jobRoutes: Route<Services>[] = [
     auth: 'admin',
     doc: { tag: 'jobs', summary: 'Queued jobs no pool could take, newest last', responses: { 200: 'The unmatched jobs' } },
     async handle({ services }) {
-      const handle = services.deps.client.workflow.getHandle(UNMATCHED_JOBS_WORKFLOW_ID);
+      const handle = services.deps.client.workflow.getHandle(unmatchedJobsWorkflowId(services.deps.taskQueue));
       try {
         return json({ jobs: await services.bounded(() => handle.query(unmatchedJobsQuery)) });
       } catch (err) {

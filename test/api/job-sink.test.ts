@@ -9,7 +9,7 @@ import { PoolDirectory } from '../../api/pool-directory';
 import { TemporalJobSink } from '../../api/temporal-job-sink';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../../workflows/messages';
-import { UNMATCHED_JOBS_WORKFLOW_ID, poolWorkflowId } from '../../workflows/pool-messages';
+import { unmatchedJobsWorkflowId, poolWorkflowId } from '../../workflows/pool-messages';
 import { connectClient, eventually, instanceInput, uniqueName } from '../support/temporal';
 import { signalsOf } from './history';
 import { WEBHOOK_SECRET, recordingLogger, testApp, validPool, type TestApp } from './support';
@@ -63,7 +63,7 @@ describe('jobQueued', () => {
     const disabled = ++jobIds;
     await sink.jobQueued({ jobId: noMatch, labels: [uniqueName('nobody-has-this')], deliveryId: 'd-2' });
     await sink.jobQueued({ jobId: disabled, labels: [label], deliveryId: 'd-3' });
-    const recorded = (await signalsOf(client, UNMATCHED_JOBS_WORKFLOW_ID)).filter((s) => s.name === 'unmatchedJob').map((s) => s.input as { jobId: number; reason: string });
+    const recorded = (await signalsOf(client, unmatchedJobsWorkflowId(taskQueue))).filter((s) => s.name === 'unmatchedJob').map((s) => s.input as { jobId: number; reason: string });
     expect(recorded.find((j) => j.jobId === noMatch)?.reason).toMatch(/^no pool has the labels/);
     expect(recorded.find((j) => j.jobId === disabled)?.reason).toContain(`disabled: ${off}`);
     expect(await jobQueuedSignals(off)).toEqual([]);
