@@ -15,7 +15,7 @@ import type { SweepArgs } from '../activities/sweep-activities';
 import type { RunnerflowConfig } from '../config/schema';
 import { PROVIDER_SWEEP_WORKFLOW } from '../workflows/provider-sweep';
 
-export type SweepScheduleChange = 'created' | 'updated' | 'unchanged';
+export type SweepScheduleChange = 'created' | 'updated' | 'unchanged' | 'paused';
 
 export interface SweepScheduleResult {
   provider: string;
@@ -33,9 +33,12 @@ interface Wanted {
   taskQueue: string;
 }
 
-/** Creates missing sweep schedules and updates those whose interval, grace period or task queue changed. */
+/**
+ * Creates missing sweep schedules and updates those whose interval, grace period or task queue changed.
+ * With the sweep disabled, existing schedules are paused (not deleted: their run history stays visible).
+ */
 export async function ensureSweepSchedules(client: Client, config: RunnerflowConfig, taskQueue: string): Promise<SweepScheduleResult[]> {
-  if (!config.sweep.enabled) return [];
+  if (!config.sweep.enabled) return pauseSchedules(client, config.providers.map((p) => p.name));
   const results: SweepScheduleResult[] = [];
   for (const { name } of config.providers) {
     const wanted: Wanted = {
@@ -62,9 +65,23 @@ async function ensureSchedule(client: Client, wanted: Wanted): Promise<SweepSche
       current = await handle.describe();
     }
   }
-  if (matches(current, wanted)) return 'unchanged';
+  const paused = current.state.paused;
+  if (paused) await handle.unpause('sweep enabled in the config');
+  if (matches(current, wanted)) return paused ? 'updated' : 'unchanged';
   await handle.update((previous) => ({ ...previous, spec: specOf(wanted), policies: { ...previous.policies, ...policiesOf() }, action: actionOf(wanted) }));
   return 'updated';
+}
+
+async function pauseSchedules(client: Client, providers: string[]): Promise<SweepScheduleResult[]> {
+  const results: SweepScheduleResult[] = [];
+  for (const provider of providers) {
+    const handle = client.schedule.getHandle(sweepScheduleId(provider));
+    const current = await describeOrUndefined(handle);
+    if (!current || current.state.paused) continue;
+    await handle.pause('sweep disabled in the config');
+    results.push({ provider, scheduleId: sweepScheduleId(provider), change: 'paused' });
+  }
+  return results;
 }
 
 async function describeOrUndefined(handle: ScheduleHandle): Promise<ScheduleDescription | undefined> {

@@ -57,4 +57,20 @@ describe('ensureSweepSchedules', () => {
     expect(await ensureSweepSchedules(client, configFor([provider], { enabled: false }), 'sweep-tq')).toEqual([]);
     await expect(client.schedule.getHandle(sweepScheduleId(provider)).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
   });
+
+  it('pauses existing schedules when the sweep is disabled, and resumes them when it is enabled again', async () => {
+    const provider = uniqueName('sched-pause');
+    created.push(sweepScheduleId(provider));
+    const on = configFor([provider], { interval: '5m' });
+    await ensureSweepSchedules(client, on, 'sweep-tq');
+    expect(await ensureSweepSchedules(client, configFor([provider], { enabled: false }), 'sweep-tq')).toEqual([
+      { provider, scheduleId: `sweep/${provider}`, change: 'paused' },
+    ]);
+    const paused = await client.schedule.getHandle(sweepScheduleId(provider)).describe();
+    expect(paused.state.paused).toBe(true);
+    expect(paused.state.note).toBe('sweep disabled in the config');
+    expect(await ensureSweepSchedules(client, configFor([provider], { enabled: false }), 'sweep-tq')).toEqual([]);
+    expect((await ensureSweepSchedules(client, on, 'sweep-tq'))[0]?.change).toBe('updated');
+    expect((await client.schedule.getHandle(sweepScheduleId(provider)).describe()).state.paused).toBe(false);
+  });
 });
