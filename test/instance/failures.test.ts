@@ -104,6 +104,17 @@ describe('delete with backoff', () => {
     expect(final.transitions.find((t) => t.to === 'pending_force_delete')?.reason).toBe('stuck');
   });
 
+  it('treats cancelling the workflow as a forced delete, so the machine is not left behind', async () => {
+    const name = uniqueName('cancelled');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await handle.cancel();
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: false });
+    expect(final.transitions.find((t) => t.to === 'pending_force_delete')?.reason).toBe('workflow cancelled');
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
   it('forceDelete cuts into a hanging create', async () => {
     const name = uniqueName('create-hangs');
     env.w.fake.setFault('create', { hang: true, instance: name });
