@@ -6,7 +6,9 @@
  *   tsx github/simulator/runner-agent.ts --jitconfig <encoded> \
  *     [--sim http://127.0.0.1:PORT] [--callback-url URL --instance-token TOKEN]
  *
- * The simulator URL defaults to the one inside the JIT config, then to
+ * Each flag falls back to RUNNERFLOW_JIT_CONFIG, RUNNERFLOW_CALLBACK_URL and
+ * RUNNERFLOW_INSTANCE_TOKEN, as the local process provider sets them. The
+ * simulator URL defaults to the one inside the JIT config, then to
  * $GITHUB_SIMULATOR_URL. The JIT config and token are never printed.
  */
 import { parseArgs } from 'node:util';
@@ -35,9 +37,12 @@ async function main(): Promise<number> {
       'instance-token': { type: 'string' },
     },
   });
-  const jitConfig = values.jitconfig;
+  // The environment is how a local-process provider hands over secrets: a command line is visible to `ps`.
+  const jitConfig = values.jitconfig ?? process.env.RUNNERFLOW_JIT_CONFIG;
+  const callbackUrl = values['callback-url'] ?? process.env.RUNNERFLOW_CALLBACK_URL;
+  const instanceToken = values['instance-token'] ?? process.env.RUNNERFLOW_INSTANCE_TOKEN;
   if (!jitConfig) {
-    console.error('runner-agent: --jitconfig is required');
+    console.error('runner-agent: a JIT config is required (--jitconfig or RUNNERFLOW_JIT_CONFIG)');
     return 2;
   }
   const simUrl = (values.sim ?? decodeJitConfig(jitConfig)?.serverUrl ?? process.env.GITHUB_SIMULATOR_URL ?? '').replace(/\/+$/, '');
@@ -47,7 +52,7 @@ async function main(): Promise<number> {
   }
   const started = await call(`${simUrl}/_sim/agents`, {
     method: 'POST',
-    body: JSON.stringify({ jitConfig, callbackUrl: values['callback-url'], instanceToken: values['instance-token'] }),
+    body: JSON.stringify({ jitConfig, callbackUrl: callbackUrl || undefined, instanceToken: instanceToken || undefined }),
   });
   if (started.status !== 201 || !started.body.id) {
     console.error(`runner-agent: the simulator refused the agent (${started.status}): ${started.body.error?.message ?? ''}`);

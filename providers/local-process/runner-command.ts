@@ -16,7 +16,9 @@ export function defaultRunnerCommand(agent = SIMULATOR_AGENT): string[] | undefi
   if (!existsSync(agent)) return undefined;
   // Resolved here because the runner's working directory is outside the repository.
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  return [process.execPath, '--import', tsx, agent, '--jitconfig', '{jitconfig}', '--callback-url', '{callbackurl}', '--instance-token', '{instancetoken}'];
+  // The agent reads its JIT config, callback URL and instance token from RUNNERFLOW_* variables:
+  // secrets on a command line are visible to every local user through `ps`.
+  return [process.execPath, '--import', tsx, agent];
 }
 
 export interface CommandValues {
