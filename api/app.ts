@@ -9,6 +9,7 @@ import { HttpError } from './http/errors';
 import { errorResponse } from './http/responses';
 import { findRoute, type Route } from './http/router';
 import { callbackRoutes } from './routes/callbacks';
+import { metadataRoutes } from './routes/metadata';
 import { jobRoutes } from './routes/jobs';
 import { openApiRoute } from './routes/openapi';
 import { poolRoutes } from './routes/pools';
@@ -21,7 +22,7 @@ import { temporalHttpError } from './temporal/errors';
 export type App = (request: Request) => Promise<Response>;
 
 export function apiRoutes(): Route<Services>[] {
-  const routes: Route<Services>[] = [...systemRoutes, ...webhookRoutes, ...poolRoutes, ...runnerRoutes, ...jobRoutes, ...callbackRoutes];
+  const routes: Route<Services>[] = [...systemRoutes, ...webhookRoutes, ...poolRoutes, ...runnerRoutes, ...jobRoutes, ...callbackRoutes, ...metadataRoutes];
   routes.push(openApiRoute(() => routes));
   return routes;
 }

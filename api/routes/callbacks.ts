@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import { runnerStatusSignal, runnerWorkflowId } from '../../workflows/messages';
-import { bearerToken } from '../http/auth';
 import { readValidJson } from '../http/body';
-import { HttpError } from '../http/errors';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
-import { InstanceTokenError, verifyInstanceToken, type InstanceTokenClaims } from '../instance-token';
+import { authenticateInstance, forbidden, requireLiveRun } from '../instance-auth';
 import type { Services } from '../services';
 import { isNotFound } from '../temporal/errors';
 
@@ -15,42 +13,10 @@ const statusBody = z
     message: z.string().max(4096).optional(),
     /** When the instance names itself, it must be the instance of the token. */
     instance: z.string().min(1).optional(),
+    /** GARM's install script reports the runner's id with `idle`; accepted so its images work unchanged. */
+    agent_id: z.number().int().optional(),
   })
   .strict();
-
-const forbidden = (message: string): HttpError => new HttpError(403, 'forbidden', message);
-
-async function authenticateInstance(request: Request, key: string): Promise<InstanceTokenClaims> {
-  const token = bearerToken(request);
-  if (token === undefined) {
-    throw new HttpError(401, 'unauthenticated', 'missing bearer token: send "Authorization: Bearer <instance token>"', undefined, {
-      'www-authenticate': 'Bearer',
-    });
-  }
-  try {
-    return await verifyInstanceToken(token, key);
-  } catch (err) {
-    if (!(err instanceof InstanceTokenError)) throw err;
-    throw new HttpError(401, 'invalid_token', err.message, { reason: err.reason }, { 'www-authenticate': 'Bearer error="invalid_token"' });
-  }
-}
-
-/**
- * The token must belong to the run of the instance that is alive now: a token
- * of a deleted instance, or of an earlier run of the same name, speaks for a
- * machine that no longer exists.
- */
-async function requireLiveRun(services: Services, claims: InstanceTokenClaims): Promise<void> {
-  let description;
-  try {
-    description = await services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance)).describe();
-  } catch (err) {
-    if (isNotFound(err)) throw forbidden(`instance ${claims.instance} of this token does not exist`);
-    throw err;
-  }
-  if (description.status.name !== 'RUNNING') throw forbidden(`instance ${claims.instance} of this token has been deleted`);
-  if (description.runId !== claims.runId) throw forbidden(`this token does not belong to the current run of instance ${claims.instance}`);
-}
 
 export const callbackRoutes: Route<Services>[] = [
   {
@@ -70,7 +36,7 @@ export const callbackRoutes: Route<Services>[] = [
         throw forbidden(`this token belongs to instance ${claims.instance}, not ${body.instance}`);
       }
       await requireLiveRun(services, claims);
-      const { instance: _instance, ...signal } = body;
+      const { instance: _instance, agent_id: _agentId, ...signal } = body;
       try {
         // Bound to the run of the token, so a run that ends meanwhile is not mistaken for its successor.
         await services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance), claims.runId).signal(runnerStatusSignal, signal);

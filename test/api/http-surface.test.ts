@@ -212,6 +212,8 @@ describe('open routes', () => {
         'GET /api/v1/runners/:name',
         'DELETE /api/v1/runners/:name',
         'POST /api/v1/callbacks/status',
+        'GET /api/v1/metadata/runner-registration-token/',
+        'GET /api/v1/metadata/runner-registration-token',
         'GET /healthz',
         'GET /metrics',
         'GET /openapi.json',

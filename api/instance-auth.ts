@@ -1,0 +1,46 @@
+/**
+ * How an instance proves who it is: its own token (minted by the create activity),
+ * valid only while the workflow run it was minted for is alive.
+ */
+import type { WorkflowExecutionDescription } from '@temporalio/client';
+import { runnerWorkflowId } from '../workflows/messages';
+import { bearerToken } from './http/auth';
+import { HttpError } from './http/errors';
+import { InstanceTokenError, verifyInstanceToken, type InstanceTokenClaims } from './instance-token';
+import type { Services } from './services';
+import { isNotFound } from './temporal/errors';
+
+export const forbidden = (message: string): HttpError => new HttpError(403, 'forbidden', message);
+
+export async function authenticateInstance(request: Request, key: string): Promise<InstanceTokenClaims> {
+  const token = bearerToken(request);
+  if (token === undefined) {
+    throw new HttpError(401, 'unauthenticated', 'missing bearer token: send "Authorization: Bearer <instance token>"', undefined, {
+      'www-authenticate': 'Bearer',
+    });
+  }
+  try {
+    return await verifyInstanceToken(token, key);
+  } catch (err) {
+    if (!(err instanceof InstanceTokenError)) throw err;
+    throw new HttpError(401, 'invalid_token', err.message, { reason: err.reason }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+  }
+}
+
+/**
+ * The token must belong to the run of the instance that is alive now: a token
+ * of a deleted instance, or of an earlier run of the same name, speaks for a
+ * machine that no longer exists.
+ */
+export async function requireLiveRun(services: Services, claims: InstanceTokenClaims): Promise<WorkflowExecutionDescription> {
+  let description;
+  try {
+    description = await services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance)).describe();
+  } catch (err) {
+    if (isNotFound(err)) throw forbidden(`instance ${claims.instance} of this token does not exist`);
+    throw err;
+  }
+  if (description.status.name !== 'RUNNING') throw forbidden(`instance ${claims.instance} of this token has been deleted`);
+  if (description.runId !== claims.runId) throw forbidden(`this token does not belong to the current run of instance ${claims.instance}`);
+  return description;
+}
