@@ -22,6 +22,8 @@ export interface InstanceActivityDeps {
   metadataUrl: string;
   /** Mints the instance's own callback token, bound to its name and workflow run. */
   mintInstanceToken(claims: { instance: string; runId: string; pool: string }, ttlMs: number): Promise<string>;
+  /** Seals a secret for workflow history (see api/sealed-secret.ts); without it JIT configs are not kept for the metadata service. */
+  sealSecret?(plain: string): string;
   sshKeys?: string[];
   caCertBundle?: string;
   runnerToolsTtlMs?: number;
@@ -40,6 +42,8 @@ export interface CreatedInstance {
   status: ProviderInstanceStatus;
   /** True when an earlier attempt had already made the machine. */
   reused: boolean;
+  /** The JIT config, sealed: images that fetch it from the metadata service get it from here. */
+  sealedJitConfig?: string;
 }
 
 export interface DeleteInstanceArgs {
@@ -140,6 +144,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
             status: created.status,
             reused: false,
             ...(credential.kind === 'jit' ? { githubRunnerId: credential.runnerId } : {}),
+            ...(credential.kind === 'jit' && deps.sealSecret ? { sealedJitConfig: deps.sealSecret(credential.encodedJitConfig) } : {}),
           };
         });
       } catch (err) {

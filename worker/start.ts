@@ -6,6 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
+import { seal } from '../api/sealed-secret';
 import type { LoadedConfig } from '../config/load';
 import type { GitHubRegistry } from '../github/registry';
 import { createProviders } from '../providers/registry';
@@ -68,6 +69,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
       callbackUrl: `${base}/api/v1/callbacks/status`,
       metadataUrl: `${base}/api/v1/metadata`,
       mintInstanceToken: (claims, ttlMs) => mintInstanceToken(claims, options.instanceTokenKey, ttlMs),
+      sealSecret: (plain) => seal(plain, options.instanceTokenKey),
     },
     extraActivities: createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
   });

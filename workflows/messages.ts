@@ -70,6 +70,7 @@ export const INSTANCE_MESSAGE_DESCRIPTIONS = {
   jobCompleted: 'The job on this runner finished (workflow_job completed webhook); an ephemeral runner then leaves. Input: {"jobId": 123, "conclusion": "success"}',
   runnerStatus: 'Status reported by the instance itself. Input: {"status": "installing" | "idle" | "failed", "message": "..."}',
   state: 'Current status, runner status, ids, job, forced/leaked flags, last error and every status transition.',
+  sealedCredential: "The runner's JIT config, sealed with the installation's key: what the metadata service hands the instance.",
 } as const;
 
 export interface StatusTransition {
@@ -95,3 +96,5 @@ export interface InstanceState {
 }
 
 export const stateQuery = defineQuery<InstanceState>('state');
+/** The sealed JIT config (undefined for registration-token runners); only the API can open it. */
+export const sealedCredentialQuery = defineQuery<string | undefined>('sealedCredential');

@@ -26,6 +26,7 @@ import {
   jobCompletedSignal,
   jobStartedSignal,
   runnerStatusSignal,
+  sealedCredentialQuery,
   stateQuery,
   type InstanceState,
   type JobCompletedArgs,
@@ -81,6 +82,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   const completedJobs = new Set<number>();
 
   setHandler(stateQuery, () => record.snapshot(), { description: INSTANCE_MESSAGE_DESCRIPTIONS.state });
+  let sealedJitConfig: string | undefined;
+  setHandler(sealedCredentialQuery, () => sealedJitConfig, { description: INSTANCE_MESSAGE_DESCRIPTIONS.sealedCredential });
   setHandler(forceDeleteSignal, (args) => {
     if (force || record.status === 'deleted') return;
     force = { reason: reasonOf(args, 'force delete requested') };
@@ -158,6 +161,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       const created = await create.createInstance({ name: input.name, pool: input.pool, provider: input.provider, spec: input.spec });
       record.providerId = created.providerId;
       if (created.githubRunnerId !== undefined) record.githubRunnerId = created.githubRunnerId;
+      if (created.sealedJitConfig !== undefined) sealedJitConfig = created.sealedJitConfig;
       record.lastError = undefined;
       moveTo('running', created.reused ? 'found the machine an earlier attempt created' : undefined);
     } catch (err) {

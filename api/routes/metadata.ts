@@ -1,13 +1,17 @@
 /**
  * The part of GARM's metadata service that GARM's install templates use to
- * register a runner with a registration token: images made for GARM providers
- * call `${metadata-url}/runner-registration-token/` with their instance token.
+ * register a runner: images made for GARM providers call
+ * `${metadata-url}/runner-registration-token/` (classic registration) or
+ * `${metadata-url}/credentials/{runner,credentials,credentials_rsaparams}` (JIT)
+ * with their instance token.
  */
 import { GitHubApiError, GitHubRateLimitError } from '../../github/port';
+import { runnerWorkflowId, sealedCredentialQuery } from '../../workflows/messages';
 import { HttpError } from '../http/errors';
 import type { Route } from '../http/router';
 import { authenticateInstance, requireLiveRun } from '../instance-auth';
 import { githubMemoOf } from '../runner-removal';
+import { SealedSecretError, unseal } from '../sealed-secret';
 import type { Services } from '../services';
 
 async function registrationToken({ request, services }: { request: Request; services: Services }): Promise<Response> {
@@ -35,13 +39,45 @@ async function registrationToken({ request, services }: { request: Request; serv
   }
 }
 
+const JIT_FILES = ['runner', 'credentials', 'credentials_rsaparams'] as const;
+
+/** One runner settings file out of the instance's JIT config (GitHub encodes it as base64 JSON of base64 files). */
+async function jitFile({ request, services, params }: { request: Request; services: Services; params: Record<string, string> }): Promise<Response> {
+  const claims = await authenticateInstance(request, services.deps.secrets.instanceTokenKey);
+  const file = params.file ?? '';
+  if (!(JIT_FILES as readonly string[]).includes(file)) {
+    throw new HttpError(404, 'not_found', `no JIT file "${file}" (files: ${JIT_FILES.join(', ')})`);
+  }
+  await requireLiveRun(services, claims);
+  const handle = services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance), claims.runId);
+  const sealed = await services.bounded(() => handle.query(sealedCredentialQuery));
+  if (!sealed) throw new HttpError(404, 'not_found', `instance ${claims.instance} is not configured with a JIT config`);
+  let files: Record<string, string>;
+  try {
+    files = JSON.parse(Buffer.from(unseal(sealed, services.deps.secrets.instanceTokenKey), 'base64').toString('utf8')) as Record<string, string>;
+  } catch (err) {
+    if (err instanceof SealedSecretError) throw new HttpError(500, 'sealed_secret', `the JIT config of ${claims.instance} cannot be opened: ${err.message}`);
+    throw err;
+  }
+  const contents = files[`.${file}`] ?? files[file];
+  if (contents === undefined) throw new HttpError(404, 'not_found', `the JIT config of ${claims.instance} has no ${file} file`);
+  return new Response(Buffer.from(contents, 'base64'), { status: 200, headers: { 'content-type': 'application/octet-stream', 'cache-control': 'no-store' } });
+}
+
 const doc = {
   tag: 'callbacks',
   summary: "A runner registration token for the calling instance (GARM's metadata service), authenticated by the instance's own token",
   responses: { 200: 'The token, as text', 401: 'Missing or invalid token', 403: 'Token of another, deleted or replaced instance', 502: 'GitHub refused' },
 };
 
+const jitDoc = {
+  tag: 'callbacks',
+  summary: "A runner settings file (runner, credentials, credentials_rsaparams) of the calling instance's JIT config (GARM's metadata service)",
+  responses: { 200: 'The file', 401: 'Missing or invalid token', 403: 'Token of another, deleted or replaced instance', 404: 'No such file, or not a JIT runner' },
+};
+
 export const metadataRoutes: Route<Services>[] = [
+  { method: 'GET', path: '/api/v1/metadata/credentials/:file', auth: 'instance-token', doc: jitDoc, handle: jitFile },
   // GARM's templates call the path with a trailing slash; both forms are served.
   { method: 'GET', path: '/api/v1/metadata/runner-registration-token/', auth: 'instance-token', doc, handle: registrationToken },
   { method: 'GET', path: '/api/v1/metadata/runner-registration-token', auth: 'instance-token', doc, handle: registrationToken },

@@ -213,6 +213,7 @@ describe('open routes', () => {
         'DELETE /api/v1/runners/:name',
         'POST /api/v1/callbacks/status',
         'GET /api/v1/metadata/runner-registration-token/',
+        'GET /api/v1/metadata/credentials/:file',
         'GET /api/v1/metadata/runner-registration-token',
         'GET /healthz',
         'GET /metrics',

@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runnerWorkflowId } from '../../workflows/messages';
+import { mintInstanceToken } from '../../api/instance-token';
+import { sampleInstanceSpec } from '../../devstack/fixtures';
+import { SIMULATED_PROVIDER } from '../../devstack/stack';
+import { resolveTimings } from '../../domain/timings';
+import { instanceStartOptions } from '../../workflows/instance-options';
+import { forceDeleteSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
-import type { runnerInstance } from '../../workflows/runner-instance';
-import { eventually } from '../support/temporal';
+import { runnerInstance } from '../../workflows/runner-instance';
+import { eventually, uniqueName } from '../support/temporal';
 import { api, e2ePool, startE2EStack } from './stack';
 
 type Stack = Awaited<ReturnType<typeof startE2EStack>>;
@@ -96,5 +101,29 @@ describe('the whole loop: GitHub job → webhook → pool → runner → job →
     }, 20_000, 'unmatched job listed');
     expect(recorded.reason).toMatch(/label|pool/i);
     expect(stack.sim.jobs().find((j) => j.id === job.id)?.status).toBe('queued');
+  });
+
+  it('serves the instance its JIT files through the metadata service, sealed in history', async () => {
+    const name = uniqueName('jit-files');
+    const input = { name, pool: 'direct', provider: SIMULATED_PROVIDER, spec: sampleInstanceSpec({ bootstrapTimeoutMs: 20_000 }), timings: resolveTimings(stack.loaded.config.timings) };
+    const handle = await stack.client.workflow.start(runnerInstance, { taskQueue: stack.loaded.config.temporal.taskQueue, ...instanceStartOptions(input) });
+    await eventually(async () => (await handle.query(stateQuery)).status === 'running', 20_000, 'running');
+    const token = await mintInstanceToken({ instance: name, runId: handle.firstExecutionRunId, pool: 'direct' }, stack.loaded.env.RUNNERFLOW_INSTANCE_TOKEN_SECRET!, 60_000);
+    const get = (file: string, bearer = token) => fetch(`${stack.api.url}/api/v1/metadata/credentials/${file}`, { headers: { authorization: `Bearer ${bearer}` } });
+
+    const runnerFile = await get('runner');
+    expect(runnerFile.status).toBe(200);
+    expect(JSON.parse(await runnerFile.text())).toMatchObject({ AgentName: name, Ephemeral: 'true' });
+    expect((await get('credentials')).status).toBe(200);
+    expect((await get('credentials_rsaparams')).status).toBe(200);
+    expect((await get('bogus')).status).toBe(404);
+    expect((await get('runner', 'not-a-token')).status).toBe(401);
+
+    const history = JSON.stringify(await handle.fetchHistory());
+    expect(history).not.toContain('"AgentName"');
+    expect(history).not.toContain(Buffer.from(await (await get('credentials')).text()).toString('base64'));
+    await handle.signal(forceDeleteSignal, { reason: 'test done' });
+    await handle.result();
+    expect((await get('runner')).status).toBe(403);
   });
 });
