@@ -1,17 +1,9 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { eventually } from '../support/temporal';
-import { api, e2ePool, startE2EStack } from './stack';
+import { api, e2ePool, useE2EStack } from './stack';
 
-type Stack = Awaited<ReturnType<typeof startE2EStack>>;
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startE2EStack({ jobDurationMs: 100 });
-});
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useE2EStack({ jobDurationMs: 100 });
 
 it('a burst of 300 queued jobs never has more than maxRunners alive and drains every job', async () => {
   const pool = e2ePool('burst', { maxRunners: 20 });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mintInstanceToken } from '../../api/instance-token';
 import { sampleInstanceSpec } from '../../devstack/fixtures';
 import { SIMULATED_PROVIDER } from '../../devstack/stack';
@@ -8,17 +8,9 @@ import { forceDeleteSignal, runnerWorkflowId, stateQuery } from '../../workflows
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { runnerInstance } from '../../workflows/runner-instance';
 import { eventually, uniqueName } from '../support/temporal';
-import { api, e2ePool, startE2EStack } from './stack';
+import { api, e2ePool, useE2EStack } from './stack';
 
-type Stack = Awaited<ReturnType<typeof startE2EStack>>;
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startE2EStack({ jobDurationMs: 300 });
-});
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useE2EStack({ jobDurationMs: 300 });
 
 describe('the whole loop: GitHub job → webhook → pool → runner → job → gone', () => {
   it('runs a queued job on a fresh ephemeral runner and cleans everything up', async () => {

@@ -1,4 +1,4 @@
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { apiRequest as api, startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../devstack/stack';
 import type { PoolSettingsInput } from '../../domain/pool';
 import { FakeProviderControl } from '../../providers/fake';
@@ -45,4 +45,18 @@ export function e2ePool(repo: string, overrides: Partial<PoolSettingsInput> = {}
     idleTimeout: 60_000,
     ...overrides,
   };
+}
+
+export type E2EStack = Awaited<ReturnType<typeof startE2EStack>>;
+
+/** One stack for the whole file, stopped after its last test. */
+export function useE2EStack(simulator: { jobDurationMs?: number } = {}): E2EStack {
+  const stack = {} as E2EStack;
+  beforeAll(async () => {
+    Object.assign(stack, await startE2EStack(simulator));
+  });
+  afterAll(async () => {
+    await stack.stop?.();
+  });
+  return stack;
 }

@@ -1,22 +1,16 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { OctokitGitHub } from '../../github/octokit-github';
 import { GitHubApiError, type GitHubScope } from '../../github/port';
 import { decodeJitConfig } from '../../github/simulator/jit-config';
 import { registry } from '../../observability/metrics';
-import { startSimulatedGitHub, type SimulatedGitHub } from './support/simulated-github';
+import { useSimulatedGitHub } from './support/simulated-github';
 
 const repo: GitHubScope = { kind: 'repo', owner: 'octo-org', repo: 'octo-repo' };
 const scopes: GitHubScope[] = [repo, { kind: 'org', org: 'octo-org' }, { kind: 'enterprise', enterprise: 'octo-ent' }];
 const jitRequest = (name: string, scope: GitHubScope = repo) => ({ scope, name, labels: ['linux', 'gpu'], runnerGroupId: 1, workFolder: '_work', jit: true });
 
-let env: SimulatedGitHub;
-beforeEach(async () => {
-  env = await startSimulatedGitHub();
-});
-afterEach(async () => {
-  await env.sim.close();
-});
+const env = useSimulatedGitHub();
 
 async function metricValue(name: string, labels: Record<string, string>): Promise<number | undefined> {
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);

@@ -1,17 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SECONDARY_DEFAULT_WAIT_MS, toPortError } from '../../github/github-errors';
 import { GitHubApiError, GitHubRateLimitError, type GitHubScope } from '../../github/port';
-import { startSimulatedGitHub, type SimulatedGitHub } from './support/simulated-github';
+import { useSimulatedGitHub } from './support/simulated-github';
 
 const repo: GitHubScope = { kind: 'repo', owner: 'octo-org', repo: 'octo-repo' };
 
-let env: SimulatedGitHub;
-beforeEach(async () => {
-  env = await startSimulatedGitHub();
-});
-afterEach(async () => {
-  await env.sim.close();
-});
+const env = useSimulatedGitHub();
 
 const failureOf = (p: Promise<unknown>): Promise<unknown> => p.then(() => undefined, (e: unknown) => e);
 

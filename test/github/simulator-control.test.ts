@@ -1,16 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { GitHubScope } from '../../github/port';
-import { startSimulatedGitHub, type SimulatedGitHub } from './support/simulated-github';
+import { useSimulatedGitHub } from './support/simulated-github';
 
 const repo: GitHubScope = { kind: 'repo', owner: 'octo-org', repo: 'octo-repo' };
 
-let env: SimulatedGitHub;
-beforeEach(async () => {
-  env = await startSimulatedGitHub();
-});
-afterEach(async () => {
-  await env.sim.close();
-});
+const env = useSimulatedGitHub();
 
 async function control(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await fetch(`${env.sim.controlUrl}${path}`, {
