@@ -64,3 +64,11 @@ export function isTerminal(status: InstanceStatus): boolean {
 export function isDeleting(status: InstanceStatus): boolean {
   return status === 'pending_delete' || status === 'pending_force_delete' || status === 'deleting' || status === 'deleted';
 }
+
+/**
+ * Whether a runner is on its way out and can take no job: being deleted, failed to
+ * create, or its runner process finished (an ephemeral runner after its job) or failed.
+ */
+export function isLeaving(status: InstanceStatus, runnerStatus: RunnerStatus): boolean {
+  return isDeleting(status) || status === 'error' || runnerStatus === 'terminated' || runnerStatus === 'failed';
+}

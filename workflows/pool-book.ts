@@ -4,7 +4,7 @@
  * feeds it signals and carries out its plans.
  */
 import type { RunnerStatus } from '../domain/instance-status';
-import { isDeleting } from '../domain/instance-status';
+import { isDeleting, isLeaving } from '../domain/instance-status';
 import type { PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 import type { JobProgressArgs, PoolCarriedState, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
@@ -184,8 +184,7 @@ export class PoolBook {
 
   /** Whether a runner can still take a job: not asked to leave, not on its way out. */
   private isLive(r: RunnerEntry): boolean {
-    if (r.deleteRequested || isDeleting(r.status) || r.status === 'error') return false;
-    return r.runnerStatus !== 'terminated' && r.runnerStatus !== 'failed';
+    return !r.deleteRequested && !isLeaving(r.status, r.runnerStatus);
   }
 
   private static busy(status: RunnerStatus): boolean {

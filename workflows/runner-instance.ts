@@ -17,7 +17,7 @@ import {
 } from '@temporalio/workflow';
 import type { InstanceActivities } from '../activities/instance-activities';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
-import { isDeleting } from '../domain/instance-status';
+import { isLeaving } from '../domain/instance-status';
 import { InstanceRecord } from './instance-record';
 import {
   deleteSignal,
@@ -288,7 +288,7 @@ type PoolPhase = 'starting' | 'idle' | 'busy' | 'leaving' | 'deleted';
 
 function poolPhase(status: InstanceStatus, runnerStatus: RunnerStatus): PoolPhase {
   if (status === 'deleted') return 'deleted';
-  if (isDeleting(status) || status === 'error' || runnerStatus === 'terminated' || runnerStatus === 'failed') return 'leaving';
+  if (isLeaving(status, runnerStatus)) return 'leaving';
   if (runnerStatus === 'active') return 'busy';
   if (runnerStatus === 'idle') return 'idle';
   return 'starting';
