@@ -80,9 +80,19 @@ export class PoolBook {
     return true;
   }
 
-  jobProgress(args: JobProgressArgs): boolean {
+  jobProgress(args: JobProgressArgs, now: number): boolean {
     if (!this.remember(`${args.jobId}:${args.action}`)) return false;
-    return this.queued.delete(args.jobId) || args.action === 'completed';
+    const left = this.queued.delete(args.jobId);
+    // The webhook names the runner that took the job, often before the runner's own report
+    // arrives: knowing it is busy now keeps scale-down from picking it in the meantime.
+    const runner = args.action === 'in_progress' && args.runnerName ? this.runners.get(args.runnerName) : undefined;
+    if (runner && runner.runnerStatus !== 'active') {
+      runner.runnerStatus = 'active';
+      runner.jobId = args.jobId;
+      runner.since = new Date(now).toISOString();
+      runner.everReady = true;
+    }
+    return left || runner !== undefined || args.action === 'completed';
   }
 
   runnerChanged(args: RunnerChangedArgs, now: number): boolean {
@@ -90,6 +100,8 @@ export class PoolBook {
     if (this.goneSet.has(args.name)) return false;
     const entry = this.runners.get(args.name);
     if (entry && args.seq <= entry.seq) return false;
+    // An idle report sent before the runner saw the job the webhook already told us about is stale.
+    if (entry?.runnerStatus === 'active' && entry.jobId !== undefined && args.runnerStatus === 'idle' && args.jobId !== entry.jobId) return false;
     if (args.status === 'deleted') {
       this.markGone(args.name);
       if (!entry) return false;

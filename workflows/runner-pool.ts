@@ -61,7 +61,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (book.jobQueued(job, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.jobQueued });
   setHandler(jobProgressSignal, (args) => {
-    if (book.jobProgress(args)) dirty = true;
+    if (book.jobProgress(args, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.jobProgress });
   setHandler(runnerChangedSignal, (args) => {
     if (book.runnerChanged(args, Date.now())) dirty = true;

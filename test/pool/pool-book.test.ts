@@ -56,12 +56,12 @@ describe('PoolBook scaling', () => {
     const book = new PoolBook(settings(), FAST_TIMINGS);
     expect(book.jobQueued({ jobId: 7, labels: [] }, T0)).toBe(true);
     expect(book.jobQueued({ jobId: 7, labels: [] }, T0)).toBe(false);
-    expect(book.jobProgress({ jobId: 7, action: 'in_progress' })).toBe(true);
-    expect(book.jobProgress({ jobId: 7, action: 'in_progress' })).toBe(false);
+    expect(book.jobProgress({ jobId: 7, action: 'in_progress' }, T0)).toBe(true);
+    expect(book.jobProgress({ jobId: 7, action: 'in_progress' }, T0)).toBe(false);
     expect(book.view().queuedJobs).toEqual([]);
     // A queued event arriving after in_progress must not bring the job back.
     expect(book.jobQueued({ jobId: 8, labels: [] }, T0)).toBe(true);
-    book.jobProgress({ jobId: 9, action: 'in_progress' });
+    book.jobProgress({ jobId: 9, action: 'in_progress' }, T0);
     expect(book.jobQueued({ jobId: 9, labels: [] }, T0)).toBe(false);
   });
 
@@ -154,6 +154,22 @@ describe('PoolBook scaling', () => {
     book.runnerChanged({ seq: 8, name: r!, status: 'deleted', runnerStatus: 'terminated' }, T0);
     expect(book.runnerChanged({ seq: 7, name: r!, status: 'deleting', runnerStatus: 'terminated' }, T0)).toBe(false);
     expect(book.view().runners).toEqual([]);
+  });
+
+  it('takes a runner named by an in_progress webhook as busy before the runner reports it', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 0 }), FAST_TIMINGS);
+    const [a, b] = startN(book, 2);
+    book.runnerChanged({ seq: 1, name: a!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: 1, name: b!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.jobQueued({ jobId: 5, labels: [] }, T0);
+    book.jobProgress({ jobId: 5, action: 'in_progress', runnerName: a! }, T0);
+    // Idle timeout long passed: only the really idle runner goes.
+    expect(book.plan(T0 + 60_000).remove.map((r) => r.name)).toEqual([b]);
+    // The runner's idle report from before it took the job arrives late: ignored.
+    expect(book.runnerChanged({ seq: 2, name: a!, status: 'running', runnerStatus: 'idle' }, T0)).toBe(false);
+    expect(book.view().runners.find((r) => r.name === a)).toMatchObject({ runnerStatus: 'active', jobId: 5 });
+    // A static runner done with that very job is idle again.
+    expect(book.runnerChanged({ seq: 3, name: a!, status: 'running', runnerStatus: 'idle', jobId: 5 }, T0)).toBe(true);
   });
 
   it('a disabled pool creates nothing', () => {
