@@ -4,7 +4,7 @@
  * with the instance's JIT config. Hundreds of runners cost almost nothing, so
  * end-to-end tests and benchmarks can run bursts on two cores.
  */
-import { FakeProvider } from '../providers/fake';
+import { FakeProvider, FakeProviderControl } from '../providers/fake';
 import type { BootstrapInstance, ProviderCallContext, ProviderInstance, ProviderPort } from '../providers/port';
 import { ProviderFaultError } from '../providers/port';
 import type { GitHubSimulator } from '../github/simulator/server';
@@ -12,6 +12,7 @@ import type { GitHubSimulator } from '../github/simulator/server';
 export class SimulatedMachinesProvider implements ProviderPort {
   private readonly machines: FakeProvider;
   private readonly agentByInstance = new Map<string, string>();
+  private readonly control: FakeProviderControl;
 
   constructor(
     readonly name: string,
@@ -19,6 +20,19 @@ export class SimulatedMachinesProvider implements ProviderPort {
     private readonly sim: GitHubSimulator,
   ) {
     this.machines = new FakeProvider({ name, stateDir });
+    this.control = new FakeProviderControl(stateDir);
+  }
+
+  /**
+   * Kills a machine behind runnerflow's back (spot reclaim, host crash): its runner goes
+   * offline mid-whatever, and the provider then reports it stopped or not at all.
+   * A job it was running stays busy at GitHub until `failJobAfterMs`, as on GitHub.
+   */
+  killMachine(instanceName: string, options: { leaves: 'stopped' | 'gone'; failJobAfterMs?: number }): void {
+    const agent = this.agentByInstance.get(instanceName);
+    if (agent) this.sim.crashAgent(agent, options.failJobAfterMs !== undefined ? { failJobAfterMs: options.failJobAfterMs } : {});
+    if (options.leaves === 'gone') this.control.removeInstance(instanceName);
+    else this.control.setStatus(instanceName, 'stopped');
   }
 
   async createInstance(bootstrap: BootstrapInstance, ctx: ProviderCallContext): Promise<ProviderInstance> {

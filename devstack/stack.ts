@@ -26,6 +26,8 @@ export interface DevStackOptions {
   taskQueue: string;
   /** `simulated` runs runner agents inside the simulator; otherwise the config's providers (local processes by default). */
   machines: 'simulated' | 'configured';
+  /** Name of the simulated provider (default `simulated`); a unique one keeps per-provider schedules of parallel stacks apart. */
+  simulatedProvider?: string;
   /** Extra config merged into the generated one (providers, timings, pools, ...). */
   config?: Record<string, unknown>;
   listen?: string;
@@ -37,6 +39,8 @@ export interface DevStackOptions {
 
 export interface DevStack {
   sim: GitHubSimulator;
+  /** The simulated machines, when `machines` is `simulated`. */
+  simulatedMachines?: SimulatedMachinesProvider;
   api: HttpServer;
   worker: StartedWorker;
   client: Client;
@@ -61,6 +65,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   const sim = await startGitHubSimulator({ webhookSecret: env.RUNNERFLOW_WEBHOOK_SECRET, ...options.simulator });
   const machinesDir = options.machines === 'simulated' ? mkdtempSync(join(tmpdir(), 'runnerflow-machines-')) : undefined;
   const extra = options.config ?? {};
+  const simulatedName = options.simulatedProvider ?? SIMULATED_PROVIDER;
   const config = parseConfig(
     {
       ...extra,
@@ -73,7 +78,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       },
       github: { credentials: [{ name: 'default', apiUrl: sim.url, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } }] },
       // The simulated provider is not built from config; declaring it lets pools name it.
-      providers: machinesDir ? [{ type: 'fake', name: SIMULATED_PROVIDER, stateDir: machinesDir }, ...((extra.providers as unknown[]) ?? [])] : extra.providers,
+      providers: machinesDir ? [{ type: 'fake', name: simulatedName, stateDir: machinesDir }, ...((extra.providers as unknown[]) ?? [])] : extra.providers,
     },
     'dev stack config',
   );
@@ -88,7 +93,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   config.api.publicUrl = api.url;
 
   let providers: Map<string, ProviderPort> | undefined;
-  if (machinesDir) providers = new Map([[SIMULATED_PROVIDER, new SimulatedMachinesProvider(SIMULATED_PROVIDER, machinesDir, sim)]]);
+  const simulatedMachines = machinesDir ? new SimulatedMachinesProvider(simulatedName, machinesDir, sim) : undefined;
+  if (simulatedMachines) providers = new Map<string, ProviderPort>([[simulatedName, simulatedMachines]]);
   const worker = await startWorker({
     loaded,
     github,
@@ -100,6 +106,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
 
   return {
     sim,
+    ...(simulatedMachines ? { simulatedMachines } : {}),
     api,
     worker,
     client,
