@@ -106,6 +106,8 @@ export class SimAgents {
   stop(id: string): boolean {
     const agent = this.agents.get(id);
     if (!agent) return false;
+    // Already ended (its job done, its runner removed, its machine crashed): nothing is left to stop.
+    if (agent.state === 'done') return true;
     const runner = this.state.runners.get(agent.runnerId);
     if (runner) {
       runner.status = 'offline';
