@@ -32,6 +32,10 @@ export interface InstanceTimings {
   poolCreateBackoffMaxMs: number;
   /** GitHub cancels a job queued for 24 h; a queued job whose later events were lost stops counting as demand then. */
   queuedJobTtlMs: number;
+  /** Bound for one long poll of a scale set's message queue (GitHub answers after about 50 s). */
+  scaleSetPollTimeoutMs: number;
+  /** How long a scale-set listener waits before asking again for a session another listener holds (ARC: 30 s). */
+  scaleSetConflictRetryMs: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -52,6 +56,8 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   poolCreateBackoffInitialMs: 5_000,
   poolCreateBackoffMaxMs: 5 * 60_000,
   queuedJobTtlMs: 24 * 3_600_000,
+  scaleSetPollTimeoutMs: 70_000,
+  scaleSetConflictRetryMs: 30_000,
 };
 
 export const timingsOverrideSchema = z
@@ -73,6 +79,8 @@ export const timingsOverrideSchema = z
     poolCreateBackoffInitial: durationMs,
     poolCreateBackoffMax: durationMs,
     queuedJobTtl: durationMs,
+    scaleSetPollTimeout: durationMs,
+    scaleSetConflictRetry: durationMs,
   })
   .partial()
   .strict();

@@ -83,7 +83,7 @@ export interface GitHubSimulator {
   clearFaults(): void;
   setWebhook(target: WebhookTarget): void;
   stats(): SimulatorStats;
-  /** Registered runners as GitHub's API shows them, with their scope. */
+  /** Registered runners as GitHub's API shows them, with their scope (and scale set, for a scale set's runners). */
   runners(): Record<string, unknown>[];
   jobs(): SimJob[];
   deliveries(): SentDelivery[];
@@ -268,7 +268,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
         actionsCalls: { ...actionsCalls },
       };
     },
-    runners: () => [...state.runners.values()].map((r) => ({ ...state.runnerJson(r), scope: r.scope })),
+    runners: () => [...state.runners.values()].map((r) => ({ ...state.runnerJson(r), scope: r.scope, ...(r.scaleSetId !== undefined ? { scaleSetId: r.scaleSetId } : {}) })),
     jobs: () => [...state.jobs.values()].map((j) => ({ ...j })),
     deliveries: () => [...webhooks.log],
     servedResponses: () => [...served],
