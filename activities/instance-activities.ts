@@ -5,7 +5,8 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { scopeUrl, type GitHubPort, type RemoveRunnerOutcome } from '../github/port';
+import type { ActionsServicePort } from '../github/actions/port';
+import { scopeUrl, type GitHubPort, type GitHubScope, type RemoveRunnerOutcome, type RunnerCredential } from '../github/port';
 import type { BootstrapInstance, ProviderInstanceStatus, ProviderPort } from '../providers/port';
 import { isNotFound } from '../providers/port';
 import type { InstanceSpec } from '../workflows/messages';
@@ -17,7 +18,7 @@ import { RunnerToolsCache } from './runner-tools-cache';
 export interface InstanceActivityDeps {
   controllerId: string;
   providers: ReadonlyMap<string, ProviderPort>;
-  github: { get(credentials: string): GitHubPort };
+  github: { get(credentials: string): GitHubPort; actions?(credentials: string, scope: GitHubScope): ActionsServicePort };
   /** Where the instance reports its status (POST /api/v1/callbacks/status). */
   callbackUrl: string;
   metadataUrl: string;
@@ -58,6 +59,8 @@ export interface RemoveRunnerArgs {
   github: InstanceSpec['github'];
   name: string;
   githubRunnerId?: number;
+  /** The runner belongs to this scale set: it is removed through the Actions service. */
+  scaleSetId?: number;
 }
 
 /** Callback tokens outlive the bootstrap window a little so a slow first report still gets through. */
@@ -73,6 +76,33 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
       throw ApplicationFailure.nonRetryable(`provider "${name}" is not configured on this worker (configured: ${known})`, FAILURE_TYPES.unknownProvider);
     }
     return found;
+  }
+
+  function actionsFor(github: InstanceSpec['github']): ActionsServicePort {
+    if (!deps.github.actions) throw ApplicationFailure.nonRetryable('this worker has no Actions-service client for runner scale sets', 'ScaleSetsNotConfigured');
+    return deps.github.actions(github.credentials, github.scope);
+  }
+
+  /** A scale set's runners get their JIT config from the scale set; others through the REST port. */
+  async function runnerCredential(gh: GitHubPort, args: CreateInstanceArgs): Promise<RunnerCredential> {
+    if (args.spec.scaleSet) {
+      const jit = await actionsFor(args.spec.github).generateJitConfig(args.spec.scaleSet.id, args.name, '_work');
+      return { kind: 'jit', runnerId: jit.runnerId, encodedJitConfig: jit.encodedJitConfig };
+    }
+    return gh.createRunnerCredential({
+      scope: args.spec.github.scope,
+      name: args.name,
+      labels: args.spec.labels,
+      runnerGroupId: args.spec.runnerGroupId,
+      workFolder: '_work',
+      jit: args.spec.ephemeral,
+    });
+  }
+
+  async function removeScaleSetRunner(args: RemoveRunnerArgs): Promise<RemoveRunnerOutcome> {
+    const actions = actionsFor(args.github);
+    const id = args.githubRunnerId ?? (await actions.findRunnerByName(args.name))?.id;
+    return id === undefined ? 'not_found' : actions.removeRunner(id);
   }
 
   return {
@@ -99,14 +129,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
           }
 
           const gh = deps.github.get(args.spec.github.credentials);
-          const credential = await gh.createRunnerCredential({
-            scope: args.spec.github.scope,
-            name: args.name,
-            labels: args.spec.labels,
-            runnerGroupId: args.spec.runnerGroupId,
-            workFolder: '_work',
-            jit: args.spec.ephemeral,
-          });
+          const credential = await runnerCredential(gh, args);
           const instanceToken = await deps.mintInstanceToken(
             { instance: args.name, runId, pool: args.pool },
             args.spec.bootstrapTimeoutMs + INSTANCE_TOKEN_MARGIN_MS,
@@ -186,6 +209,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     /** Unregisters the runner from GitHub. Busy is an answer, not an error. */
     async removeGitHubRunner(args: RemoveRunnerArgs): Promise<RemoveRunnerOutcome> {
       try {
+        if (args.scaleSetId !== undefined) return await whileHeartbeating(() => removeScaleSetRunner(args));
         return await whileHeartbeating(() =>
           deps.github.get(args.github.credentials).removeRunner({
             scope: args.github.scope,

@@ -40,6 +40,10 @@ export interface InstanceTimings {
   busyRunnerLostGraceMs: number;
   /** An idle runner GitHub reports offline (while its machine looks fine) is looked at again after this long before it is replaced. */
   runnerOfflineGraceMs: number;
+  /** Bound for one long poll of a scale set's message queue (GitHub answers after about 50 s). */
+  scaleSetPollTimeoutMs: number;
+  /** How long a scale-set listener waits before asking again for a session another listener holds (ARC: 30 s). */
+  scaleSetConflictRetryMs: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -62,6 +66,8 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   queuedJobTtlMs: 24 * 3_600_000,
   busyRunnerLostGraceMs: 10 * 60_000,
   runnerOfflineGraceMs: 2 * 60_000,
+  scaleSetPollTimeoutMs: 70_000,
+  scaleSetConflictRetryMs: 30_000,
 };
 
 export const timingsOverrideSchema = z
@@ -85,6 +91,8 @@ export const timingsOverrideSchema = z
     queuedJobTtl: durationMs,
     busyRunnerLostGrace: durationMs,
     runnerOfflineGrace: durationMs,
+    scaleSetPollTimeout: durationMs,
+    scaleSetConflictRetry: durationMs,
   })
   .partial()
   .strict();

@@ -1,6 +1,7 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
+import { createScaleSetActivities } from '../activities/scale-set-activities';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -21,7 +22,11 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    activities: { ...createInstanceActivities(options.activities), ...(options.extraActivities ?? {}) },
+    activities: {
+      ...createInstanceActivities(options.activities),
+      ...createScaleSetActivities({ github: options.activities.github }),
+      ...(options.extraActivities ?? {}),
+    },
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
   };

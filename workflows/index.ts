@@ -3,3 +3,4 @@ export { runnerPool } from './runner-pool';
 export { unmatchedJobs } from './unmatched-jobs';
 export { providerSweep } from './provider-sweep';
 export { livenessCheck } from './liveness-check';
+export { scaleSetListener } from './scale-set-listener';

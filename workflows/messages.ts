@@ -27,6 +27,8 @@ export interface InstanceSpec {
   runnerGroupId: number;
   ephemeral: boolean;
   bootstrapTimeoutMs: number;
+  /** Set for runners of a scale-set pool: the JIT config comes from the scale set and removal goes through the Actions service. */
+  scaleSet?: { id: number; name: string };
 }
 
 export interface RunnerInstanceInput {

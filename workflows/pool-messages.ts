@@ -49,6 +49,8 @@ export interface PoolCarriedState {
   consecutiveBootstrapFailures: number;
   /** Epoch ms before which no runner is created (bootstrap-failure backoff). */
   backoffUntil?: number;
+  /** Scale-set pools: the scale set and its assigned jobs as the listener last reported. */
+  scaleSet?: { id: number; name: string; totalAssignedJobs: number; seq: number };
 }
 
 export interface PoolView {
@@ -117,4 +119,6 @@ export interface PoolMemo {
   provider: string;
   /** Where the pool's runners are registered: a job of another repository or organisation cannot use them. */
   scope?: GitHubScopeSettings;
+  /** Scale-set pools take their jobs from the scale set, not from webhooks. */
+  mode?: 'webhook' | 'scaleSet';
 }

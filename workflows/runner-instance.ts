@@ -256,6 +256,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       if (jobFinished && input.spec.ephemeral) return;
       const outcome = await github.removeGitHubRunner({
         github: input.spec.github,
+        ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
         name: input.name,
         ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
       });
@@ -308,6 +309,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       // Busy or not, a forced delete also drops the GitHub registration when it can.
       bestEffort.removeGitHubRunner({
         github: input.spec.github,
+        ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
         name: input.name,
         ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
       }),

@@ -33,6 +33,8 @@ import {
   type RunnerPoolInput,
 } from './pool-messages';
 import { runnerInstance } from './runner-instance';
+import { PoolScaleSet } from './pool-scale-set';
+import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
 
 /** Well below Temporal's limits; the server may also suggest continuing earlier. */
@@ -40,6 +42,7 @@ const DEFAULT_HISTORY_LIMIT = 4_000;
 
 export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   const book = new PoolBook(input.settings, input.timings, input.carried);
+  const scaleSet = new PoolScaleSet(input.timings);
   let dirty = true;
 
   upsertSearchAttributes([{ key: RUNNER_POOL, value: input.settings.name }]);
@@ -66,6 +69,9 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   setHandler(runnerChangedSignal, (args) => {
     if (book.runnerChanged(args, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.runnerChanged });
+  setHandler(scaleSetDemandSignal, (args) => {
+    if (book.scaleSetDemand(args)) dirty = true;
+  }, { description: SCALE_SET_MESSAGE_DESCRIPTIONS.scaleSetDemand });
 
   function instanceInput(name: string): RunnerInstanceInput {
     const s = book.settings;
@@ -85,6 +91,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
         runnerGroupId: s.runnerGroupId,
         ephemeral: s.ephemeral,
         bootstrapTimeoutMs: s.bootstrapTimeout,
+        ...book.scaleSetRef(),
       },
       timings: input.timings,
       poolSettingsVersion: book.settingsVersion,
@@ -117,6 +124,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
 
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
   while (!book.done) {
+    await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
     const plan = book.plan(Date.now());
     for (const { name, reason } of plan.remove) askToLeave(name, reason);
     for (let i = 0; i < plan.create; i++) createRunner();
@@ -131,5 +139,6 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (waitMs === undefined) await condition(() => dirty);
     else await condition(() => dirty, waitMs);
   }
+  if (book.settings.mode === 'scaleSet') await scaleSet.finish(book.settings, 'pool deleted');
   return book.view();
 }

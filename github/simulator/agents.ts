@@ -38,7 +38,14 @@ export class AgentError extends Error {
   }
 }
 
+export interface SimJobEvents {
+  started(job: SimJob, runner: SimRunner): void;
+  completed(job: SimJob, runner: SimRunner | undefined, result: string): void;
+}
+
 export class SimAgents {
+  /** Told when a job starts or finishes (the Actions service turns them into scale-set messages). */
+  jobEvents?: SimJobEvents;
   private readonly agents = new Map<string, SimAgent>();
   private readonly waiters = new Map<string, (() => void)[]>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -171,6 +178,7 @@ export class SimAgents {
     job.conclusion = 'cancelled';
     job.completedAt = new Date().toISOString();
     this.webhooks.send('workflow_job', workflowJobPayload('completed', job));
+    this.jobEvents?.completed(job, undefined, 'canceled');
   }
 
   close(): void {
@@ -190,6 +198,7 @@ export class SimAgents {
     job.runnerName = runner.name;
     job.runnerGroupId = runner.runnerGroupId;
     this.webhooks.send('workflow_job', workflowJobPayload('in_progress', job));
+    this.jobEvents?.started(job, runner);
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       if (!job.lost) this.complete(job, runner, job.plannedConclusion);
@@ -217,6 +226,7 @@ export class SimAgents {
     runner.busy = false;
     runner.jobId = undefined;
     this.webhooks.send('workflow_job', workflowJobPayload('completed', job));
+    this.jobEvents?.completed(job, runner, conclusion === 'success' ? 'succeeded' : (conclusion ?? 'failed'));
     const agent = [...this.agents.values()].find((a) => a.runnerId === runner.id && a.state !== 'done');
     if (runner.ephemeral) {
       this.state.runners.delete(runner.id);

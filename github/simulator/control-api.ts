@@ -54,6 +54,12 @@ export async function handleControl(sim: GitHubSimulator, method: string, path: 
       return { status: 200, body: sim.runners() };
     case 'GET jobs':
       return { status: 200, body: sim.jobs() };
+    case 'GET scale-sets':
+      return { status: 200, body: sim.scaleSets() };
+    case 'POST runner-groups': {
+      const parsed = z.object({ name: z.string().min(1) }).safeParse(body);
+      return parsed.success ? { status: 201, body: { id: sim.addRunnerGroup(parsed.data.name) } } : invalid(parsed.error);
+    }
     case 'GET deliveries':
       return { status: 200, body: sim.deliveries() };
     case 'POST jobs': {
