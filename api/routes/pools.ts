@@ -5,6 +5,7 @@ import { badRequest, validationError } from '../http/errors';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import { checkPoolReferences, startPool } from '../pool-settings';
+import { withCounts } from '../dashboard/pool-overview';
 import type { Services } from '../services';
 import { describeRunning, orNotFound } from '../temporal/running';
 
@@ -44,12 +45,12 @@ export const poolRoutes: Route<Services>[] = [
     method: 'GET',
     path: '/api/v1/pools/:name',
     auth: 'admin',
-    doc: { tag: TAG, summary: 'Settings, runners, queued jobs and target size of a pool', responses: { 200: 'The pool', 404: 'No such pool' } },
+    doc: { tag: TAG, summary: 'Settings, runners (each with its phase: starting, idle, busy or leaving), their counts, queued jobs and target size of a pool', responses: { 200: 'The pool', 404: 'No such pool' } },
     async handle({ params, services }) {
       const name = params.name!;
       await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
       const view = await services.query(poolWorkflowId(name), `pool ${name}`, poolStateQuery);
-      return json({ name, ...view });
+      return json({ name, ...withCounts(view) });
     },
   },
   {
