@@ -12,9 +12,11 @@ import { callbackRoutes } from './routes/callbacks';
 import { metadataRoutes } from './routes/metadata';
 import { jobRoutes } from './routes/jobs';
 import { openApiRoute } from './routes/openapi';
+import { overviewRoutes } from './routes/overview';
 import { poolRoutes } from './routes/pools';
 import { runnerRoutes } from './routes/runners';
 import { systemRoutes } from './routes/system';
+import { uiRoutes } from './routes/ui';
 import { webhookRoutes } from './routes/webhooks';
 import { createServices, type Services } from './services';
 import { temporalHttpError } from './temporal/errors';
@@ -22,7 +24,7 @@ import { temporalHttpError } from './temporal/errors';
 export type App = (request: Request) => Promise<Response>;
 
 export function apiRoutes(): Route<Services>[] {
-  const routes: Route<Services>[] = [...systemRoutes, ...webhookRoutes, ...poolRoutes, ...runnerRoutes, ...jobRoutes, ...callbackRoutes, ...metadataRoutes];
+  const routes: Route<Services>[] = [...systemRoutes, ...webhookRoutes, ...poolRoutes, ...runnerRoutes, ...jobRoutes, ...callbackRoutes, ...metadataRoutes, ...overviewRoutes, ...uiRoutes];
   routes.push(openApiRoute(() => routes));
   return routes;
 }

@@ -63,6 +63,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   if (env.TEMPORAL_ADDRESS) config.temporal.address = env.TEMPORAL_ADDRESS;
   if (env.TEMPORAL_NAMESPACE) config.temporal.namespace = env.TEMPORAL_NAMESPACE;
   if (env.RUNNERFLOW_TASK_QUEUE) config.temporal.taskQueue = env.RUNNERFLOW_TASK_QUEUE;
+  if (env.TEMPORAL_UI_URL) {
+    if (!URL.canParse(env.TEMPORAL_UI_URL)) throw new ConfigError(`TEMPORAL_UI_URL "${env.TEMPORAL_UI_URL}" is not a URL (example: http://127.0.0.1:8233)`);
+    config.temporal.webUiUrl = env.TEMPORAL_UI_URL;
+  }
   if (env.RUNNERFLOW_LISTEN) config.api.listen = env.RUNNERFLOW_LISTEN;
   if (env.RUNNERFLOW_WEBHOOK_SECRET) config.api.webhookSecret = { env: 'RUNNERFLOW_WEBHOOK_SECRET' };
   if (env.RUNNERFLOW_ADMIN_TOKEN) config.api.adminToken = { env: 'RUNNERFLOW_ADMIN_TOKEN' };

@@ -111,9 +111,11 @@ export const configSchema = z
         address: z.string().default('127.0.0.1:7233'),
         namespace: z.string().default('default'),
         taskQueue: z.string().default('runnerflow'),
+        /** Where operators open the Temporal Web UI; the dashboard links each workflow there. */
+        webUiUrl: z.string().url().default('http://127.0.0.1:8233'),
       })
       .strict()
-      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow' }),
+      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow', webUiUrl: 'http://127.0.0.1:8233' }),
     api: z
       .object({
         listen: z.string().default('127.0.0.1:8080'),

@@ -1,5 +1,6 @@
 import { Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const DEV_SCRIPT = fileURLToPath(new URL('../temporal-dev.sh', import.meta.url));
@@ -19,5 +20,18 @@ export function devServer(command: 'start' | 'stop', port: string, stdio: 'inher
   execFileSync('bash', [DEV_SCRIPT, command], {
     stdio: stdio === 'inherit' ? 'inherit' : ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, TEMPORAL_PORT: port },
+  });
+}
+
+/** A TCP port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolvePort(port));
+    });
   });
 }

@@ -6,6 +6,7 @@ import { badRequest, validationError } from '../http/errors';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import { checkPoolReferences, startPool } from '../pool-settings';
+import { withCounts } from '../dashboard/pool-overview';
 import type { Services } from '../services';
 import { describeRunning, orNotFound } from '../temporal/running';
 
@@ -47,20 +48,21 @@ export const poolRoutes: Route<Services>[] = [
     auth: 'admin',
     doc: {
       tag: TAG,
-      summary: 'Settings, runners, queued jobs and target size of a pool; scale-set pools add `scaleSet` (session, last message id, statistics, desired count)',
+      summary:
+        'Settings, runners (each with its phase: starting, idle, busy or leaving), their counts, queued jobs and target size of a pool; scale-set pools add `scaleSet` (session, last message id, statistics, desired count)',
       responses: { 200: 'The pool', 404: 'No such pool' },
     },
     async handle({ params, services }) {
       const name = params.name!;
       await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
       const view = await services.query(poolWorkflowId(name), `pool ${name}`, poolStateQuery);
-      if (view.settings.mode !== 'scaleSet') return json({ name, ...view });
+      if (view.settings.mode !== 'scaleSet') return json({ name, ...withCounts(view) });
       // A listener that has not started yet (or already stopped) is shown as absent rather than failing the pool.
       const scaleSet: ScaleSetView | null = await services.deps.client.workflow
         .getHandle(scaleSetListenerId(name))
         .query(scaleSetStateQuery)
         .catch(() => null);
-      return json({ name, ...view, scaleSet });
+      return json({ name, ...withCounts(view), scaleSet });
     },
   },
   {

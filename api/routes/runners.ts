@@ -18,6 +18,7 @@ const listQuery = z.object({
   status: z
     .enum(INSTANCE_STATUSES, { error: (issue) => `unknown status "${String(issue.input)}"; expected one of ${INSTANCE_STATUSES.join(', ')}` })
     .optional(),
+  leaked: queryFlag,
   limit: z.coerce.number().int().min(1).max(5000).default(500),
 });
 
@@ -30,16 +31,18 @@ export const runnerRoutes: Route<Services>[] = [
     auth: 'admin',
     doc: {
       tag: TAG,
-      summary: 'List runner instances, optionally by pool and status (deleted ones only with status=deleted)',
+      summary:
+        'List runner instances, optionally by pool and status (deleted ones only with status=deleted); leaked=true lists force-deleted runners whose machine the provider did not confirm gone (RunnerLeaked), newest first',
       query: listQuery,
       responses: { 200: 'The runners', 400: 'Unknown status' },
     },
     async handle({ url, services }) {
-      const { pool, status, limit } = parseQuery(url, listQuery);
+      const { pool, status, leaked, limit } = parseQuery(url, listQuery);
       const query = andQuery([
         `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
-        // Ended instance workflows are deleted runners; only show them when asked for.
-        status !== 'deleted' && `ExecutionStatus = 'Running'`,
+        // Ended instance workflows are deleted runners; only show them when asked for (a leaked runner has always ended).
+        status !== 'deleted' && !leaked && `ExecutionStatus = 'Running'`,
+        leaked && `${RUNNER_LEAKED.name} = true`,
         pool && `${RUNNER_POOL.name} = ${quote(pool)}`,
         status && `${RUNNER_STATUS.name} = ${quote(status)}`,
       ]);
@@ -54,6 +57,7 @@ export const runnerRoutes: Route<Services>[] = [
           leaked: sa.get(RUNNER_LEAKED) ?? false,
           running: info.status.name === 'RUNNING',
           startTime: info.startTime.toISOString(),
+          ...(info.closeTime ? { closeTime: info.closeTime.toISOString() } : {}),
           runId: info.runId,
         });
         if (runners.length >= limit) break;

@@ -1,0 +1,54 @@
+/** One pool as the dashboard's summary shows it: its size, its runners counted by phase, its queue. */
+import { poolStateQuery, poolWorkflowId, type PoolView } from '../../workflows/pool-messages';
+import type { PoolEntry } from '../pool-directory';
+import type { Services } from '../services';
+import { countRunners, runnerPhase, type PoolCounts } from './pool-counts';
+
+export interface PoolOverview {
+  name: string;
+  workflowId: string;
+  runId: string;
+  provider?: string;
+  enabled?: boolean;
+  labels?: string[];
+  minIdleRunners?: number;
+  maxRunners?: number;
+  /** Runners the pool wants right now (min idle + queued jobs, capped at max). */
+  desired?: number;
+  counts?: PoolCounts;
+  queuedJobs?: number;
+  deleting?: boolean;
+  /** Present on scale-set pools: passed through as the pool reports it. */
+  scaleSet?: unknown;
+  /** The pool did not answer its query; the rest of the summary still stands. */
+  error?: string;
+}
+
+/** The pool's own view with each runner's phase and the counts, as GET /api/v1/pools/:name answers. */
+export function withCounts(view: PoolView): PoolView & { counts: PoolCounts; runners: (PoolView['runners'][number] & { phase: string })[] } {
+  return { ...view, runners: view.runners.map((r) => ({ ...r, phase: runnerPhase(r) })), counts: countRunners(view.runners) };
+}
+
+export async function poolOverview(services: Services, entry: PoolEntry): Promise<PoolOverview> {
+  const base = { name: entry.name, workflowId: entry.workflowId, runId: entry.runId, provider: entry.memo?.provider, enabled: entry.memo?.enabled };
+  let view: PoolView & { scaleSet?: unknown };
+  try {
+    view = await services.query(poolWorkflowId(entry.name), `pool ${entry.name}`, poolStateQuery);
+  } catch (err) {
+    return { ...base, error: (err as Error).message };
+  }
+  const { settings } = view;
+  return {
+    ...base,
+    provider: settings.provider,
+    enabled: settings.enabled,
+    labels: settings.labels,
+    minIdleRunners: settings.minIdleRunners,
+    maxRunners: settings.maxRunners,
+    desired: view.target,
+    counts: countRunners(view.runners),
+    queuedJobs: view.queuedJobs.length,
+    deleting: view.deleting,
+    ...(view.scaleSet !== undefined ? { scaleSet: view.scaleSet } : {}),
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * A dev stack with something to look at on the dashboard: two pools, busy and
+ * idle runners, a job no pool can take, a leaked machine and sweep runs. The
+ * screenshots script stages it; anyone can use it to try the dashboard.
+ */
+import type { FakeProviderControl } from '../providers/fake';
+import { FakeProviderControl as Control } from '../providers/fake';
+import { forceDeleteSignal, runnerWorkflowId } from '../workflows/messages';
+import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
+import { apiRequest, SIMULATED_PROVIDER, startDevStack, type DevStack } from './stack';
+
+export interface DashboardScene {
+  stack: DevStack;
+  machines: FakeProviderControl;
+  /** A runner that is running a long job. */
+  busyRunner: string;
+  stop(): Promise<void>;
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const pool = (name: string, repo: string, extra: Record<string, unknown>) => ({
+  name,
+  github: { credentials: 'default', scope: { kind: 'repo', owner: 'acme', repo } },
+  labels: ['self-hosted', 'linux', repo],
+  provider: SIMULATED_PROVIDER,
+  image: 'ubuntu-24.04',
+  flavor: 'small',
+  bootstrapTimeout: 30_000,
+  idleTimeout: 600_000,
+  ...extra,
+});
+
+export async function stageDashboardScene(temporalAddress: string, log: (line: string) => void = () => undefined): Promise<DashboardScene> {
+  const stack = await startDevStack({
+    temporalAddress,
+    taskQueue: `dashboard-scene-${Date.now()}`,
+    machines: 'simulated',
+    config: { sweep: { enabled: true, interval: '15s', gracePeriod: '5s' }, timings: { forceDeleteAttemptTimeout: 300 } },
+    simulator: { onError: () => undefined, webhookConcurrency: 4 },
+  });
+  const machines = new Control(stack.machinesDir!);
+  log(`stack up: ${stack.api.url}/ui`);
+  const ok = (res: { status: number; body: unknown }) => {
+    if (res.status >= 300) throw new Error(`API answered ${res.status}: ${JSON.stringify(res.body)}`);
+  };
+  ok(await apiRequest(stack, 'POST', '/api/v1/pools', pool('linux-x64', 'widgets', { minIdleRunners: 1, maxRunners: 6 })));
+  ok(await apiRequest(stack, 'POST', '/api/v1/pools', pool('gpu-a100', 'models', { minIdleRunners: 0, maxRunners: 2, flavor: 'gpu', enabled: false })));
+
+  for (let i = 0; i < 3; i++) stack.sim.queueJob({ repository: 'acme/widgets', labels: ['self-hosted', 'linux', 'widgets'], durationMs: 3_600_000, name: `build ${i + 1}` });
+  stack.sim.queueJob({ repository: 'acme/website', labels: ['self-hosted', 'macos', 'arm64'], name: 'ios' });
+
+  const busyRunner = await until('a busy runner', async () => {
+    const view = await stack.client.workflow.getHandle(poolWorkflowId('linux-x64')).query(poolStateQuery);
+    const busy = view.runners.filter((r) => r.runnerStatus === 'active');
+    const idle = view.runners.filter((r) => r.runnerStatus === 'idle');
+    return busy.length >= 3 && idle.length >= 1 ? busy[0]!.name : undefined;
+  });
+  log('runners busy');
+
+  // A machine the provider refuses to delete: a forced delete leaves it leaked for the sweep.
+  const leakedName = await until('a second busy runner', async () => {
+    const view = await stack.client.workflow.getHandle(poolWorkflowId('linux-x64')).query(poolStateQuery);
+    return view.runners.find((r) => r.runnerStatus === 'active' && r.name !== busyRunner)?.name;
+  });
+  machines.setFault('delete', { failForever: true, instance: leakedName, message: 'cloud API unavailable' });
+  await stack.client.workflow.getHandle(runnerWorkflowId(leakedName)).signal(forceDeleteSignal, { reason: 'stuck machine' });
+  await until('the leak to be visible', async () => {
+    const res = await apiRequest(stack, 'GET', '/api/v1/runners?leaked=true');
+    return (res.body as { runners: unknown[] }).runners.length > 0 ? true : undefined;
+  });
+  log('leaked machine recorded');
+
+  return {
+    stack,
+    machines,
+    busyRunner,
+    async stop() {
+      await stack.stop();
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * Regenerates docs/dashboard-*.png: a throwaway Temporal dev server (its own
+ * port and database), the dev stack with simulated machines, a staged scene,
+ * and Debian's Chromium taking the pictures. `npm run screenshots`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { launchChromium } from '../devstack/browser';
+import { stageDashboardScene } from '../devstack/dashboard-scene';
+import { devServer, freePort } from '../devstack/temporal-server';
+
+const DOCS = resolve(import.meta.dirname, '../docs');
+const log = (line: string) => console.log(`screenshots: ${line}`);
+
+async function shoot(page: Page, name: string, fullPage = true): Promise<void> {
+  const path = join(DOCS, `dashboard-${name}.png`);
+  await page.screenshot({ path, fullPage });
+  log(`wrote ${path}`);
+}
+
+async function main(): Promise<void> {
+  const db = mkdtempSync(join(tmpdir(), 'runnerflow-screenshots-'));
+  const port = String(await freePort());
+  Object.assign(process.env, {
+    TEMPORAL_DB: join(db, 'temporal.db'),
+    TEMPORAL_UI_PORT: 'off',
+    TEMPORAL_HTTP_PORT: String(await freePort()),
+    TEMPORAL_METRICS_PORT: String(await freePort()),
+  });
+  devServer('start', port, 'quiet');
+  const browser = await launchChromium();
+  try {
+    const scene = await stageDashboardScene(`127.0.0.1:${port}`, log);
+    try {
+      const page = await browser.context.newPage();
+      await page.goto(`${scene.stack.api.url}/ui`);
+      await page.getByLabel('Admin token').fill(scene.stack.adminToken);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Show runners of pool linux-x64' }).click();
+      await page.getByRole('button', { name: `Timeline of ${scene.busyRunner}` }).click();
+      await page.getByRole('list', { name: 'Status transitions' }).waitFor();
+      // Wait for a sweep run to have a result, so the bottom of the page is not empty.
+      await page.getByRole('group', { name: 'Sweep of provider simulated' }).getByRole('row').nth(1).waitFor({ timeout: 60_000 });
+      await page.getByRole('region', { name: 'Sweep runs' }).getByText('completed').first().waitFor({ timeout: 60_000 });
+      await shoot(page, 'overview');
+
+      await page.getByRole('button', { name: `Force delete ${scene.busyRunner}` }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Force delete' }).click();
+      await page.getByRole('dialog').getByRole('alert').waitFor();
+      await shoot(page, 'force-delete', false);
+      await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+
+      await page.getByRole('button', { name: 'Edit size of pool linux-x64' }).click();
+      await page.getByLabel('Max runners').fill('-1');
+      await page.getByRole('dialog').getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('dialog').getByRole('alert').waitFor();
+      await shoot(page, 'edit-size', false);
+      await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByLabel('Admin token').waitFor();
+      await shoot(page, 'login', false);
+    } finally {
+      await scene.stop();
+    }
+  } finally {
+    await browser.close();
+    devServer('stop', port, 'quiet');
+    rmSync(db, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,150 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium through playwright-core)
+ * against the whole stack: the GitHub simulator, the API serving /ui, a worker
+ * and simulated machines.
+ */
+import { describe, expect, it } from 'vitest';
+import { forceDeleteSignal, runnerWorkflowId, type InstanceState } from '../../workflows/messages';
+import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
+import { api, e2ePool, useE2EStack, type E2EStack } from '../e2e/stack';
+import { eventually } from '../support/temporal';
+import { openDashboard, poolRow, runnerRow, showPool, useBrowser } from './browser';
+
+const stack = useE2EStack({ jobDurationMs: 300 });
+const browser = useBrowser();
+
+async function createPool(repo: string, overrides: Parameters<typeof e2ePool>[1] = {}): Promise<string> {
+  const pool = e2ePool(repo, overrides);
+  const res = await api(stack, 'POST', '/api/v1/pools', pool);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return pool.name;
+}
+
+/** Queues a long job for the pool's repository and waits until a runner has it. */
+async function busyRunner(s: E2EStack, repo: string): Promise<string> {
+  const job = s.sim.queueJob({ repository: `acme/${repo}`, labels: ['self-hosted', 'linux', repo], durationMs: 600_000 });
+  const running = await eventually(() => {
+    const j = s.sim.jobs().find((x) => x.id === job.id);
+    return j?.status === 'in_progress' ? j : undefined;
+  }, 45_000, 'job in progress');
+  return running.runnerName!;
+}
+
+describe('dashboard', () => {
+  it('signs in with the admin token, keeps it in the session and out of the URL, and signs out', async () => {
+    const page = await openDashboard(browser, stack, { signIn: false });
+    await page.getByLabel('Admin token').fill('not-the-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('not the admin token');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+
+    await page.getByLabel('Admin token').fill(stack.adminToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('region', { name: 'Pools' }).waitFor();
+    expect(page.url()).not.toContain(stack.adminToken);
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([stack.adminToken]);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+
+    await page.reload();
+    await page.getByRole('region', { name: 'Pools' }).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin token').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  it("shows a job's runner appear, take the job, and go, without reloading", async () => {
+    const repo = 'watch';
+    const pool = await createPool(repo);
+    const page = await openDashboard(browser, stack);
+    await showPool(page, pool);
+    const runners = page.getByRole('region', { name: `Runners of pool ${pool}` });
+    await runners.getByText('No runners right now').waitFor();
+
+    const job = stack.sim.queueJob({ repository: `acme/${repo}`, labels: ['self-hosted', 'linux', repo], durationMs: 4_000 });
+    const taken = await eventually(() => stack.sim.jobs().find((x) => x.id === job.id && x.runnerName), 45_000, 'job taken');
+    const row = runnerRow(page, taken.runnerName!);
+    await row.waitFor();
+    // Busy while the job runs: the pool's counts say so too.
+    await row.getByText('busy', { exact: true }).waitFor();
+    expect(await poolRow(page, pool).getByRole('cell').nth(5).textContent()).toBe('1');
+
+    await row.getByRole('button', { name: `Timeline of ${taken.runnerName}` }).click();
+    const transitions = runners.getByRole('list', { name: 'Status transitions' });
+    await transitions.getByText('running', { exact: true }).waitFor();
+
+    // The ephemeral runner leaves after its job: its row goes away on its own.
+    await row.waitFor({ state: 'detached', timeout: 45_000 });
+    await runners.getByText('No runners right now').waitFor();
+    expect(stack.sim.jobs().find((x) => x.id === job.id)?.status).toBe('completed');
+  });
+
+  it('force-deletes a runner: a busy one is refused with the API error, then deleted with the bypass confirmed', async () => {
+    const repo = 'force';
+    const pool = await createPool(repo);
+    const runner = await busyRunner(stack, repo);
+    const page = await openDashboard(browser, stack);
+    await showPool(page, pool);
+
+    await page.getByRole('button', { name: `Force delete ${runner}` }).click();
+    const dialog = page.getByRole('dialog', { name: `Force delete runner ${runner}?` });
+    const bypass = dialog.getByLabel(/Bypass the busy check/);
+    expect(await bypass.isVisible()).toBe(false);
+    await dialog.getByRole('button', { name: 'Force delete' }).click();
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(/is running a job on GitHub: cancel the job/);
+    // Refused: the runner is untouched.
+    const state = await stack.client.workflow.getHandle(runnerWorkflowId(runner)).query<InstanceState>('state');
+    expect(state.status).toBe('running');
+
+    await bypass.check();
+    await dialog.getByRole('button', { name: 'Force delete' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await expect.poll(() => page.getByRole('status').filter({ hasText: 'force-deleted' }).count()).toBe(1);
+    await runnerRow(page, runner).waitFor({ state: 'detached', timeout: 30_000 });
+    const final = (await stack.client.workflow.getHandle(runnerWorkflowId(runner)).result()) as InstanceState;
+    expect(final).toMatchObject({ status: 'deleted', forced: true });
+    expect(final.transitions.find((t) => t.to === 'pending_force_delete')?.reason).toMatch(/bypassBusy/);
+  });
+
+  it("renders the API's error for an invalid max, then edits the size and disables the pool", async () => {
+    const pool = await createPool('edit', { maxRunners: 3 });
+    const page = await openDashboard(browser, stack);
+
+    await page.getByRole('button', { name: `Edit size of pool ${pool}` }).click();
+    const dialog = page.getByRole('dialog', { name: `Size of pool ${pool}` });
+    await dialog.getByLabel('Max runners').fill('-1');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(/^invalid pool: maxRunners: /);
+
+    await dialog.getByLabel('Max runners').fill('5');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await poolRow(page, pool).getByText('0 / 5').waitFor();
+
+    await page.getByRole('button', { name: `Disable pool ${pool}` }).click();
+    const confirm = page.getByRole('dialog', { name: `Disable pool ${pool}?` });
+    await confirm.getByRole('button', { name: 'Disable' }).click();
+    await confirm.waitFor({ state: 'hidden' });
+    await poolRow(page, pool).getByText('disabled', { exact: true }).waitFor();
+    const view = await stack.client.workflow.getHandle(poolWorkflowId(pool)).query(poolStateQuery);
+    expect(view.settings).toMatchObject({ maxRunners: 5, enabled: false });
+  });
+
+  it('lists jobs no pool can take and machines a forced delete leaked', async () => {
+    const job = stack.sim.queueJob({ repository: 'acme/nowhere', labels: ['self-hosted', 'windows', 'nowhere-gpu'] });
+    const repo = 'leak';
+    await createPool(repo);
+    const runner = await busyRunner(stack, repo);
+    stack.machines.setFault('delete', { failForever: true, instance: runner, message: 'cloud API unavailable' });
+    await stack.client.workflow.getHandle(runnerWorkflowId(runner)).signal(forceDeleteSignal, { reason: 'stuck' });
+
+    const page = await openDashboard(browser, stack);
+    const unmatched = page.getByRole('region', { name: 'Unmatched jobs' });
+    await unmatched.getByRole('row', { name: new RegExp(`^${job.id} acme/nowhere`) }).waitFor();
+    const leaked = page.getByRole('region', { name: 'Leaked machines' });
+    const row = leaked.getByRole('row', { name: new RegExp(runner) });
+    await row.waitFor();
+    const link = await row.getByRole('link', { name: `Open runner ${runner} in the Temporal Web UI` }).getAttribute('href');
+    expect(link).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:8233/namespaces/default/workflows/runner%2F${runner}/[0-9a-f-]+/history$`));
+    stack.machines.clearFaults('delete');
+  });
+});

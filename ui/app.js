@@ -1,0 +1,274 @@
+// @ts-check
+/**
+ * The dashboard: sign in with the admin token (kept in sessionStorage, never in
+ * a URL), then poll the API and redraw what changed.
+ */
+import { ApiError, api, enc, session } from './api.js';
+import { confirmAction } from './confirm.js';
+import { h, mount, tickAges } from './dom.js';
+import { setTemporalTarget, workflowsUrl } from './temporal-links.js';
+import { leakedView, poolDetailView, poolsView, sweepsView, unmatchedView } from './views.js';
+
+/** How often the page asks again; the views are live within about this long. */
+const POLL_MS = 1500;
+/** Sweeps run every few minutes: asking for them every few polls is plenty. */
+const SWEEP_EVERY = 4;
+
+const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+const state = {
+  /** @type {string | undefined} */
+  selectedPool: new URLSearchParams(location.hash.slice(1)).get('pool') ?? undefined,
+  /** @type {Map<string, any>} runner name → its state (undefined until loaded) */
+  timelines: new Map(),
+  /** @type {any[]} */
+  pools: [],
+  polls: 0,
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  timer: undefined,
+  /** @type {Map<string, string>} what each section last drew, so unchanged data is not redrawn */
+  drawn: new Map(),
+};
+
+/**
+ * Redraws a section only when its data changed, so focus and hover survive polls.
+ * @param {string} id
+ * @param {unknown} data
+ * @param {() => (Node | string) | (Node | string)[]} render
+ */
+function draw(id, data, render) {
+  const key = JSON.stringify(data);
+  if (state.drawn.get(id) === key) return;
+  state.drawn.set(id, key);
+  const nodes = render();
+  mount($(id), ...(Array.isArray(nodes) ? nodes : [nodes]));
+}
+
+/** @param {string} message */
+function toast(message) {
+  const el = $('toast');
+  el.textContent = message;
+  el.hidden = false;
+  setTimeout(() => {
+    if (el.textContent === message) el.hidden = true;
+  }, 5000);
+}
+
+function showLogin(/** @type {string | undefined} */ message) {
+  clearTimeout(state.timer);
+  $('dashboard').hidden = true;
+  $('logout').hidden = true;
+  $('temporal-link').hidden = true;
+  $('live').textContent = '';
+  $('login').hidden = false;
+  const error = $('login-error');
+  error.textContent = message ?? '';
+  error.hidden = !message;
+  $('token').focus();
+}
+
+function selectPool(/** @type {string | undefined} */ name) {
+  state.selectedPool = name;
+  state.timelines.clear();
+  history.replaceState(null, '', name ? `#pool=${enc(name)}` : '#');
+  state.drawn.delete('pools');
+  void poll();
+}
+
+const poolActions = {
+  select: selectPool,
+  /** @param {any} pool */
+  toggleEnabled(pool) {
+    const enable = pool.enabled === false;
+    confirmAction(
+      {
+        title: `${enable ? 'Enable' : 'Disable'} pool ${pool.name}?`,
+        message: enable
+          ? 'The pool takes jobs again and keeps its minimum of idle runners.'
+          : 'The pool takes no new jobs and creates no runners; runners it has now finish their jobs.',
+        confirmLabel: enable ? 'Enable' : 'Disable',
+        run: async () => {
+          await updatePool(pool.name, { enabled: enable });
+          return `Pool ${pool.name} ${enable ? 'enabled' : 'disabled'}`;
+        },
+      },
+      afterAction,
+    );
+  },
+  /** @param {any} pool */
+  editSize(pool) {
+    confirmAction(
+      {
+        title: `Size of pool ${pool.name}`,
+        message: 'Idle runners beyond the minimum leave after the idle timeout; busy runners are never removed.',
+        confirmLabel: 'Save',
+        fields: [
+          { name: 'minIdleRunners', label: 'Min idle runners', type: 'number', value: pool.minIdleRunners },
+          { name: 'maxRunners', label: 'Max runners', type: 'number', value: pool.maxRunners },
+        ],
+        run: async (values) => {
+          await updatePool(pool.name, { minIdleRunners: values.minIdleRunners, maxRunners: values.maxRunners });
+          return `Pool ${pool.name}: min idle ${values.minIdleRunners}, max ${values.maxRunners}`;
+        },
+      },
+      afterAction,
+    );
+  },
+};
+
+/** PUT takes the whole settings: the current ones with the change applied. */
+async function updatePool(/** @type {string} */ name, /** @type {Record<string, unknown>} */ change) {
+  const current = await api('GET', `/api/v1/pools/${enc(name)}`);
+  await api('PUT', `/api/v1/pools/${enc(name)}`, { ...current.settings, ...change });
+}
+
+const runnerActions = {
+  toggleTimeline(/** @type {string} */ name) {
+    if (state.timelines.has(name)) state.timelines.delete(name);
+    else state.timelines.set(name, undefined);
+    state.drawn.delete('pool-detail-body');
+    void poll();
+  },
+  remove(/** @type {string} */ name) {
+    confirmAction(
+      {
+        title: `Delete runner ${name}?`,
+        message: 'Graceful delete: the runner is removed from GitHub unless it is running a job (then it finishes first), and its machine is deleted.',
+        confirmLabel: 'Delete',
+        run: async () => {
+          await api('DELETE', `/api/v1/runners/${enc(name)}`);
+          return `Runner ${name} is being deleted`;
+        },
+      },
+      afterAction,
+    );
+  },
+  forceRemove(/** @type {string} */ name) {
+    confirmAction(
+      {
+        title: `Force delete runner ${name}?`,
+        message: 'The machine is deleted now, whatever the provider answers. GitHub is asked first: a runner that is running a job is refused unless you bypass the busy check.',
+        confirmLabel: 'Force delete',
+        danger: true,
+        fields: [{ name: 'bypassBusy', label: 'Bypass the busy check: delete it even though it is running a job', type: 'checkbox', value: false, hidden: true }],
+        revealOnError: (error) => (error.code === 'runner_busy' ? 'bypassBusy' : undefined),
+        run: async (values) => {
+          const result = await api('DELETE', `/api/v1/runners/${enc(name)}?force=true${values.bypassBusy ? '&bypassBusy=true' : ''}`);
+          return result?.warning ? `Runner ${name} is being force-deleted (${result.warning})` : `Runner ${name} is being force-deleted`;
+        },
+      },
+      afterAction,
+    );
+  },
+};
+
+function afterAction(/** @type {string} */ message) {
+  toast(message);
+  void poll();
+}
+
+async function loadPoolDetail() {
+  const name = state.selectedPool;
+  if (!name) {
+    $('pool-detail').hidden = true;
+    return;
+  }
+  let detail;
+  try {
+    detail = await api('GET', `/api/v1/pools/${enc(name)}`);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) {
+      selectPool(undefined);
+      return;
+    }
+    throw err;
+  }
+  const [{ runners }] = await Promise.all([
+    api('GET', `/api/v1/runners?pool=${enc(name)}`),
+    ...[...state.timelines.keys()].map(async (runner) => {
+      try {
+        state.timelines.set(runner, await api('GET', `/api/v1/runners/${enc(runner)}`));
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 404)) throw err;
+        state.timelines.delete(runner);
+      }
+    }),
+  ]);
+  /** @type {Map<string, { startTime: string, runId: string }>} */
+  const started = new Map(runners.map((/** @type {any} */ r) => [r.name, { startTime: r.startTime, runId: r.runId }]));
+  $('pool-detail').hidden = false;
+  $('pool-detail-title').textContent = `Runners of pool ${name}`;
+  draw('pool-detail-body', { detail, runners, timelines: [...state.timelines] }, () => poolDetailView(detail, started, state.timelines, runnerActions));
+}
+
+async function poll() {
+  clearTimeout(state.timer);
+  if (!session.token()) return showLogin();
+  try {
+    const sweeps = state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined;
+    const [summary, leaked, unmatched] = await Promise.all([
+      api('GET', '/api/v1/summary'),
+      api('GET', '/api/v1/runners?leaked=true&limit=50'),
+      api('GET', '/api/v1/jobs/unmatched'),
+    ]);
+    setTemporalTarget(summary.temporal);
+    const link = /** @type {HTMLAnchorElement} */ ($('temporal-link'));
+    link.href = workflowsUrl();
+    link.hidden = false;
+    state.pools = summary.pools;
+    if (!state.selectedPool && summary.pools.length > 0) state.selectedPool = summary.pools[0].name;
+    draw('pools', { pools: summary.pools, selected: state.selectedPool }, () => poolsView(summary.pools, state.selectedPool, poolActions));
+    draw('leaked', leaked.runners, () => leakedView(leaked.runners));
+    draw('unmatched', unmatched.jobs, () => unmatchedView(unmatched.jobs));
+    await loadPoolDetail();
+    if (sweeps) {
+      const { sweeps: list } = await sweeps;
+      draw('sweeps', list, () => sweepsView(list));
+    }
+    state.polls += 1;
+    $('connection-error').hidden = true;
+    $('live').replaceChildren(h('span', { class: 'dot', 'aria-hidden': 'true' }), `Live · updated ${new Date().toLocaleTimeString()}`);
+  } catch (err) {
+    if (err instanceof ApiError && err.unauthorized) {
+      session.signOut();
+      return showLogin(err.message);
+    }
+    const banner = $('connection-error');
+    banner.textContent = `Could not refresh: ${err instanceof Error ? err.message : String(err)}. Retrying…`;
+    banner.hidden = false;
+  }
+  state.timer = setTimeout(() => void poll(), POLL_MS);
+}
+
+function start() {
+  $('login').hidden = true;
+  $('dashboard').hidden = false;
+  $('logout').hidden = false;
+  state.drawn.clear();
+  void poll();
+}
+
+$('login-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const input = /** @type {HTMLInputElement} */ ($('token'));
+  const token = input.value.trim();
+  // Checked before it is kept, so a wrong token is reported here and never stored.
+  api('GET', '/api/v1/summary', undefined, token).then(
+    () => {
+      session.signIn(token);
+      input.value = '';
+      start();
+    },
+    (/** @type {unknown} */ err) => showLogin(err instanceof Error ? err.message : String(err)),
+  );
+});
+
+$('logout').addEventListener('click', () => {
+  session.signOut();
+  showLogin();
+});
+
+setInterval(tickAges, 1000);
+
+if (session.token()) start();
+else showLogin();

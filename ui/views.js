@@ -1,0 +1,241 @@
+// @ts-check
+/** Pure renderers: data from the API in, elements out. Actions come in as callbacks. */
+import { ago, badge, clock, duration, empty, h, table } from './dom.js';
+import { scheduleUrl, temporalLink, workflowUrl } from './temporal-links.js';
+
+/**
+ * @typedef {{ alive: number, idle: number, busy: number, starting: number, leaving: number }} Counts
+ * @typedef {{ name: string, workflowId: string, runId: string, provider?: string, enabled?: boolean, labels?: string[],
+ *   minIdleRunners?: number, maxRunners?: number, desired?: number, counts?: Counts, queuedJobs?: number, deleting?: boolean,
+ *   scaleSet?: unknown, error?: string }} PoolSummary
+ * @typedef {{ select(name: string): void, toggleEnabled(pool: PoolSummary): void, editSize(pool: PoolSummary): void }} PoolActions
+ */
+
+/** @param {PoolSummary} pool */
+function poolState(pool) {
+  if (pool.error) return badge('unreachable', 'pool');
+  if (pool.deleting) return badge('deleting', 'pool');
+  return badge(pool.enabled === false ? 'disabled' : 'enabled', 'pool');
+}
+
+/** @param {number | undefined} n */
+const count = (n) => h('span', { class: n ? 'count' : 'count zero' }, String(n ?? '–'));
+
+/**
+ * @param {PoolSummary[]} pools
+ * @param {string | undefined} selected
+ * @param {PoolActions} actions
+ */
+export function poolsView(pools, selected, actions) {
+  if (pools.length === 0) return empty('No pools yet. Create one with `runnerflow pool create` or POST /api/v1/pools.');
+  const rows = pools.map((pool) => {
+    const c = pool.counts;
+    return h(
+      'tr',
+      { class: pool.name === selected ? 'selected' : undefined, 'data-pool': pool.name },
+      h(
+        'th',
+        { scope: 'row' },
+        h('button', { type: 'button', class: 'link', 'aria-pressed': String(pool.name === selected), 'aria-label': `Show runners of pool ${pool.name}`, onclick: () => actions.select(pool.name) }, pool.name),
+        pool.scaleSet !== undefined && h('span', { class: 'tag' }, 'scale set'),
+        pool.error && h('div', { class: 'error small' }, pool.error),
+      ),
+      h('td', {}, pool.provider ?? '–'),
+      h('td', {}, poolState(pool)),
+      h('td', {}, count(pool.desired)),
+      h('td', {}, count(c?.alive)),
+      h('td', {}, count(c?.idle)),
+      h('td', {}, count(c?.busy)),
+      h('td', {}, count(c?.starting)),
+      h('td', {}, count(c?.leaving)),
+      h('td', {}, count(pool.queuedJobs)),
+      h('td', {}, `${pool.minIdleRunners ?? '–'} / ${pool.maxRunners ?? '–'}`),
+      h(
+        'td',
+        { class: 'actions' },
+        !pool.error &&
+          !pool.deleting && [
+            h('button', { type: 'button', class: 'secondary', 'aria-label': `${pool.enabled === false ? 'Enable' : 'Disable'} pool ${pool.name}`, onclick: () => actions.toggleEnabled(pool) }, pool.enabled === false ? 'Enable' : 'Disable'),
+            h('button', { type: 'button', class: 'secondary', 'aria-label': `Edit size of pool ${pool.name}`, onclick: () => actions.editSize(pool) }, 'Edit size'),
+          ],
+        temporalLink(workflowUrl(pool.workflowId, pool.runId), `pool ${pool.name}`),
+      ),
+    );
+  });
+  return table(['Pool', 'Provider', 'State', 'Desired', 'Alive', 'Idle', 'Busy', 'Starting', 'Leaving', 'Queued', 'Min / Max', 'Actions'], rows, 'Pools with their runner counts');
+}
+
+/**
+ * Any value as nested definition lists, for blocks whose shape the page does not know (a scale set's).
+ * @param {unknown} value
+ * @returns {HTMLElement | string}
+ */
+function genericValue(value) {
+  if (value === null || value === undefined) return '–';
+  if (Array.isArray(value)) return value.map((v) => (typeof v === 'object' ? JSON.stringify(v) : String(v))).join(', ') || '–';
+  if (typeof value === 'object') {
+    return h('dl', { class: 'generic' }, Object.entries(value).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, genericValue(v))]));
+  }
+  return String(value);
+}
+
+/**
+ * @typedef {{ name: string, status: string, runnerStatus: string, phase?: string, jobId?: number, since: string }} PoolRunner
+ * @typedef {{ jobId: number, labels: string[], repository?: string, queuedAt?: string }} QueuedJob
+ * @typedef {{ name: string, settings: Record<string, any>, runners: PoolRunner[], queuedJobs: QueuedJob[], target: number, deleting: boolean, scaleSet?: unknown }} PoolDetail
+ * @typedef {{ from: string, to: string, at: string, reason?: string }} Transition
+ * @typedef {{ status: string, runnerStatus: string, providerId?: string, githubRunnerId?: number, lastError?: string, transitions: Transition[] }} RunnerState
+ * @typedef {{ toggleTimeline(name: string): void, remove(name: string): void, forceRemove(name: string): void }} RunnerActions
+ */
+
+/** @param {RunnerState | undefined} state */
+function timeline(state) {
+  if (!state) return h('p', { class: 'muted' }, 'Loading…');
+  const facts = [
+    state.providerId && `machine ${state.providerId}`,
+    state.githubRunnerId !== undefined && `GitHub runner ${state.githubRunnerId}`,
+  ].filter(Boolean);
+  return h(
+    'div',
+    { class: 'timeline' },
+    facts.length > 0 && h('p', { class: 'muted' }, facts.join(' · ')),
+    state.lastError && h('p', { class: 'error small' }, `Last error: ${state.lastError}`),
+    state.transitions.length === 0
+      ? h('p', { class: 'muted' }, 'No transitions yet.')
+      : h(
+          'ol',
+          { 'aria-label': 'Status transitions' },
+          state.transitions.map((t) => h('li', {}, clock(t.at), ' ', badge(t.from), ' → ', badge(t.to), t.reason ? h('span', { class: 'reason' }, t.reason) : null)),
+        ),
+  );
+}
+
+/**
+ * @param {PoolDetail} pool
+ * @param {Map<string, { startTime: string, runId: string }>} started from the runner list: age and run id
+ * @param {Map<string, RunnerState | undefined>} open runners whose timeline is shown
+ * @param {RunnerActions} actions
+ */
+export function poolDetailView(pool, started, open, actions) {
+  const s = pool.settings;
+  const scope = s.github?.scope;
+  const scopeText = scope ? (scope.kind === 'repo' ? `${scope.owner}/${scope.repo}` : `${scope.kind} ${scope[scope.kind] ?? ''}`) : '–';
+  const parts = [
+    h(
+      'p',
+      { class: 'muted' },
+      `Labels ${(s.labels ?? []).join(', ')} · GitHub ${scopeText} · image ${s.image ?? '–'} · flavor ${s.flavor ?? '–'} · ${s.ephemeral === false ? 'persistent' : 'ephemeral'} runners · target ${pool.target}`,
+    ),
+  ];
+  if (pool.scaleSet !== undefined) parts.push(h('div', { class: 'scale-set', role: 'group', 'aria-label': 'Scale set' }, h('h3', {}, 'Scale set'), genericValue(pool.scaleSet)));
+
+  if (pool.runners.length === 0) {
+    parts.push(empty(pool.deleting ? 'The pool is being deleted; no runners are left.' : 'No runners right now. They appear here as jobs are queued or when min idle runners is above 0.'));
+  } else {
+    const rows = pool.runners.flatMap((r) => {
+      const known = started.get(r.name);
+      const expanded = open.has(r.name);
+      const row = h(
+        'tr',
+        { 'data-runner': r.name },
+        h('th', { scope: 'row' }, h('code', {}, r.name)),
+        h('td', {}, badge(r.status)),
+        h('td', {}, badge(r.runnerStatus, 'runner')),
+        h('td', {}, badge(r.phase ?? 'unknown', 'phase')),
+        h('td', {}, r.jobId ?? '–'),
+        h('td', {}, known ? ago(known.startTime) : '–'),
+        h('td', {}, ago(r.since)),
+        h(
+          'td',
+          { class: 'actions' },
+          h('button', { type: 'button', class: 'secondary', 'aria-expanded': String(expanded), 'aria-label': `Timeline of ${r.name}`, onclick: () => actions.toggleTimeline(r.name) }, 'Timeline'),
+          h('button', { type: 'button', class: 'secondary', 'aria-label': `Delete ${r.name}`, onclick: () => actions.remove(r.name) }, 'Delete'),
+          h('button', { type: 'button', class: 'danger', 'aria-label': `Force delete ${r.name}`, onclick: () => actions.forceRemove(r.name) }, 'Force delete'),
+          temporalLink(workflowUrl(`runner/${r.name}`, known?.runId), `runner ${r.name}`),
+        ),
+      );
+      return expanded ? [row, h('tr', { class: 'timeline-row' }, h('td', { colspan: '8' }, timeline(open.get(r.name))))] : [row];
+    });
+    parts.push(table(['Runner', 'Status', 'Runner status', 'Phase', 'Job', 'Age', 'In status for', 'Actions'], rows, `Runners of pool ${pool.name}`));
+  }
+
+  parts.push(h('h3', {}, 'Queued jobs'));
+  parts.push(
+    pool.queuedJobs.length === 0
+      ? empty('No jobs waiting for this pool.')
+      : table(
+          ['Job', 'Repository', 'Labels', 'Waiting'],
+          pool.queuedJobs.map((j) => h('tr', {}, h('td', {}, String(j.jobId)), h('td', {}, j.repository ?? '–'), h('td', {}, j.labels.join(', ')), h('td', {}, ago(j.queuedAt)))),
+          `Jobs queued for pool ${pool.name}`,
+        ),
+  );
+  return parts;
+}
+
+/**
+ * @param {{ name: string, pool: string | null, provider: string | null, closeTime?: string, startTime: string, runId: string }[]} runners
+ */
+export function leakedView(runners) {
+  if (runners.length === 0) return empty('No leaked machines. A forced delete the provider could not confirm would show here until the sweep removes the machine.');
+  return table(
+    ['Runner', 'Pool', 'Provider', 'Force-deleted', 'Links'],
+    runners.map((r) =>
+      h('tr', {}, h('th', { scope: 'row' }, h('code', {}, r.name)), h('td', {}, r.pool ?? '–'), h('td', {}, r.provider ?? '–'), h('td', {}, clock(r.closeTime)), h('td', {}, temporalLink(workflowUrl(`runner/${r.name}`, r.runId), `runner ${r.name}`))),
+    ),
+    'Leaked machines (RunnerLeaked)',
+  );
+}
+
+/** @param {{ jobId: number, labels: string[], repository?: string, reason: string, recordedAt?: string }[]} jobs */
+export function unmatchedView(jobs) {
+  if (jobs.length === 0) return empty('Every queued job found a pool.');
+  return table(
+    ['Job', 'Repository', 'Labels', 'Reason', 'Recorded'],
+    [...jobs].reverse().map((j) => h('tr', {}, h('td', {}, String(j.jobId)), h('td', {}, j.repository ?? '–'), h('td', {}, j.labels.join(', ')), h('td', {}, j.reason), h('td', {}, clock(j.recordedAt)))),
+    'Jobs no pool could take, newest first',
+  );
+}
+
+/**
+ * @typedef {{ workflowId: string, runId: string, scheduledAt: string, status: string, closedAt?: string, error?: string,
+ *   result?: { listed: number, owned: number, deleted: number, skipped: number, failed: number, deletedNames: string[] } }} SweepRun
+ * @typedef {{ provider: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number, nextRunAt?: string, runs: SweepRun[] }} Sweep
+ * @param {Sweep[]} sweeps
+ */
+export function sweepsView(sweeps) {
+  if (sweeps.length === 0) return empty('No providers are configured.');
+  return sweeps.map((sweep) => {
+    const state = !sweep.scheduled
+      ? 'no schedule (a worker creates it at start)'
+      : sweep.paused
+        ? `paused${sweep.note ? `: ${sweep.note}` : ''}`
+        : `every ${duration(sweep.intervalMs ?? NaN)}${sweep.nextRunAt ? `, next in ${duration(Date.parse(sweep.nextRunAt) - Date.now())}` : ''}`;
+    const runs =
+      sweep.runs.length === 0
+        ? empty('No runs yet.')
+        : table(
+            ['Scheduled', 'Status', 'Listed', 'Owned', 'Deleted', 'Skipped', 'Failed', 'Links'],
+            sweep.runs.map((run) =>
+              h(
+                'tr',
+                {},
+                h('td', {}, clock(run.scheduledAt)),
+                h('td', {}, badge(run.status, 'run'), run.error && h('div', { class: 'error small' }, run.error)),
+                h('td', {}, run.result?.listed ?? '–'),
+                h('td', {}, run.result?.owned ?? '–'),
+                h('td', { title: run.result?.deletedNames.join(', ') ?? '' }, run.result?.deleted ?? '–'),
+                h('td', {}, run.result?.skipped ?? '–'),
+                h('td', {}, run.result?.failed ?? '–'),
+                h('td', {}, temporalLink(workflowUrl(run.workflowId, run.runId), `sweep run ${run.workflowId}`)),
+              ),
+            ),
+            `Last runs of sweep/${sweep.provider}`,
+          );
+    return h(
+      'div',
+      { class: 'sweep', role: 'group', 'aria-label': `Sweep of provider ${sweep.provider}` },
+      h('h3', {}, h('code', {}, sweep.scheduleId), ' ', h('span', { class: 'muted' }, state), ' ', sweep.scheduled && temporalLink(scheduleUrl(sweep.scheduleId), `schedule ${sweep.scheduleId}`)),
+      runs,
+    );
+  });
+}
