@@ -5,12 +5,12 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ActionsServicePort } from '../github/actions/port';
-import { scopeUrl, type GitHubPort, type GitHubScope, type RemoveRunnerOutcome, type RunnerCredential } from '../github/port';
+import { scopeUrl, type GitHubPort, type RemoveRunnerOutcome, type RunnerCredential } from '../github/port';
 import type { BootstrapInstance, ProviderInstanceStatus, ProviderPort } from '../providers/port';
 import { isNotFound } from '../providers/port';
 import type { InstanceSpec } from '../workflows/messages';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { actionsClientFor, removeRunnerAtGitHub, type GitHubClients, type RemoveRunnerArgs } from './remove-runner';
 import { whileHeartbeating } from './heartbeat';
 import { createObserveRunner } from './observe-runner';
 import { RunnerToolsCache } from './runner-tools-cache';
@@ -18,7 +18,7 @@ import { RunnerToolsCache } from './runner-tools-cache';
 export interface InstanceActivityDeps {
   controllerId: string;
   providers: ReadonlyMap<string, ProviderPort>;
-  github: { get(credentials: string): GitHubPort; actions?(credentials: string, scope: GitHubScope): ActionsServicePort };
+  github: GitHubClients;
   /** Where the instance reports its status (POST /api/v1/callbacks/status). */
   callbackUrl: string;
   metadataUrl: string;
@@ -55,13 +55,7 @@ export interface DeleteInstanceArgs {
   providerId?: string;
 }
 
-export interface RemoveRunnerArgs {
-  github: InstanceSpec['github'];
-  name: string;
-  githubRunnerId?: number;
-  /** The runner belongs to this scale set: it is removed through the Actions service. */
-  scaleSetId?: number;
-}
+export type { RemoveRunnerArgs };
 
 /** Callback tokens outlive the bootstrap window a little so a slow first report still gets through. */
 const INSTANCE_TOKEN_MARGIN_MS = 10 * 60_000;
@@ -78,10 +72,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     return found;
   }
 
-  function actionsFor(github: InstanceSpec['github']): ActionsServicePort {
-    if (!deps.github.actions) throw ApplicationFailure.nonRetryable('this worker has no Actions-service client for runner scale sets', 'ScaleSetsNotConfigured');
-    return deps.github.actions(github.credentials, github.scope);
-  }
+  const actionsFor = (github: InstanceSpec['github']) => actionsClientFor(deps.github, github);
 
   /** A scale set's runners get their JIT config from the scale set; others through the REST port. */
   async function runnerCredential(gh: GitHubPort, args: CreateInstanceArgs): Promise<RunnerCredential> {
@@ -97,12 +88,6 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
       workFolder: '_work',
       jit: args.spec.ephemeral,
     });
-  }
-
-  async function removeScaleSetRunner(args: RemoveRunnerArgs): Promise<RemoveRunnerOutcome> {
-    const actions = actionsFor(args.github);
-    const id = args.githubRunnerId ?? (await actions.findRunnerByName(args.name))?.id;
-    return id === undefined ? 'not_found' : actions.removeRunner(id);
   }
 
   return {
@@ -209,14 +194,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     /** Unregisters the runner from GitHub. Busy is an answer, not an error. */
     async removeGitHubRunner(args: RemoveRunnerArgs): Promise<RemoveRunnerOutcome> {
       try {
-        if (args.scaleSetId !== undefined) return await whileHeartbeating(() => removeScaleSetRunner(args));
-        return await whileHeartbeating(() =>
-          deps.github.get(args.github.credentials).removeRunner({
-            scope: args.github.scope,
-            name: args.name,
-            ...(args.githubRunnerId !== undefined ? { runnerId: args.githubRunnerId } : {}),
-          }),
-        );
+        return await whileHeartbeating(() => removeRunnerAtGitHub(deps.github, args));
       } catch (err) {
         // A graceful delete must eventually unregister; credentials an operator fixes later must not strand it.
         throw toActivityFailure(err, { retryRejectedGitHubCalls: true });

@@ -21,7 +21,10 @@ export interface InstanceTimings {
   githubInitialIntervalMs: number;
   githubMaxIntervalMs: number;
   githubAttemptTimeoutMs: number;
-  /** How long the one best-effort provider delete of a forced delete may take. */
+  /**
+   * How long a forced delete waits for the provider to confirm before handing the
+   * machine to its clean-up workflow (which retries until it is gone) and closing.
+   */
   forceDeleteAttemptTimeoutMs: number;
   /** How often a busy non-ephemeral runner is asked again to unregister. */
   busyRetryIntervalMs: number;
@@ -58,7 +61,7 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   githubInitialIntervalMs: 2_000,
   githubMaxIntervalMs: 5 * 60_000,
   githubAttemptTimeoutMs: 60_000,
-  forceDeleteAttemptTimeoutMs: 800,
+  forceDeleteAttemptTimeoutMs: 50,
   busyRetryIntervalMs: 60_000,
   heartbeatTimeoutMs: 30_000,
   poolCreateBackoffInitialMs: 5_000,

@@ -4,3 +4,4 @@ export { unmatchedJobs } from './unmatched-jobs';
 export { providerSweep } from './provider-sweep';
 export { livenessCheck } from './liveness-check';
 export { scaleSetListener } from './scale-set-listener';
+export { machineCleanup } from './machine-cleanup';

@@ -100,6 +100,11 @@ export class PoolBook {
     return left || runner !== undefined || args.action === 'completed';
   }
 
+  private jobTaken(jobId: number): void {
+    this.remember(`${jobId}:in_progress`);
+    this.queued.delete(jobId);
+  }
+
   runnerChanged(args: RunnerChangedArgs, now: number): boolean {
     const at = new Date(now).toISOString();
     if (this.goneSet.has(args.name)) return false;
@@ -107,6 +112,8 @@ export class PoolBook {
     if (entry && args.seq <= entry.seq) return false;
     // An idle report sent before the runner saw the job the webhook already told us about is stale.
     if (entry?.runnerStatus === 'active' && entry.jobId !== undefined && args.runnerStatus === 'idle' && args.jobId !== entry.jobId) return false;
+    // A runner's report names the job it took: the job leaves the queue (the webhook no longer tells the pool).
+    if (args.jobId !== undefined && args.runnerStatus !== 'idle') this.jobTaken(args.jobId);
     if (args.status === 'deleted') {
       this.markGone(args.name);
       if (!entry) return false;

@@ -14,10 +14,12 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
+import type { ForceDeleteActivities } from '../activities/force-delete-activities';
 import type { InstanceActivities } from '../activities/instance-activities';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import { isLeaving } from '../domain/instance-status';
@@ -40,6 +42,9 @@ import {
 } from './messages';
 import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
 import { poolWorkflowId, runnerChangedSignal } from './pool-messages';
+
+/** Room, beyond the provider's bound, for starting the clean-up workflow. */
+const FORCE_HANDOVER_MARGIN_MS = 5_000;
 
 export async function runnerInstance(input: RunnerInstanceInput): Promise<InstanceState> {
   const t = input.timings;
@@ -75,8 +80,12 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     retry: { initialInterval: t.githubInitialIntervalMs, maximumInterval: t.githubMaxIntervalMs, backoffCoefficient: 2 },
   });
   const probe = activityOptions({ startToCloseTimeout: t.githubAttemptTimeoutMs, retry: { maximumAttempts: 3 } });
-  // One bounded attempt: a forced delete must end the workflow even when the provider hangs.
-  const bestEffort = activityOptions({ scheduleToCloseTimeout: t.forceDeleteAttemptTimeoutMs, retry: { maximumAttempts: 1 } });
+  // Local: no round trip through the server's activity queue, and its result is recorded before the workflow goes on.
+  // Retried a few times, so the hand-over survives a blip; each attempt is bounded by its own deadline.
+  const forceDeleteStep = proxyLocalActivities<ForceDeleteActivities>({
+    startToCloseTimeout: t.forceDeleteAttemptTimeoutMs + FORCE_HANDOVER_MARGIN_MS,
+    retry: { initialInterval: 50, maximumAttempts: 3 },
+  });
 
   const record = new InstanceRecord(input);
   const lifecycle = new CancellationScope();
@@ -296,6 +305,14 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     moveTo('deleted');
   }
 
+  /**
+   * Closes at once whatever the provider does. One delete attempt bounded by
+   * forceDeleteAttemptTimeout; a machine not confirmed gone within it is handed
+   * to its own machineCleanup workflow (started durably, before this one closes),
+   * which retries with the usual backoff until it is gone and stays findable as
+   * leaked until then. Waiting here instead would hold the forced delete to the
+   * provider's pace, which is what an operator forcing it is trying to escape.
+   */
   async function forcedDelete(reason: string): Promise<void> {
     record.forced = true;
     if (record.status !== 'pending_force_delete') moveTo('pending_force_delete', reason);
@@ -304,21 +321,34 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       moveTo('deleted', 'forced before any machine was created');
       return;
     }
-    const [machine] = await Promise.allSettled([
-      bestEffort.deleteInstance(deleteArgs()),
-      // Busy or not, a forced delete also drops the GitHub registration when it can.
-      bestEffort.removeGitHubRunner({
-        github: input.spec.github,
-        ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
+    let handedTo: string | undefined;
+    try {
+      const outcome = await forceDeleteStep.forceDeleteMachine({
         name: input.name,
+        pool: input.pool,
+        provider: input.provider,
+        ...(record.providerId ? { providerId: record.providerId } : {}),
+        github: input.spec.github,
         ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
-      }),
-    ]);
-    if (machine.status === 'rejected') {
-      record.recordError(machine.reason);
+        ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
+        timings: t,
+        reason,
+        boundMs: t.forceDeleteAttemptTimeoutMs,
+      });
+      if (!outcome.machineGone) {
+        record.lastError = outcome.error;
+        record.markLeaked();
+        handedTo = outcome.cleanupWorkflowId;
+      }
+    } catch (err) {
+      // Not even the hand-over worked (Temporal unreachable from the worker for its retries): the sweep is left.
+      record.recordError(err);
       record.markLeaked();
     }
-    moveTo('deleted', record.leaked ? 'forced; the provider did not confirm the delete, machine left for the sweep' : 'forced');
+    moveTo(
+      'deleted',
+      !record.leaked ? 'forced' : handedTo ? `forced; the provider did not confirm the delete, ${handedTo} retries it until the machine is gone` : 'forced; the provider did not confirm the delete, machine left for the sweep',
+    );
   }
 
   try {
