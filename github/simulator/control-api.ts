@@ -35,7 +35,7 @@ const faultSchema = z
   })
   .refine((f) => f.kind !== 'latency' || f.ms !== undefined, { message: 'latency needs ms', path: ['ms'] })
   .refine((f) => f.kind !== 'primary-rate-limit' || f.resetInMs !== undefined, { message: 'primary-rate-limit needs resetInMs', path: ['resetInMs'] });
-const webhookSchema = z.object({ url: z.string().url().optional(), secret: z.string().optional() });
+const webhookSchema = z.object({ url: z.string().url().optional(), urls: z.array(z.string().url()).optional(), secret: z.string().optional() });
 
 const invalid = (error: z.ZodError): SimResponse => ({
   status: 400,

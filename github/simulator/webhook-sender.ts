@@ -10,6 +10,8 @@ import type { FaultPlan } from './faults';
 
 export interface WebhookTarget {
   url?: string;
+  /** Several receivers (e.g. API processes behind no load balancer): deliveries go round robin. */
+  urls?: string[];
   secret?: string;
 }
 
@@ -26,6 +28,8 @@ export interface SentDelivery {
   event: string;
   action: string;
   status: number | 'error' | 'lost';
+  /** Where it went (absent when lost). */
+  url?: string;
 }
 
 export function signWebhookBody(secret: string, body: string): { sha256: string; sha1: string } {
@@ -43,6 +47,7 @@ export class WebhookSender {
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
   private readonly hookId = 400_000_000 + Math.floor(Math.random() * 1_000_000);
+  private deliveries = 0;
 
   constructor(
     public target: WebhookTarget,
@@ -97,8 +102,16 @@ export class WebhookSender {
     }
   }
 
+  private nextUrl(): string | undefined {
+    const { url, urls } = this.target;
+    if (!urls || urls.length === 0) return url;
+    this.deliveries += 1;
+    return urls[this.deliveries % urls.length];
+  }
+
   private async deliver(id: string, event: string, action: string, body: string): Promise<void> {
-    const { url, secret } = this.target;
+    const { secret } = this.target;
+    const url = this.nextUrl();
     if (!url) return;
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -117,7 +130,7 @@ export class WebhookSender {
       // GitHub gives up on a receiver after 10 seconds.
       const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
       await res.arrayBuffer();
-      this.log.push({ id, event, action, status: res.status });
+      this.log.push({ id, event, action, status: res.status, url });
       if (res.ok) this.stats.delivered += 1;
       else {
         this.stats.failed += 1;
@@ -125,7 +138,7 @@ export class WebhookSender {
       }
     } catch (err) {
       this.stats.failed += 1;
-      this.log.push({ id, event, action, status: 'error' });
+      this.log.push({ id, event, action, status: 'error', url });
       this.onError(`webhook ${event}/${action} delivery ${id} failed: ${(err as Error).message}`);
     }
   }
