@@ -56,6 +56,9 @@ export async function handleControl(sim: GitHubSimulator, method: string, path: 
       return { status: 200, body: sim.jobs() };
     case 'GET deliveries':
       return { status: 200, body: sim.deliveries() };
+    case 'POST deliveries/:id':
+      // Only `/_sim/deliveries/failed`: redeliver every failed delivery.
+      return id === 'failed' ? { status: 200, body: { redelivered: sim.redeliverFailedWebhooks() } } : notFound(`delivery action ${id}`);
     case 'POST jobs': {
       const parsed = queueJobSchema.safeParse(body);
       return parsed.success ? { status: 201, body: sim.queueJob(parsed.data) } : invalid(parsed.error);

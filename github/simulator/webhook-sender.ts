@@ -48,6 +48,8 @@ export class WebhookSender {
   private readonly waiting: (() => void)[] = [];
   private readonly hookId = 400_000_000 + Math.floor(Math.random() * 1_000_000);
   private deliveries = 0;
+  /** Failed deliveries, kept so they can be redelivered as GitHub's "redeliver" does. */
+  private readonly failedDeliveries = new Map<string, { event: string; action: string; body: string }>();
 
   constructor(
     public target: WebhookTarget,
@@ -102,6 +104,17 @@ export class WebhookSender {
     }
   }
 
+  /** Sends every failed delivery once more (same delivery GUID, as GitHub's redelivery); returns how many. */
+  redeliverFailed(): number {
+    const failed = [...this.failedDeliveries];
+    this.failedDeliveries.clear();
+    for (const [id, { event, action, body }] of failed) {
+      const next = this.withSlot(() => this.deliver(id, event, action, body));
+      this.chain = Promise.all([this.chain, next]).then(() => undefined);
+    }
+    return failed.length;
+  }
+
   private nextUrl(): string | undefined {
     const { url, urls } = this.target;
     if (!urls || urls.length === 0) return url;
@@ -134,10 +147,12 @@ export class WebhookSender {
       if (res.ok) this.stats.delivered += 1;
       else {
         this.stats.failed += 1;
+        this.failedDeliveries.set(id, { event, action, body });
         this.onError(`webhook ${event}/${action} delivery ${id} answered ${res.status}`);
       }
     } catch (err) {
       this.stats.failed += 1;
+      this.failedDeliveries.set(id, { event, action, body });
       this.log.push({ id, event, action, status: 'error', url });
       this.onError(`webhook ${event}/${action} delivery ${id} failed: ${(err as Error).message}`);
     }

@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { devServer, temporalAnswers } from '../../devstack/temporal-server';
-import { freePort } from '../support/global-setup';
+import { freePort } from '../../devstack/free-port';
 import { eventually, uniqueName } from '../support/temporal';
 
 const ROOT = resolve(import.meta.dirname, '../..');
