@@ -11,6 +11,7 @@ import { isNotFound } from '../providers/port';
 import type { InstanceSpec } from '../workflows/messages';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { whileHeartbeating } from './heartbeat';
+import { createObserveRunner } from './observe-runner';
 import { RunnerToolsCache } from './runner-tools-cache';
 
 export interface InstanceActivityDeps {
@@ -75,6 +76,8 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
   }
 
   return {
+    observeRunner: createObserveRunner({ controllerId: deps.controllerId, provider, github: deps.github }),
+
     /**
      * Idempotent by instance name: a retried or replayed attempt first looks for the
      * machine an earlier attempt made, so one name never gets two machines.

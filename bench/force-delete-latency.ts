@@ -33,6 +33,7 @@ const instantGitHub: GitHubPort = {
   createRunnerCredential: async (req) => ({ kind: 'jit', runnerId: 1, encodedJitConfig: Buffer.from(req.name).toString('base64') }),
   removeRunner: async () => 'removed',
   findRunnerByName: async () => undefined,
+  listRunners: async () => [],
   listRunnerDownloads: async () => [],
 };
 

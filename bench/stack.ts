@@ -21,7 +21,7 @@ export async function startBenchStack(temporalAddress: string, jobDurationMs: nu
     temporalAddress,
     taskQueue: uniqueName('bench-tq'),
     machines: 'simulated',
-    config: { controllerId: uniqueName('bench-ctl'), sweep: { enabled: false } },
+    config: { controllerId: uniqueName('bench-ctl'), sweep: { enabled: false }, liveness: { enabled: false } },
     // Webhooks of different jobs delivered concurrently, as GitHub does.
     simulator: { jobDurationMs, webhookConcurrency: 8, onError: () => undefined },
   });

@@ -12,7 +12,7 @@
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FakeProvider } from '../providers/fake';
+import { FakeProvider, FakeProviderControl } from '../providers/fake';
 import type { BootstrapInstance, ProviderCallContext, ProviderInstance, ProviderPort } from '../providers/port';
 import { ProviderFaultError } from '../providers/port';
 import { AgentError, type StartAgentInput } from '../github/simulator/agents';
@@ -21,6 +21,8 @@ import { AgentError, type StartAgentInput } from '../github/simulator/agents';
 export interface SimulatorAgents {
   startAgent(input: StartAgentInput): Promise<{ id: string }>;
   stopAgent(id: string): boolean | Promise<boolean>;
+  /** The agent's machine died silently (runner offline; its job kept busy until `failJobAfterMs`). */
+  crashAgent(id: string, options?: { failJobAfterMs?: number }): boolean | Promise<boolean>;
   agents(): { id: string; runnerName: string; state: string }[] | Promise<{ id: string; runnerName: string; state: string }[]>;
 }
 
@@ -45,6 +47,9 @@ export function simulatorAgentsOverHttp(controlUrl: string): SimulatorAgents {
     async stopAgent(id) {
       return (await call('DELETE', `/agents/${encodeURIComponent(id)}`)).status === 204;
     },
+    async crashAgent(id, options = {}) {
+      return (await call('POST', `/agents/${encodeURIComponent(id)}/crash`, options)).status === 200;
+    },
     async agents() {
       return (await call('GET', '/agents')).body as { id: string; runnerName: string; state: string }[];
     },
@@ -54,6 +59,7 @@ export function simulatorAgentsOverHttp(controlUrl: string): SimulatorAgents {
 export class SimulatedMachinesProvider implements ProviderPort {
   private readonly machines: FakeProvider;
   private readonly agentsDir: string;
+  private readonly control: FakeProviderControl;
 
   constructor(
     readonly name: string,
@@ -63,6 +69,21 @@ export class SimulatedMachinesProvider implements ProviderPort {
     this.machines = new FakeProvider({ name, stateDir });
     this.agentsDir = join(stateDir, 'agents');
     mkdirSync(this.agentsDir, { recursive: true });
+    this.control = new FakeProviderControl(stateDir);
+  }
+
+  /**
+   * Kills a machine behind runnerflow's back (spot reclaim, host crash): its runner goes
+   * offline mid-whatever, and the provider then reports it stopped or not at all.
+   * A job it was running stays busy at GitHub until `failJobAfterMs`, as on GitHub.
+   */
+  killMachine(instanceName: string, options: { leaves: 'stopped' | 'gone'; failJobAfterMs?: number }): void {
+    const agent = this.agentOf(instanceName);
+    const crashed = agent ? this.sim.crashAgent(agent, options.failJobAfterMs !== undefined ? { failJobAfterMs: options.failJobAfterMs } : {}) : undefined;
+    // Over HTTP the crash lands a moment later; an agent already gone is no error.
+    if (crashed instanceof Promise) crashed.catch(() => undefined);
+    if (options.leaves === 'gone') this.control.removeInstance(instanceName);
+    else this.control.setStatus(instanceName, 'stopped');
   }
 
   async createInstance(bootstrap: BootstrapInstance, ctx: ProviderCallContext): Promise<ProviderInstance> {

@@ -26,6 +26,8 @@ export interface DevStackOptions {
   taskQueue: string;
   /** `simulated` runs runner agents inside the simulator; otherwise the config's providers (local processes by default). */
   machines: 'simulated' | 'configured';
+  /** Name of the simulated provider (default `simulated`); a unique one keeps per-provider schedules of parallel stacks apart. */
+  simulatedProvider?: string;
   /** Extra config merged into the generated one (providers, timings, pools, ...). */
   config?: Record<string, unknown>;
   listen?: string;
@@ -37,6 +39,8 @@ export interface DevStackOptions {
 
 export interface DevStack {
   sim: GitHubSimulator;
+  /** The simulated machines, when `machines` is `simulated`. */
+  simulatedMachines?: SimulatedMachinesProvider;
   api: HttpServer;
   worker: StartedWorker;
   client: Client;
@@ -69,6 +73,8 @@ export interface StackConfigInput {
   githubUrl: string;
   /** State directory of the simulated machines, when the stack runs them. */
   machinesDir?: string;
+  /** Their provider's name (`simulated` by default). */
+  simulatedProvider?: string;
   extra?: Record<string, unknown>;
 }
 
@@ -88,7 +94,7 @@ export function stackConfig(input: StackConfigInput): Record<string, unknown> {
     github: { credentials: [{ name: 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } }] },
     // The simulated provider is not built from config; declaring it lets pools name it.
     providers: input.machinesDir
-      ? [{ type: 'fake', name: SIMULATED_PROVIDER, stateDir: input.machinesDir }, ...((extra.providers as unknown[]) ?? [])]
+      ? [{ type: 'fake', name: input.simulatedProvider ?? SIMULATED_PROVIDER, stateDir: input.machinesDir }, ...((extra.providers as unknown[]) ?? [])]
       : extra.providers,
   };
 }
@@ -97,6 +103,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   const env: NodeJS.ProcessEnv = { ...process.env, ...stackSecrets() };
   const sim = await startGitHubSimulator({ webhookSecret: env.RUNNERFLOW_WEBHOOK_SECRET, ...options.simulator });
   const machinesDir = options.machines === 'simulated' ? mkdtempSync(join(tmpdir(), 'runnerflow-machines-')) : undefined;
+  const simulatedName = options.simulatedProvider ?? SIMULATED_PROVIDER;
   const config = parseConfig(
     stackConfig({
       temporalAddress: options.temporalAddress,
@@ -104,7 +111,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       githubUrl: sim.url,
       ...(options.namespace ? { namespace: options.namespace } : {}),
       ...(options.listen ? { listen: options.listen } : {}),
-      ...(machinesDir ? { machinesDir } : {}),
+      ...(machinesDir ? { machinesDir, simulatedProvider: simulatedName } : {}),
       ...(options.config ? { extra: options.config } : {}),
     }),
     'dev stack config',
@@ -120,7 +127,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   config.api.publicUrl = api.url;
 
   let providers: Map<string, ProviderPort> | undefined;
-  if (machinesDir) providers = new Map([[SIMULATED_PROVIDER, new SimulatedMachinesProvider(SIMULATED_PROVIDER, machinesDir, sim)]]);
+  const simulatedMachines = machinesDir ? new SimulatedMachinesProvider(simulatedName, machinesDir, sim) : undefined;
+  if (simulatedMachines) providers = new Map<string, ProviderPort>([[simulatedName, simulatedMachines]]);
   const worker = await startWorker({
     loaded,
     github,
@@ -132,6 +140,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
 
   return {
     sim,
+    ...(simulatedMachines ? { simulatedMachines } : {}),
     api,
     worker,
     client,

@@ -32,6 +32,14 @@ export interface InstanceTimings {
   poolCreateBackoffMaxMs: number;
   /** GitHub cancels a job queued for 24 h; a queued job whose later events were lost stops counting as demand then. */
   queuedJobTtlMs: number;
+  /**
+   * A busy runner whose machine was reported dead (or whose runner went offline) keeps its
+   * job this long before it is treated as dead: a machine that comes back, or a job that
+   * completes meanwhile, wins. GitHub itself fails a job about 10 minutes after losing its runner.
+   */
+  busyRunnerLostGraceMs: number;
+  /** An idle runner GitHub reports offline (while its machine looks fine) is looked at again after this long before it is replaced. */
+  runnerOfflineGraceMs: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -52,6 +60,8 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   poolCreateBackoffInitialMs: 5_000,
   poolCreateBackoffMaxMs: 5 * 60_000,
   queuedJobTtlMs: 24 * 3_600_000,
+  busyRunnerLostGraceMs: 10 * 60_000,
+  runnerOfflineGraceMs: 2 * 60_000,
 };
 
 export const timingsOverrideSchema = z
@@ -73,6 +83,8 @@ export const timingsOverrideSchema = z
     poolCreateBackoffInitial: durationMs,
     poolCreateBackoffMax: durationMs,
     queuedJobTtl: durationMs,
+    busyRunnerLostGrace: durationMs,
+    runnerOfflineGrace: durationMs,
   })
   .partial()
   .strict();

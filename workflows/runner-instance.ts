@@ -6,22 +6,27 @@
  * forceDelete signal that cuts in anywhere and always ends the workflow.
  */
 import {
+  allHandlersFinished,
   CancellationScope,
   condition,
+  continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
   log,
   proxyActivities,
   setHandler,
+  workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { InstanceActivities } from '../activities/instance-activities';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import { isLeaving } from '../domain/instance-status';
+import { HealthWatch } from './instance-health';
 import { InstanceRecord } from './instance-record';
 import {
   deleteSignal,
   forceDeleteSignal,
+  healthReportSignal,
   INSTANCE_MESSAGE_DESCRIPTIONS,
   jobCompletedSignal,
   jobStartedSignal,
@@ -33,7 +38,7 @@ import {
   type JobStartedArgs,
   type RunnerInstanceInput,
 } from './messages';
-import { jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
+import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
 import { poolWorkflowId, runnerChangedSignal } from './pool-messages';
 
 export async function runnerInstance(input: RunnerInstanceInput): Promise<InstanceState> {
@@ -77,12 +82,18 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   const lifecycle = new CancellationScope();
   let force: { reason: string } | undefined;
   let deleteRequest: { reason: string } | undefined;
-  let jobFinished = false;
-  let createAttempted = false;
-  const completedJobs = new Set<number>();
+  let jobFinished = input.resume?.jobFinished ?? false;
+  let createAttempted = input.resume !== undefined;
+  const completedJobs = new Set<number>(input.resume?.completedJobs ?? []);
+  const health = new HealthWatch({
+    record,
+    timings: t,
+    observe: () => probe.observeRunner({ ...deleteArgs(), github: input.spec.github, ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}) }),
+    leavingAnyway: () => deleteRequest !== undefined || record.runnerStatus === 'failed' || (input.spec.ephemeral && jobFinished),
+  });
 
   setHandler(stateQuery, () => record.snapshot(), { description: INSTANCE_MESSAGE_DESCRIPTIONS.state });
-  let sealedJitConfig: string | undefined;
+  let sealedJitConfig: string | undefined = input.resume?.sealedJitConfig;
   setHandler(sealedCredentialQuery, () => sealedJitConfig, { description: INSTANCE_MESSAGE_DESCRIPTIONS.sealedCredential });
   setHandler(forceDeleteSignal, (args) => {
     if (force || record.status === 'deleted') return;
@@ -114,6 +125,10 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (report.status === 'failed' && report.message) record.lastError = `runner reported failure: ${report.message}`;
     setRunnerStatus(report.status);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });
+  setHandler(healthReportSignal, (args) => {
+    const report = healthReportArgs(args);
+    if (report) health.report(report);
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
 
   function setRunnerStatus(status: RunnerStatus): void {
     if (record.runnerStatus === status || record.status === 'deleted') return;
@@ -121,8 +136,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     notifyPool();
   }
 
-  let reportSeq = 0;
-  let reportedPhase: PoolPhase = 'starting';
+  let reportSeq = input.resume?.reportSeq ?? 0;
+  let reportedPhase = (input.resume?.reportedPhase ?? 'starting') as PoolPhase;
   const reports = new Set<Promise<void>>();
   /**
    * Only changes the pool decides on are reported (idle, busy, leaving, gone): every report
@@ -172,19 +187,61 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     }
   }
 
-  /** Waits until the runner has a reason to leave and says what it is. */
+  /**
+   * Waits until the runner has a reason to leave and says what it is. A healthy runner
+   * waits here on signals alone (no timer), for as long as it idles.
+   */
   async function untilLeaving(): Promise<{ reason: string; unregister: boolean }> {
     const registered = () => record.runnerStatus === 'idle' || record.runnerStatus === 'active' || jobFinished;
     const failed = () => record.runnerStatus === 'failed';
+    const leaving = () => failed() || deleteRequest !== undefined || (input.spec.ephemeral && jobFinished);
     const creatingSince = Date.parse(record.transitions.find((tr) => tr.to === 'creating')?.at ?? new Date().toISOString());
-    const bootstrapLeft = Math.max(0, input.spec.bootstrapTimeoutMs - (Date.now() - creatingSince));
-    const inTime = await condition(() => registered() || failed() || deleteRequest !== undefined, bootstrapLeft);
-    if (!inTime) return { reason: `runner did not report idle within the bootstrap timeout (${input.spec.bootstrapTimeoutMs} ms)`, unregister: true };
-    await condition(() => failed() || deleteRequest !== undefined || (input.spec.ephemeral && jobFinished));
-    if (deleteRequest) return { reason: deleteRequest.reason, unregister: true };
-    if (failed()) return { reason: record.lastError ?? 'runner reported failure', unregister: true };
-    // GitHub already removed the ephemeral runner when its job ended; asking again only spends rate limit.
-    return { reason: 'ephemeral runner finished its job', unregister: false };
+    for (;;) {
+      const wake = () => leaving() || health.reported || historyFull();
+      if (!registered()) {
+        const bootstrapLeft = Math.max(0, input.spec.bootstrapTimeoutMs - (Date.now() - creatingSince));
+        const inTime = await condition(() => registered() || wake(), bootstrapLeft);
+        if (!inTime) return { reason: `runner did not report idle within the bootstrap timeout (${input.spec.bootstrapTimeoutMs} ms)`, unregister: true };
+      } else {
+        await condition(wake);
+      }
+      if (deleteRequest) return { reason: deleteRequest.reason, unregister: true };
+      if (failed()) return { reason: record.lastError ?? 'runner reported failure', unregister: true };
+      // GitHub already removed the ephemeral runner when its job ended; asking again only spends rate limit.
+      if (input.spec.ephemeral && jobFinished) return { reason: 'ephemeral runner finished its job', unregister: false };
+      if (health.reported) {
+        const reason = await health.settle();
+        if (reason) return { reason, unregister: true };
+      } else if (historyFull()) {
+        await carryOn();
+      }
+    }
+  }
+
+  const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+  function historyFull(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength > historyLimit;
+  }
+
+  /**
+   * Continues as new with the same id and state, so signals (job events, health
+   * reports, pool traffic) on a runner that lives for weeks never grow one history without bound.
+   */
+  async function carryOn(): Promise<never> {
+    await Promise.all([...reports]);
+    await condition(allHandlersFinished);
+    return continueAsNew<typeof runnerInstance>({
+      ...input,
+      resume: {
+        state: record.snapshot(),
+        jobFinished,
+        completedJobs: [...completedJobs].slice(-100),
+        ...(sealedJitConfig !== undefined ? { sealedJitConfig } : {}),
+        reportSeq,
+        reportedPhase,
+      },
+    });
   }
 
   /**
@@ -204,19 +261,27 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       });
       if (outcome !== 'busy') return;
       if (record.runnerStatus !== 'active') setRunnerStatus('active');
+      // GitHub keeps calling a runner busy until it fails the job the dead machine will never
+      // finish. The GitHub-side sweep removes the registration once it is no longer busy.
+      if (health.machineDead) return;
       if (input.spec.ephemeral) {
         while (!(await condition(() => jobFinished, wait))) {
           // The completed webhook may be lost: a stopped machine means the job is over.
-          const machine = await probe.instanceStatus(deleteArgs());
-          if (machine === 'stopped' || machine === 'gone') return;
+          if (await machineStopped()) return;
           wait = Math.min(wait * 2, maxWait);
         }
         return;
       }
       jobFinished = false;
-      await condition(() => jobFinished, wait);
+      // A static runner's machine may die while we wait for its job: do not wait on it forever.
+      if (!(await condition(() => jobFinished, wait)) && (await machineStopped())) return;
       wait = Math.min(wait * 2, maxWait);
     }
+  }
+
+  async function machineStopped(): Promise<boolean> {
+    const machine = await probe.instanceStatus(deleteArgs());
+    return machine === 'stopped' || machine === 'gone';
   }
 
   function deleteArgs() {
@@ -256,11 +321,13 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
 
   try {
     await lifecycle.run(async () => {
-      if (deleteRequest) {
-        moveTo('pending_delete', deleteRequest.reason);
-        return gracefulDelete(false);
+      if (!input.resume) {
+        if (deleteRequest) {
+          moveTo('pending_delete', deleteRequest.reason);
+          return gracefulDelete(false);
+        }
+        await createMachine();
       }
-      await createMachine();
       let unregister = true;
       if (record.status === 'running') {
         const leaving = await untilLeaving();
@@ -283,6 +350,9 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   await Promise.all([...reports]);
   return record.snapshot();
 }
+
+/** Well below Temporal's limits; the server may also suggest continuing earlier. */
+const DEFAULT_HISTORY_LIMIT = 2_000;
 
 type PoolPhase = 'starting' | 'idle' | 'busy' | 'leaving' | 'deleted';
 

@@ -87,6 +87,11 @@ export async function handleControl(sim: GitHubSimulator, method: string, path: 
       const state = await sim.waitForAgent(id ?? '', timeoutMs);
       return state ? { status: 200, body: { state } } : notFound(`agent ${id}`);
     }
+    case 'POST agents/:id/crash': {
+      const failJobAfterMs = (body as { failJobAfterMs?: unknown } | undefined)?.failJobAfterMs;
+      const options = typeof failJobAfterMs === 'number' && failJobAfterMs >= 0 ? { failJobAfterMs } : {};
+      return sim.crashAgent(id ?? '', options) ? { status: 200, body: { crashed: true } } : notFound(`running agent ${id}`);
+    }
     case 'DELETE agents/:id':
       return sim.stopAgent(id ?? '') ? { status: 204 } : notFound(`agent ${id}`);
     case 'POST faults': {

@@ -67,6 +67,8 @@ export interface GitHubSimulator {
   startAgent(input: StartAgentInput): Promise<SimAgent>;
   waitForAgent(id: string, timeoutMs: number): Promise<AgentState | undefined>;
   stopAgent(id: string): boolean;
+  /** The agent's machine died silently: runner offline, its job kept busy until `failJobAfterMs` (then it fails). */
+  crashAgent(id: string, options?: { failJobAfterMs?: number }): boolean;
   agents(): SimAgent[];
   setFault(fault: SimFault): void;
   clearFaults(): void;
@@ -199,6 +201,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     startAgent: (input) => agents.start(input),
     waitForAgent: (id, timeoutMs) => agents.waitUntilDone(id, timeoutMs),
     stopAgent: (id) => agents.stop(id),
+    crashAgent: (id, crashOptions) => agents.crash(id, crashOptions),
     agents: () => agents.list(),
     setFault: (fault) => faults.add(fault),
     clearFaults: () => faults.clear(),

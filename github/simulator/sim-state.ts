@@ -39,6 +39,8 @@ export interface SimJob {
   runnerName?: string;
   runnerGroupId?: number;
   createdAt: string;
+  /** Its runner's machine died mid-job: only GitHub giving up on it ends it now. */
+  lost?: boolean;
   startedAt?: string;
   completedAt?: string;
 }
