@@ -54,32 +54,66 @@ export interface DevStack {
 
 export const SIMULATED_PROVIDER = 'simulated';
 
-export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+/** Fresh secrets for one stack, as the environment of every process in it. */
+export function stackSecrets(): NodeJS.ProcessEnv {
+  return {
     RUNNERFLOW_ADMIN_TOKEN: process.env.RUNNERFLOW_ADMIN_TOKEN ?? randomBytes(18).toString('base64url'),
     RUNNERFLOW_WEBHOOK_SECRET: process.env.RUNNERFLOW_WEBHOOK_SECRET ?? randomBytes(18).toString('base64url'),
     RUNNERFLOW_INSTANCE_TOKEN_SECRET: randomBytes(32).toString('base64url'),
     RUNNERFLOW_SIMULATOR_TOKEN: 'ghp_simulated',
   };
+}
+
+export interface StackConfigInput {
+  temporalAddress: string;
+  namespace?: string;
+  taskQueue: string;
+  listen?: string;
+  /** The GitHub simulator's API URL. */
+  githubUrl: string;
+  /** State directory of the simulated machines, when the stack runs them. */
+  machinesDir?: string;
+  /** Their provider's name (`simulated` by default). */
+  simulatedProvider?: string;
+  extra?: Record<string, unknown>;
+}
+
+/** The config of a dev stack (secrets by reference to `stackSecrets()`'s variables), before parsing. */
+export function stackConfig(input: StackConfigInput): Record<string, unknown> {
+  const extra = input.extra ?? {};
+  return {
+    ...extra,
+    temporal: { address: input.temporalAddress, namespace: input.namespace ?? 'default', taskQueue: input.taskQueue },
+    api: {
+      listen: input.listen ?? '127.0.0.1:0',
+      adminToken: { env: 'RUNNERFLOW_ADMIN_TOKEN' },
+      webhookSecret: { env: 'RUNNERFLOW_WEBHOOK_SECRET' },
+      instanceTokenSecret: { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' },
+      ...((extra.api as Record<string, unknown> | undefined) ?? {}),
+    },
+    github: { credentials: [{ name: 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } }] },
+    // The simulated provider is not built from config; declaring it lets pools name it.
+    providers: input.machinesDir
+      ? [{ type: 'fake', name: input.simulatedProvider ?? SIMULATED_PROVIDER, stateDir: input.machinesDir }, ...((extra.providers as unknown[]) ?? [])]
+      : extra.providers,
+  };
+}
+
+export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...stackSecrets() };
   const sim = await startGitHubSimulator({ webhookSecret: env.RUNNERFLOW_WEBHOOK_SECRET, ...options.simulator });
   const machinesDir = options.machines === 'simulated' ? mkdtempSync(join(tmpdir(), 'runnerflow-machines-')) : undefined;
-  const extra = options.config ?? {};
   const simulatedName = options.simulatedProvider ?? SIMULATED_PROVIDER;
   const config = parseConfig(
-    {
-      ...extra,
-      temporal: { address: options.temporalAddress, namespace: options.namespace ?? 'default', taskQueue: options.taskQueue },
-      api: {
-        listen: options.listen ?? '127.0.0.1:0',
-        adminToken: { env: 'RUNNERFLOW_ADMIN_TOKEN' },
-        webhookSecret: { env: 'RUNNERFLOW_WEBHOOK_SECRET' },
-        instanceTokenSecret: { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' },
-      },
-      github: { credentials: [{ name: 'default', apiUrl: sim.url, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } }] },
-      // The simulated provider is not built from config; declaring it lets pools name it.
-      providers: machinesDir ? [{ type: 'fake', name: simulatedName, stateDir: machinesDir }, ...((extra.providers as unknown[]) ?? [])] : extra.providers,
-    },
+    stackConfig({
+      temporalAddress: options.temporalAddress,
+      taskQueue: options.taskQueue,
+      githubUrl: sim.url,
+      ...(options.namespace ? { namespace: options.namespace } : {}),
+      ...(options.listen ? { listen: options.listen } : {}),
+      ...(machinesDir ? { machinesDir, simulatedProvider: simulatedName } : {}),
+      ...(options.config ? { extra: options.config } : {}),
+    }),
     'dev stack config',
   );
   const loaded: LoadedConfig = { config, source: 'dev stack', env };
@@ -123,13 +157,19 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   };
 }
 
-/** Calls the stack's REST API as an admin. */
-export async function apiRequest(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${stack.api.url}${path}`, {
+/** Calls a runnerflow REST API as an admin. */
+export async function adminRequest(baseUrl: string, adminToken: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${baseUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${stack.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    signal: AbortSignal.timeout(30_000),
   });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+/** Calls the stack's REST API as an admin. */
+export function apiRequest(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  return adminRequest(stack.api.url, stack.adminToken, method, path, body);
 }

@@ -90,6 +90,8 @@ export interface GitHubSimulator {
   jobs(): SimJob[];
   deliveries(): SentDelivery[];
   servedResponses(): ServedResponse[];
+  /** Redelivers every failed webhook delivery (GitHub's "redeliver"); returns how many. */
+  redeliverFailedWebhooks(): number;
   /** Resolves once every webhook so far has been delivered (or failed). */
   webhooksIdle(): Promise<void>;
   /** Scale sets with their session, statistics and queue. */
@@ -275,6 +277,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     jobs: () => [...state.jobs.values()].map((j) => ({ ...j })),
     deliveries: () => [...webhooks.log],
     servedResponses: () => [...served],
+    redeliverFailedWebhooks: () => webhooks.redeliverFailed(),
     webhooksIdle: () => webhooks.idle(),
     scaleSets: () => scaleSets.view(),
     scaleSetMaxCapacity: (id) => actions.maxCapacity.get(id),
