@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
 import { desiredRunnerCount, scaleSetNameOf } from '../../domain/scale-set';
 import { PoolBook } from '../../workflows/pool-book';
+import { candidatePools } from '../../api/job-routing';
 import { FAST_TIMINGS } from '../support/temporal';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -76,5 +77,15 @@ describe('scale-set pool settings', () => {
     expect(bad({ scaleSet: { minRunners: 9 } })).toEqual(['scaleSet.minRunners']);
     expect(bad({ scaleSet: { name: 'has space', minRunners: 0 } })).toEqual(['scaleSet.name']);
     expect(bad({ ephemeral: false })).toEqual(['ephemeral']);
+  });
+});
+
+describe('webhook routing', () => {
+  it('leaves jobs to scale-set pools alone: their jobs come through the scale set', () => {
+    const memo = { labels: ['linux'], priority: 0, enabled: true, maxRunners: 2, provider: 'fake' };
+    const entry = (name: string, mode?: 'scaleSet') => ({ name, workflowId: `pool/${name}`, runId: 'r', startTime: '', memo: { ...memo, ...(mode ? { mode } : {}) } });
+    const routed = candidatePools([entry('by-webhook'), entry('by-scale-set', 'scaleSet')], ['linux']);
+    expect(routed.kind === 'pools' && routed.pools.map((p) => p.name)).toEqual(['by-webhook']);
+    expect(candidatePools([entry('by-scale-set', 'scaleSet')], ['linux']).kind).toBe('none');
   });
 });
