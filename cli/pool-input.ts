@@ -29,6 +29,9 @@ export const POOL_FLAGS = {
   'runner-group-id': { type: 'string' },
   enabled: { type: 'string' },
   ephemeral: { type: 'string' },
+  mode: { type: 'string' },
+  'scale-set-name': { type: 'string' },
+  'min-runners': { type: 'string' },
 } as const;
 
 export type PoolFlagValues = { [K in keyof typeof POOL_FLAGS]?: string };
@@ -99,6 +102,14 @@ export function applyPoolFlags(base: Settings, flags: PoolFlagValues): Settings 
   set('runnerGroupId', flags['runner-group-id'] === undefined ? undefined : integer('runner-group-id', flags['runner-group-id']));
   set('enabled', flags.enabled === undefined ? undefined : boolean('enabled', flags.enabled));
   set('ephemeral', flags.ephemeral === undefined ? undefined : boolean('ephemeral', flags.ephemeral));
+  set('mode', flags.mode);
+  if (flags['scale-set-name'] !== undefined || flags['min-runners'] !== undefined) {
+    const scaleSet = { ...((base.scaleSet as Settings | undefined) ?? {}) };
+    if (flags['scale-set-name'] !== undefined) scaleSet.name = flags['scale-set-name'];
+    if (flags['min-runners'] !== undefined) scaleSet.minRunners = integer('min-runners', flags['min-runners']);
+    out.scaleSet = scaleSet;
+    out.mode ??= 'scaleSet';
+  }
   const scope = scopeFromFlags(flags);
   if (scope || flags.credentials !== undefined) {
     const github = { ...((base.github as Settings | undefined) ?? {}) };

@@ -10,6 +10,7 @@ export function poolMemoOf(settings: PoolSettings): PoolMemo {
     maxRunners: settings.maxRunners,
     provider: settings.provider,
     scope: settings.github.scope,
-    mode: settings.mode,
+    // Only scale-set pools are marked: routing skips them, webhook pools' memo stays as it was.
+    ...(settings.mode === 'scaleSet' ? { mode: settings.mode } : {}),
   };
 }

@@ -220,7 +220,8 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     await calls.closeScaleSetSession({ target, scaleSetId: state.scaleSetId, sessionId: state.sessionId });
     state.sessionId = undefined;
   }
-  if (stop?.deleteScaleSet && state.scaleSetId !== undefined) await calls.deleteScaleSet({ target, scaleSetId: state.scaleSetId });
+  // A scale set this listener never held a session on belongs to another listener: it is not ours to delete.
+  if (stop?.deleteScaleSet && state.scaleSetId !== undefined && state.sessionsOpened > 0) await calls.deleteScaleSet({ target, scaleSetId: state.scaleSetId });
   status = 'stopped';
   return view();
 }

@@ -28,6 +28,45 @@ interface PoolDetail {
   queuedJobs: { jobId: number; labels: string[]; repository?: string }[];
   target: number;
   deleting: boolean;
+  /** Scale-set pools: the listener's view (null while it is not running). */
+  scaleSet?: ScaleSetDetail | null;
+}
+
+interface ScaleSetDetail {
+  name: string;
+  status: string;
+  scaleSetId?: number;
+  sessionId?: string;
+  lastMessageId: number;
+  desiredRunners: number;
+  minRunners: number;
+  maxRunners: number;
+  messagesApplied: number;
+  jobsAcquired: number;
+  statistics?: Record<string, number>;
+  lastError?: string;
+}
+
+function scaleSetFields(pool: PoolDetail): [string, unknown][] {
+  if (pool.settings.mode !== 'scaleSet') return [];
+  const s = pool.scaleSet;
+  if (!s) return [['Scale set', 'listener not running']];
+  const stats = s.statistics;
+  return [
+    ['Scale set', `${s.name} (id ${s.scaleSetId ?? '-'}, ${s.status})`],
+    ['Session', s.sessionId ?? '-'],
+    ['Last message id', s.lastMessageId],
+    ['Desired runners', `${s.desiredRunners} = min(max ${s.maxRunners}, min ${s.minRunners} + assigned ${stats?.totalAssignedJobs ?? 0})`],
+    [
+      'Statistics',
+      stats
+        ? `available ${stats.totalAvailableJobs}, acquired ${stats.totalAcquiredJobs}, assigned ${stats.totalAssignedJobs}, running ${stats.totalRunningJobs}, ` +
+          `runners ${stats.totalRegisteredRunners} (busy ${stats.totalBusyRunners}, idle ${stats.totalIdleRunners})`
+        : '-',
+    ],
+    ['Messages applied', `${s.messagesApplied} (jobs acquired ${s.jobsAcquired})`],
+    ...(s.lastError ? ([['Listener error', s.lastError]] as [string, unknown][]) : []),
+  ];
 }
 
 const path = (name: string) => `/api/v1/pools/${encodeURIComponent(name)}`;
@@ -41,6 +80,7 @@ const POOL_FLAG_HELP = [
   '--bootstrap-timeout DURATION, --idle-timeout DURATION (e.g. 10m)',
   '--runner-prefix P, --runner-group G, --runner-group-id N',
   '--enabled true|false, --ephemeral true|false',
+  '--mode webhook|scaleSet, --scale-set-name NAME, --min-runners N (scale-set pools)',
 ];
 
 function scopeText(scope: Record<string, string> | undefined): string {
@@ -97,6 +137,7 @@ export const poolCommands: Record<string, Command> = {
           ['Ephemeral', s.ephemeral],
           ['Settings version', pool.settingsVersion],
           ['Deleting', pool.deleting],
+          ...scaleSetFields(pool),
         ]),
       );
       if (pool.runners.length > 0) {

@@ -234,10 +234,13 @@ export class SimScaleSets {
     for (const w of [...(this.waiters.get(scaleSetId) ?? [])]) w();
   }
 
+  /** Job events join the newest message not yet delivered: GitHub batches them the same way (`body` is an array). */
   private push(scaleSetId: number, job: JobMessage): void {
     const queue = this.queues.get(scaleSetId);
     if (!queue) return;
-    queue.push({ messageId: this.nextMessageId++, jobs: [job], deleted: false, deliveries: 0 });
+    const open = queue[queue.length - 1];
+    if (open && !open.deleted && open.deliveries === 0) open.jobs.push(job);
+    else queue.push({ messageId: this.nextMessageId++, jobs: [job], deleted: false, deliveries: 0 });
     this.wake(scaleSetId);
   }
 

@@ -97,7 +97,9 @@ describe('the scale-set listener under faults', () => {
     expect(later.sessionsOpened).toBe(0);
     expect(later.sessionId).toBeUndefined();
     expect((await listenerState(stack.client, pool.name))?.sessionId).toBe(owner.sessionId);
-    await intruder.signal(stopListenerSignal, { reason: 'test over' });
+    // Stopping it, even with deleteScaleSet, leaves the scale set to the listener that holds it.
+    await intruder.signal(stopListenerSignal, { reason: 'test over', deleteScaleSet: true });
     expect((await intruder.result()).status).toBe('stopped');
+    expect(stack.sim.scaleSets().find((x) => x.id === owner.scaleSetId)?.session?.sessionId).toBe(owner.sessionId);
   });
 });

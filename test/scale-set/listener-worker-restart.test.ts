@@ -79,3 +79,45 @@ it('a worker killed in the middle of a long poll is replaced: the same session r
   expect(await handle.result()).toMatchObject({ status: 'stopped' });
   expect(sim.scaleSets().some((x) => x.id === before.scaleSetId)).toBe(false);
 });
+
+it('bounds its history: the listener continues as new and carries its session, cursor and counters', async () => {
+  const worker = takeover ?? (takeover = await startTestWorker({ activities: { github: simulatorRegistry(sim.url) } }));
+  const pool = uniqueName('canpool').toLowerCase();
+  const input: ScaleSetListenerInput = {
+    settings: {
+      pool,
+      target: { credentials: 'default', scope: { kind: 'org', org: 'acme' } },
+      name: pool,
+      runnerGroup: 'Default',
+      labels: [],
+      minRunners: 0,
+      maxRunners: 10,
+      ownerName: sessionOwnerName('test', pool),
+    },
+    timings: { ...FAST_TIMINGS, scaleSetPollTimeoutMs: 8_000 },
+    historyLimit: 40,
+  };
+  const handle = await client.workflow.start(SCALE_SET_LISTENER_WORKFLOW, { workflowId: scaleSetListenerId(pool), taskQueue: worker.taskQueue, args: [input] });
+  const first = await eventually(async () => {
+    const s = await handle.query(scaleSetStateQuery);
+    return s.status === 'listening' ? s : undefined;
+  }, 30_000, 'listening');
+  // One at a time, so each job's events arrive as messages of their own (GitHub batches what arrives together).
+  const jobs: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    jobs.push(sim.queueJob({ repository: 'acme/app', labels: [pool] }).id);
+    await eventually(async () => (await client.workflow.getHandle(scaleSetListenerId(pool)).query(scaleSetStateQuery)).jobsAcquired === jobs.length, 20_000, `job ${i} acquired`);
+  }
+  const settled = await eventually(async () => {
+    const s = await client.workflow.getHandle(scaleSetListenerId(pool)).query(scaleSetStateQuery);
+    const set = sim.scaleSets().find((x) => x.id === s.scaleSetId);
+    return s.jobsAcquired === jobs.length && set?.messages.pending === 0 && s.messagesApplied === set.messages.deleted ? s : undefined;
+  }, 40_000, 'all jobs acquired and every message acknowledged');
+  const current = await client.workflow.getHandle(scaleSetListenerId(pool)).describe();
+  expect(current.runId).not.toBe(handle.firstExecutionRunId);
+  expect(current.historyLength).toBeLessThan(200);
+  expect(settled.sessionId).toBe(first.sessionId);
+  expect(settled.messagesApplied).toBeGreaterThanOrEqual(jobs.length);
+  expect(new Set(settled.recentMessageIds).size).toBe(settled.recentMessageIds.length);
+  await client.workflow.getHandle(scaleSetListenerId(pool)).signal(stopListenerSignal, { deleteScaleSet: true });
+});

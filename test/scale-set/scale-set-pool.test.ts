@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
 import { eventually } from '../support/temporal';
@@ -44,6 +46,18 @@ describe('a pool in scaleSet mode', () => {
 
     const shown = await apiRequest(stack, 'GET', `/api/v1/pools/${pool.name}`);
     expect(shown.body).toMatchObject({ scaleSet: { name: pool.name, scaleSetId: listening.scaleSetId, status: 'listening', desiredRunners: 0 } });
+
+    const cli = await new Promise<string>((done, fail) =>
+      execFile(
+        process.execPath,
+        [resolve(import.meta.dirname, '../../bin/runnerflow.js'), 'pool', 'show', pool.name],
+        { env: { PATH: process.env.PATH ?? '', RUNNERFLOW_URL: stack.api.url, RUNNERFLOW_ADMIN_TOKEN: stack.adminToken }, timeout: 30_000 },
+        (error, stdout) => (error ? fail(error) : done(stdout)),
+      ),
+    );
+    expect(cli).toMatch(new RegExp(`Scale set:\\s+${pool.name} \\(id ${listening.scaleSetId}, listening\\)`));
+    expect(cli).toMatch(/Session:\s+[0-9a-f-]{36}/);
+    expect(cli).toMatch(/Desired runners:\s+0 = min\(max 2, min 0 \+ assigned 0\)/);
   });
 
   it('keeps minRunners warm, runs a job on a warm runner and warms a replacement', async () => {

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
+import { desiredRunnerCount, scaleSetNameOf } from '../../domain/scale-set';
+import { PoolBook } from '../../workflows/pool-book';
+import { candidatePools } from '../../api/job-routing';
+import { FAST_TIMINGS } from '../support/temporal';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+function settings(overrides: Partial<PoolSettingsInput> = {}) {
+  return poolSettingsSchema.parse({
+    name: 'big',
+    mode: 'scaleSet',
+    github: { scope: { kind: 'org', org: 'acme' } },
+    labels: ['linux'],
+    provider: 'fake',
+    maxRunners: 4,
+    ...overrides,
+  });
+}
+
+describe("actions-runner-controller's desired-count rule", () => {
+  it('is min(maxRunners, minRunners + totalAssignedJobs)', () => {
+    expect(desiredRunnerCount(0, 4, 0)).toBe(0);
+    expect(desiredRunnerCount(1, 4, 2)).toBe(3);
+    expect(desiredRunnerCount(1, 4, 10)).toBe(4);
+    expect(desiredRunnerCount(2, 2, 0)).toBe(2);
+  });
+});
+
+describe('a scale-set pool book', () => {
+  it('wants nothing until the listener has reported, then follows the statistics minus busy runners', () => {
+    const book = new PoolBook(settings({ scaleSet: { minRunners: 1 } }), FAST_TIMINGS);
+    expect(book.plan(T0).create).toBe(0);
+    expect(book.scaleSetRef()).toEqual({});
+    expect(book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 2, seq: 1 })).toBe(true);
+    expect(book.scaleSetRef()).toEqual({ scaleSet: { id: 7, name: 'big' } });
+    expect(book.plan(T0).create).toBe(3);
+    for (const n of ['a', 'b', 'c']) book.runnerStarted(n, T0);
+    book.runnerChanged({ name: 'a', seq: 1, status: 'running', runnerStatus: 'active', jobId: 11 }, T0);
+    book.runnerChanged({ name: 'b', seq: 1, status: 'running', runnerStatus: 'active', jobId: 12 }, T0);
+    // 3 desired, 2 busy: one more runner that is not busy is wanted, and c is it.
+    expect(book.demand()).toBe(1);
+    expect(book.plan(T0).create).toBe(0);
+  });
+
+  it('drops a report older than the one applied, and carries the last one across continue-as-new', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS);
+    book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 3, seq: 5 });
+    expect(book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 0, seq: 4 })).toBe(false);
+    expect(book.demand()).toBe(3);
+    const again = new PoolBook(settings(), FAST_TIMINGS, book.carry());
+    expect(again.demand()).toBe(3);
+  });
+
+  it('never removes a busy runner when the count drops', () => {
+    const book = new PoolBook(settings({ idleTimeout: 0 }), FAST_TIMINGS);
+    book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 2, seq: 1 });
+    book.runnerStarted('a', T0);
+    book.runnerStarted('b', T0);
+    book.runnerChanged({ name: 'a', seq: 1, status: 'running', runnerStatus: 'active', jobId: 1 }, T0);
+    book.runnerChanged({ name: 'b', seq: 1, status: 'running', runnerStatus: 'idle' }, T0);
+    book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 0, seq: 2 });
+    expect(book.plan(T0 + 10).remove.map((r) => r.name)).toEqual(['b']);
+  });
+});
+
+describe('scale-set pool settings', () => {
+  it('default the scale set name to the pool name', () => {
+    expect(scaleSetNameOf(settings())).toBe('big');
+    expect(scaleSetNameOf(settings({ scaleSet: { name: 'gpu-large' } }))).toBe('gpu-large');
+  });
+
+  it('reject settings that make no sense, naming the field', () => {
+    const bad = (o: Partial<PoolSettingsInput>) => poolSettingsSchema.safeParse({ ...settings(), ...o }).error?.issues.map((i) => i.path.join('.'));
+    expect(bad({ mode: 'webhook', scaleSet: { minRunners: 1 } })).toEqual(['scaleSet']);
+    expect(bad({ scaleSet: { minRunners: 9 } })).toEqual(['scaleSet.minRunners']);
+    expect(bad({ scaleSet: { name: 'has space', minRunners: 0 } })).toEqual(['scaleSet.name']);
+    expect(bad({ ephemeral: false })).toEqual(['ephemeral']);
+  });
+});
+
+describe('webhook routing', () => {
+  it('leaves jobs to scale-set pools alone: their jobs come through the scale set', () => {
+    const memo = { labels: ['linux'], priority: 0, enabled: true, maxRunners: 2, provider: 'fake' };
+    const entry = (name: string, mode?: 'scaleSet') => ({ name, workflowId: `pool/${name}`, runId: 'r', startTime: '', memo: { ...memo, ...(mode ? { mode } : {}) } });
+    const routed = candidatePools([entry('by-webhook'), entry('by-scale-set', 'scaleSet')], ['linux']);
+    expect(routed.kind === 'pools' && routed.pools.map((p) => p.name)).toEqual(['by-webhook']);
+    expect(candidatePools([entry('by-scale-set', 'scaleSet')], ['linux']).kind).toBe('none');
+  });
+});
