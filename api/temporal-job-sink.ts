@@ -21,7 +21,8 @@ import {
 import type { Logger } from './deps';
 import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
 import type { PoolDirectory } from './pool-directory';
-import type { SignalOutcome, WorkflowJobSink } from './webhooks/github';
+import type { JobTiming, SignalOutcome, WorkflowJobSink } from './webhooks/github';
+import { jobQueueSeconds } from '../observability/metrics';
 import { isNotFound } from './temporal/errors';
 
 export interface TemporalJobSinkDeps {
@@ -72,8 +73,9 @@ export class TemporalJobSink implements WorkflowJobSink {
     await Promise.all(holders.map((pool) => this.progressTo(pool.workflowId, progress)));
   }
 
-  jobStarted(runnerName: string, args: JobStartedArgs): Promise<SignalOutcome> {
-    return this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, args), { jobId: args.jobId, action: 'in_progress', runnerName });
+  jobStarted(runnerName: string, args: JobStartedArgs, timing?: JobTiming): Promise<SignalOutcome> {
+    const progress: JobProgressArgs = { jobId: args.jobId, action: 'in_progress', runnerName };
+    return this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, args), progress, (pool) => observeQueueTime(pool, timing));
   }
 
   jobCompleted(runnerName: string, args: JobCompletedArgs): Promise<SignalOutcome> {
@@ -84,6 +86,7 @@ export class TemporalJobSink implements WorkflowJobSink {
     runnerName: string,
     send: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<void>,
     progress: JobProgressArgs,
+    onSignalled?: (pool: string) => void,
   ): Promise<SignalOutcome> {
     const handle = this.deps.client.workflow.getHandle(runnerWorkflowId(runnerName));
     let pool: string | undefined;
@@ -96,7 +99,10 @@ export class TemporalJobSink implements WorkflowJobSink {
       if (isNotFound(err)) return 'not_owned';
       throw err;
     }
-    if (pool) await this.progressTo(poolWorkflowId(pool), progress);
+    if (pool) {
+      onSignalled?.(pool);
+      await this.progressTo(poolWorkflowId(pool), progress);
+    }
     return 'signalled';
   }
 
@@ -137,4 +143,12 @@ export class TemporalJobSink implements WorkflowJobSink {
     });
     this.deps.logger.info('job matched no pool', { jobId: job.jobId, reason });
   }
+}
+
+/** Only jobs that started on one of our runners count: the pool they waited for is then known. */
+function observeQueueTime(pool: string, timing: JobTiming | undefined): void {
+  const created = Date.parse(timing?.createdAt ?? '');
+  const started = Date.parse(timing?.startedAt ?? '');
+  if (Number.isNaN(created) || Number.isNaN(started) || started < created) return;
+  jobQueueSeconds.observe({ pool }, (started - created) / 1000);
 }

@@ -1,6 +1,7 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
+import { lifecycleSinks } from './lifecycle-metrics';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -23,6 +24,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     taskQueue: options.taskQueue,
     activities: { ...createInstanceActivities(options.activities), ...(options.extraActivities ?? {}) },
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
+    sinks: lifecycleSinks,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
   };
   return Worker.create(workerOptions);

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, resolveSecret } from '../config/load';
 import { createGitHubRegistry } from '../github/registry';
 import { startWorker } from './start';
 import { createLogger } from '../observability/logger';
+import { serveMetrics } from '../observability/metrics-server';
 import { installTemporalRuntime, sdkRuntimeOptionsFromEnv } from '../observability/temporal-runtime';
 
 async function main(): Promise<void> {
@@ -16,7 +17,10 @@ async function main(): Promise<void> {
   if (!instanceTokenKey) {
     throw new ConfigError('a standalone worker needs api.instanceTokenSecret (shared with the API processes that verify instance callbacks)');
   }
-  const started = await startWorker({ loaded, github: createGitHubRegistry(loaded.config, loaded.env, logger.child({ component: 'github' })), instanceTokenKey });
+  const metricsListen = loaded.env.RUNNERFLOW_METRICS_LISTEN;
+  const metrics = metricsListen ? await serveMetrics(metricsListen) : undefined;
+  if (metrics) logger.info('worker metrics served', { url: `${metrics.url}/metrics` });
+  const started = await startWorker({ loaded, github: createGitHubRegistry(loaded.config, loaded.env, logger.child({ component: 'github' })), instanceTokenKey, log: (message) => logger.info(message) });
   const shutdown = (signal: string) => {
     console.log(`${signal}: finishing running activities, then stopping`);
     started.worker.shutdown();
@@ -24,6 +28,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
   await started.running;
+  await metrics?.close();
 }
 
 main().catch((err: unknown) => {

@@ -35,6 +35,7 @@ import {
 } from './messages';
 import { jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
 import { poolWorkflowId, runnerChangedSignal } from './pool-messages';
+import { runnerLifecycle } from './lifecycle-sink';
 
 export async function runnerInstance(input: RunnerInstanceInput): Promise<InstanceState> {
   const t = input.timings;
@@ -115,9 +116,15 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     setRunnerStatus(report.status);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });
 
+  const labels = { pool: input.pool, provider: input.provider };
+  let createStartedAt: number | undefined;
   function setRunnerStatus(status: RunnerStatus): void {
     if (record.runnerStatus === status || record.status === 'deleted') return;
     record.runnerStatus = status;
+    if (createStartedAt !== undefined && (status === 'idle' || status === 'active')) {
+      runnerLifecycle.bootstrapped({ ...labels, seconds: (Date.now() - createStartedAt) / 1000 });
+      createStartedAt = undefined;
+    }
     notifyPool();
   }
 
@@ -156,6 +163,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
 
   async function createMachine(): Promise<void> {
     moveTo('creating');
+    createStartedAt = Date.now();
     createAttempted = true;
     try {
       const created = await create.createInstance({ name: input.name, pool: input.pool, provider: input.provider, spec: input.spec });
@@ -235,6 +243,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (record.status !== 'pending_force_delete') moveTo('pending_force_delete', reason);
     moveTo('deleting', 'forced');
     if (!createAttempted) {
+      runnerLifecycle.forceDeleted({ ...labels, leaked: false });
       moveTo('deleted', 'forced before any machine was created');
       return;
     }
@@ -251,6 +260,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       record.recordError(machine.reason);
       record.markLeaked();
     }
+    runnerLifecycle.forceDeleted({ ...labels, leaked: record.leaked });
     moveTo('deleted', record.leaked ? 'forced; the provider did not confirm the delete, machine left for the sweep' : 'forced');
   }
 
