@@ -82,10 +82,16 @@ export function createPinoLogger(options: CreateLoggerOptions = {}): PinoLogger 
   const format = options.format ?? logFormat();
   const level = (options.level ?? process.env.RUNNERFLOW_LOG_LEVEL ?? 'info').toLowerCase();
   const destination =
-    options.destination ??
-    (format === 'pretty'
-      ? pretty({ destination: 2, colorize: Boolean(process.stderr.isTTY), ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l', sync: true })
-      : pino.destination({ dest: 2, sync: true }));
+    format === 'pretty'
+      ? pretty({
+          destination: options.destination ?? 2,
+          colorize: !options.destination && Boolean(process.stderr.isTTY),
+          ignore: 'pid,hostname',
+          messageKey: 'message',
+          translateTime: 'HH:MM:ss.l',
+          sync: true,
+        })
+      : (options.destination ?? pino.destination({ dest: 2, sync: true }));
   return pino(
     {
       level,

@@ -8,9 +8,9 @@ export const REDACTED = '[redacted]';
 const SECRET_PATTERNS: RegExp[] = [
   /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g,
   /\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,})\b/g,
-  /\b(?:bearer|token|basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi,
-  // JWTs (instance tokens, app JWTs) and base64 JSON blobs such as encoded JIT configs.
-  /\beyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]+){0,2}={0,2}/g,
+  /\b(?:bearer|token|basic)\s+[A-Za-z0-9._~+/=-]{20,}/gi,
+  // JWTs (instance tokens, app JWTs) and base64 JSON objects such as encoded JIT configs ({" is "ey").
+  /\bey[A-Za-z0-9+/_-]{20,}={0,2}(?:\.[A-Za-z0-9_-]+){0,2}/g,
   // Sealed secrets (api/sealed-secret.ts).
   /\bv1\.[A-Za-z0-9_-]{12,}\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]+/g,
 ];
