@@ -14,10 +14,11 @@ import { poolSettingsSchema, type PoolSettings } from './domain/pool';
 import { forceDeleteSignal, runnerWorkflowId } from './workflows/messages';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId } from './workflows/pool-messages';
 import { startDevStack } from './devstack/stack';
+import { demoApiLogger, startDemoStory, storyEmitter } from './devstack/demo-story';
 import { devServer, temporalAnswers } from './devstack/temporal-server';
 import { createGitHubRegistry } from './github/registry';
 import { startWorker } from './worker/start';
-import { createLogger } from './observability/logger';
+import { createLogger, logFormat } from './observability/logger';
 import { installTemporalRuntime, sdkRuntimeOptionsFromEnv } from './observability/temporal-runtime';
 
 const say = (message: string) => console.log(`runnerflow: ${message}`);
@@ -57,7 +58,7 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
     listen: config.api.listen,
     config: { providers: config.providers, timings: { createInitialInterval: '1s' }, controllerId: config.controllerId },
     simulator: { jobDurationMs: 5_000, onError: (m) => say(`simulator: ${m}`) },
-    logger: rootLogger.child({ component: 'api' }),
+    logger: demoApiLogger(logFormat(), rootLogger),
     log: say,
   });
   // A pool per demo run: the simulator (and every runner registered with it) lives only as long as this process.
@@ -77,7 +78,9 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
   say(`queued ${jobs} demo jobs in the simulator (RUNNERFLOW_DEMO_JOBS to change)`);
   banner(stack.api.url, stack.adminToken);
   say(`GitHub simulator: ${stack.sim.url} (jobs: ${stack.sim.controlUrl}/jobs)`);
+  const stopStory = startDemoStory({ client: stack.client, pool: pool.name, jobs: () => stack.sim.jobs(), emit: storyEmitter(logFormat(), rootLogger.child({ component: 'demo' })) });
   return async () => {
+    stopStory();
     // Runners of this demo cannot outlive its simulator: drop them now rather than leave them for the sweep.
     const handle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
     const view = await handle.query(poolStateQuery).catch(() => undefined);
