@@ -5,10 +5,8 @@
  * checkout shows the whole loop: job queued → runner created → job run → runner gone.
  */
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import { HttpError } from './api/http/errors';
-import { jsonLogger } from './api/logger';
 import { startPool } from './api/pool-settings';
 import { serveApi } from './api/serve';
 import { ConfigError, loadConfig, resolveSecret, type LoadedConfig } from './config/load';
@@ -16,11 +14,15 @@ import { poolSettingsSchema, type PoolSettings } from './domain/pool';
 import { parseDuration } from './domain/duration';
 import { demoPoolMemo, findDemoPools, removeDemoPools, within } from './devstack/demo-pools';
 import { startDevStack } from './devstack/stack';
+import { demoApiLogger, startDemoStory, storyEmitter } from './devstack/demo-story';
 import { devServer, temporalAnswers } from './devstack/temporal-server';
 import { createGitHubRegistry } from './github/registry';
 import { startWorker } from './worker/start';
+import { createLogger, logFormat } from './observability/logger';
+import { installTemporalRuntime, sdkRuntimeOptionsFromEnv } from './observability/temporal-runtime';
 
 const say = (message: string) => console.log(`runnerflow: ${message}`);
+const rootLogger = createLogger();
 
 /** Starts the project's dev server when the configured address is a local one that is not answering. */
 async function ensureTemporal(address: string): Promise<void> {
@@ -61,7 +63,7 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
     listen: config.api.listen,
     config: { providers: config.providers, timings: { createInitialInterval: '1s' }, controllerId: config.controllerId },
     simulator: { jobDurationMs: 5_000, onError: (m) => say(`simulator: ${m}`) },
-    logger: jsonLogger({ component: 'api' }),
+    logger: demoApiLogger(logFormat(), rootLogger),
     log: say,
   });
   // A pool per demo run: the simulator (and every runner registered with it) lives only as long as this process.
@@ -84,7 +86,9 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
   say(`queued ${jobs} demo jobs in the simulator (RUNNERFLOW_DEMO_JOBS to change)`);
   banner(stack.api.url, stack.adminToken);
   say(`GitHub simulator: ${stack.sim.url} (jobs: ${stack.sim.controlUrl}/jobs)`);
+  const stopStory = startDemoStory({ client: stack.client, pool: pool.name, jobs: () => stack.sim.jobs(), emit: storyEmitter(logFormat(), rootLogger.child({ component: 'demo' })) });
   return async () => {
+    stopStory();
     // Runners of this demo cannot outlive its simulator: drop them now rather than leave them for the sweep.
     // Without Temporal nothing can be removed; the next demo does it.
     const budget = Math.max(1_000, SHUTDOWN_TIMEOUT_MS / 2);
@@ -105,8 +109,8 @@ async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>>
   }
   const connection = await Connection.connect({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
-  const github = createGitHubRegistry(config, env);
-  const api = await serveApi({ loaded, client, github, logger: jsonLogger({ component: 'api' }) });
+  const github = createGitHubRegistry(config, env, rootLogger.child({ component: 'github' }));
+  const api = await serveApi({ loaded, client, github, logger: rootLogger.child({ component: 'api' }) });
   if (!config.api.publicUrl) config.api.publicUrl = api.url;
   const worker = await startWorker({ loaded, github, instanceTokenKey: resolveSecret(config.api.instanceTokenSecret, env)!, log: say });
   await seedPools(client, loaded, config.pools);
@@ -126,7 +130,7 @@ function banner(apiUrl: string, adminToken: string): void {
 
 async function main(): Promise<void> {
   // Shutdown is ours to order (drop demo runners first, then stop the worker), so the SDK must not act on signals itself.
-  Runtime.install({ logger: new DefaultLogger((process.env.RUNNERFLOW_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel), shutdownSignals: [] });
+  installTemporalRuntime(rootLogger.pino, sdkRuntimeOptionsFromEnv());
   const loaded = loadConfig();
   say(`config: ${loaded.source}`);
   await ensureTemporal(loaded.config.temporal.address);

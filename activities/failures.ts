@@ -6,6 +6,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { GitHubApiError, GitHubRateLimitError } from '../github/port';
 import { ProviderError, ProviderFaultError } from '../providers/port';
+import { scrubSecrets } from '../observability/secret-scrub';
 
 export const FAILURE_TYPES = {
   githubRateLimited: 'GitHubRateLimited',
@@ -21,7 +22,13 @@ export interface FailureOptions {
   retryRejectedGitHubCalls?: boolean;
 }
 
+/** Failure messages land in workflow history and logs: a credential quoted by GitHub or a provider must not. */
 export function toActivityFailure(err: unknown, options: FailureOptions = {}): unknown {
+  if (err instanceof Error) err.message = scrubSecrets(err.message);
+  return classify(err, options);
+}
+
+function classify(err: unknown, options: FailureOptions): unknown {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof GitHubRateLimitError) {
     return ApplicationFailure.create({
@@ -42,7 +49,7 @@ export function toActivityFailure(err: unknown, options: FailureOptions = {}): u
     const detail = err.providerMessage ? `${err.message}: ${err.providerMessage}` : err.message;
     return ApplicationFailure.create({
       type: FAILURE_TYPES.providerFault,
-      message: detail,
+      message: scrubSecrets(detail),
       nonRetryable: err instanceof ProviderFaultError && !err.retryable,
     });
   }

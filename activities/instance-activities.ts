@@ -14,6 +14,21 @@ import { actionsClientFor, removeRunnerAtGitHub, type GitHubClients, type Remove
 import { whileHeartbeating } from './heartbeat';
 import { createObserveRunner } from './observe-runner';
 import { RunnerToolsCache } from './runner-tools-cache';
+import { runnerCreateSeconds, runnerDeleteSeconds } from '../observability/metrics';
+import type { Histogram } from 'prom-client';
+
+/** Times one attempt into a lifecycle histogram, labelled by its outcome. */
+async function timedAttempt<T>(histogram: Histogram<'pool' | 'provider' | 'status'>, labels: { pool: string; provider: string }, run: () => Promise<T>): Promise<T> {
+  const stop = histogram.startTimer(labels);
+  try {
+    const result = await run();
+    stop({ status: 'ok' });
+    return result;
+  } catch (err) {
+    stop({ status: 'error' });
+    throw err;
+  }
+}
 
 export interface InstanceActivityDeps {
   controllerId: string;
@@ -102,7 +117,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
       const runId = Context.current().info.workflowExecution?.runId ?? '';
       const callCtx = { controllerId: deps.controllerId, poolId: args.pool, extraSpecs: args.spec.extraSpecs };
       try {
-        return await whileHeartbeating(async (signal) => {
+        return await timedAttempt(runnerCreateSeconds, { pool: args.pool, provider: args.provider }, () => whileHeartbeating(async (signal) => {
           const existing = await target.getInstance(args.name, { ...callCtx, signal }).catch((err: unknown) => {
             if (isNotFound(err)) return undefined;
             throw err;
@@ -157,7 +172,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
             ...(credential.kind === 'jit' ? { githubRunnerId: credential.runnerId } : {}),
             ...(credential.kind === 'jit' && deps.sealSecret ? { sealedJitConfig: deps.sealSecret(credential.encodedJitConfig) } : {}),
           };
-        });
+        }));
       } catch (err) {
         throw toActivityFailure(err);
       }
@@ -167,13 +182,15 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     async deleteInstance(args: DeleteInstanceArgs): Promise<void> {
       const target = provider(args.provider);
       try {
-        await whileHeartbeating(async (signal) => {
-          try {
-            await target.deleteInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, signal });
-          } catch (err) {
-            if (!isNotFound(err)) throw err;
-          }
-        });
+        await timedAttempt(runnerDeleteSeconds, { pool: args.pool, provider: args.provider }, () =>
+          whileHeartbeating(async (signal) => {
+            try {
+              await target.deleteInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, signal });
+            } catch (err) {
+              if (!isNotFound(err)) throw err;
+            }
+          }),
+        );
       } catch (err) {
         throw toActivityFailure(err);
       }

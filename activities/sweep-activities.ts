@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
 import { andQuery, quote } from '../api/temporal/visibility';
-import { sweepDeleted } from '../observability/metrics';
+import { sweepDeleted, sweepLastRun, sweepMachines, sweepRuns } from '../observability/metrics';
 import { isNotFound, ProviderError, type ProviderInstance, type ProviderPort } from '../providers/port';
 import { RUNNER_INSTANCE_WORKFLOW, instanceNameFromWorkflowId, runnerWorkflowId } from '../workflows/messages';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_PROVIDER } from '../workflows/search-attributes';
@@ -169,12 +169,25 @@ export function createSweepActivities(deps: SweepActivityDeps) {
         throw ApplicationFailure.nonRetryable(`gracePeriodMs must be a non-negative number, got ${args.gracePeriodMs}`, 'InvalidSweepArgs');
       }
       try {
-        return await whileHeartbeating((signal) => sweep(target, args, signal));
+        const report = await whileHeartbeating((signal) => sweep(target, args, signal));
+        recordSweep(report);
+        return report;
       } catch (err) {
+        sweepRuns.inc({ provider: args.provider, status: 'error' });
         throw toActivityFailure(err);
       }
     },
   };
+}
+
+function recordSweep(report: SweepReport): void {
+  const { provider } = report;
+  sweepRuns.inc({ provider, status: 'ok' });
+  sweepLastRun.set({ provider }, Date.now() / 1000);
+  sweepMachines.inc({ provider, status: 'owned' }, report.owned);
+  sweepMachines.inc({ provider, status: 'deleted' }, report.deleted.length);
+  sweepMachines.inc({ provider, status: 'skipped' }, report.skipped.length);
+  sweepMachines.inc({ provider, status: 'failed' }, report.failed.length);
 }
 
 type Verdict = { reason: SweepReason; ageMs: number } | { skip: string };

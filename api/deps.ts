@@ -32,12 +32,15 @@ export interface AppLimits {
   queryTimeoutMs: number;
   /** How long the pool list used for job routing is reused. */
   poolCacheMs: number;
+  /** How long the pool gauges of /metrics (runners by status, queued jobs) are reused. */
+  poolMetricsCacheMs: number;
 }
 
 export const DEFAULT_LIMITS: AppLimits = {
   apiBodyBytes: 1024 * 1024,
   queryTimeoutMs: 5_000,
   poolCacheMs: 3_000,
+  poolMetricsCacheMs: 5_000,
 };
 
 export interface AppDeps {

@@ -3,6 +3,7 @@
  * drop the runner. If GitHub says it is running a job, the operator is told to
  * cancel the job first instead of yanking the machine from under it.
  */
+import { scrubSecrets } from '../observability/secret-scrub';
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import type { GitHubScope, RemoveRunnerOutcome } from '../github/port';
 import type { GitHubRegistry } from './deps';
@@ -37,7 +38,7 @@ export async function removeFromGitHub(args: {
     if (!memo) throw new Error(`runner ${name} carries no GitHub credentials/scope in its memo`);
     outcome = await args.github.get(memo.credentials).removeRunner({ scope: memo.scope, name });
   } catch (err) {
-    const reason = `GitHub could not remove runner ${name}: ${(err as Error).message}`;
+    const reason = `GitHub could not remove runner ${name}: ${scrubSecrets((err as Error).message)}`;
     if (bypassBusy) return { outcome: 'bypassed', warning: reason };
     throw new HttpError(502, 'github_error', `${reason}; retry later, or add bypassBusy=true to delete it anyway`);
   }

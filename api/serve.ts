@@ -5,8 +5,9 @@
 import type { Client } from '@temporalio/client';
 import type { LoadedConfig } from '../config/load';
 import { createApp } from './app';
-import type { AppLimits, GitHubRegistry, Logger } from './deps';
+import { DEFAULT_LIMITS, type AppLimits, type GitHubRegistry, type Logger } from './deps';
 import { startHttpServer, type HttpServer } from './node-server';
+import { exposePoolMetrics } from './pool-metrics';
 import { resolveApiSecrets } from './secrets';
 
 export interface ServeApiOptions {
@@ -26,6 +27,14 @@ export async function serveApi(options: ServeApiOptions): Promise<HttpServer> {
   const server = await startHttpServer(app, options.listen ?? loaded.config.api.listen, {
     onError: (message, meta) => logger.error(message, meta),
   });
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const hidePoolMetrics = exposePoolMetrics(client, { cacheMs: limits.poolMetricsCacheMs, queryTimeoutMs: limits.queryTimeoutMs });
   logger.info('HTTP API listening', { url: server.url });
-  return server;
+  return {
+    url: server.url,
+    async close() {
+      hidePoolMetrics();
+      await server.close();
+    },
+  };
 }

@@ -28,7 +28,7 @@ import type { Logger } from './deps';
 import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
 import type { PoolDirectory } from './pool-directory';
 import { SignalBatcher } from './signal-batcher';
-import type { SignalOutcome, WorkflowJobSink } from './webhooks/github';
+import type { JobTiming, SignalOutcome, WorkflowJobSink } from './webhooks/github';
 import { isNotFound } from './temporal/errors';
 
 export interface TemporalJobSinkDeps {
@@ -106,8 +106,14 @@ export class TemporalJobSink implements WorkflowJobSink {
     await Promise.all(holders.map((pool) => this.progressTo(pool.workflowId, progress)));
   }
 
-  jobStarted(runnerName: string, args: JobStartedArgs): Promise<SignalOutcome> {
-    return this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, args));
+  /** GitHub's own queued and started times travel with the signal: the runner knows its pool and observes the queue time. */
+  jobStarted(runnerName: string, args: JobStartedArgs, timing?: JobTiming): Promise<SignalOutcome> {
+    const withTiming: JobStartedArgs = {
+      ...args,
+      ...(timing?.createdAt ? { queuedAt: timing.createdAt } : {}),
+      ...(timing?.startedAt ? { startedAt: timing.startedAt } : {}),
+    };
+    return this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, withTiming));
   }
 
   jobCompleted(runnerName: string, args: JobCompletedArgs): Promise<SignalOutcome> {
@@ -184,3 +190,4 @@ export class TemporalJobSink implements WorkflowJobSink {
     this.deps.logger.info('job matched no pool', { jobId: job.jobId, reason });
   }
 }
+

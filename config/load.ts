@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { configSchema, providerConfigSchema, type RunnerflowConfig, type SecretRef } from './schema';
+import { registerSecret } from '../observability/secret-scrub';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -79,10 +80,13 @@ export function resolveSecret(ref: SecretRef | undefined, env: NodeJS.ProcessEnv
   if ('env' in ref) {
     const value = env[ref.env];
     if (value === undefined || value === '') throw new ConfigError(`secret environment variable ${ref.env} is not set`);
+    registerSecret(value);
     return value;
   }
   try {
-    return readFileSync(ref.file, 'utf8').trim();
+    const value = readFileSync(ref.file, 'utf8').trim();
+    registerSecret(value);
+    return value;
   } catch (err) {
     throw new ConfigError(`cannot read secret file ${ref.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { LoadedConfig } from '../config/load';
 import { parseConfig } from '../config/load';
 import type { Logger } from '../api/deps';
-import { silentLogger } from '../api/logger';
+import { silentLogger } from '../observability/logger';
 import type { HttpServer } from '../api/node-server';
 import { serveApi } from '../api/serve';
 import { createGitHubRegistry } from '../github/registry';
@@ -120,7 +120,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   const logger = options.logger ?? silentLogger;
   const connection = await Connection.connect({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
-  const github = createGitHubRegistry(config, env);
+  const github = createGitHubRegistry(config, env, { debug: () => undefined, warn: (message, fields) => logger.warn(message, fields) });
 
   const api = await serveApi({ loaded, client, github, logger });
   sim.setWebhook({ url: `${api.url}/webhooks/github`, secret: env.RUNNERFLOW_WEBHOOK_SECRET });

@@ -42,3 +42,76 @@ export const sweepDeleted = new Counter({
   labelNames: ['provider', 'reason'],
   registers: [registry],
 });
+
+/*
+ * Runner and job metrics an SLO can be built on. Labels are bounded: pool,
+ * provider, status. Never a runner name or a job id.
+ */
+const LIFECYCLE_BUCKETS = [0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1200];
+
+export const jobQueueSeconds = new Histogram({
+  name: 'runnerflow_job_queue_seconds',
+  help: 'Time a job waited from queued to started on one of the pool\'s runners (workflow_job started_at - created_at)',
+  labelNames: ['pool'],
+  buckets: [1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600],
+  registers: [registry],
+});
+
+export const runnerCreateSeconds = new Histogram({
+  name: 'runnerflow_runner_create_seconds',
+  help: 'Duration of one create attempt (GitHub credential + provider create), by outcome status ok|error',
+  labelNames: ['pool', 'provider', 'status'],
+  buckets: LIFECYCLE_BUCKETS,
+  registers: [registry],
+});
+
+export const runnerBootstrapSeconds = new Histogram({
+  name: 'runnerflow_runner_bootstrap_seconds',
+  help: 'From the create request to the runner first reporting idle or taking a job (what the bootstrap timeout bounds)',
+  labelNames: ['pool', 'provider'],
+  buckets: LIFECYCLE_BUCKETS,
+  registers: [registry],
+});
+
+export const runnerDeleteSeconds = new Histogram({
+  name: 'runnerflow_runner_delete_seconds',
+  help: 'Duration of one provider delete attempt, by outcome status ok|error',
+  labelNames: ['pool', 'provider', 'status'],
+  buckets: LIFECYCLE_BUCKETS,
+  registers: [registry],
+});
+
+export const runnerForcedDeletes = new Counter({
+  name: 'runnerflow_runner_forced_deletes_total',
+  help: 'Runners ended by a forced delete (or a cancelled workflow)',
+  labelNames: ['pool', 'provider'],
+  registers: [registry],
+});
+
+export const runnerLeaks = new Counter({
+  name: 'runnerflow_runner_leaked_total',
+  help: 'Forced deletes the provider did not confirm: machines left for the sweep (RunnerLeaked)',
+  labelNames: ['pool', 'provider'],
+  registers: [registry],
+});
+
+export const sweepRuns = new Counter({
+  name: 'runnerflow_sweep_runs_total',
+  help: 'Sweep runs per provider, by status ok|error',
+  labelNames: ['provider', 'status'],
+  registers: [registry],
+});
+
+export const sweepMachines = new Counter({
+  name: 'runnerflow_sweep_machines_total',
+  help: 'Machines the sweep looked at, by what became of them: deleted|skipped|failed|owned',
+  labelNames: ['provider', 'status'],
+  registers: [registry],
+});
+
+export const sweepLastRun = new Gauge({
+  name: 'runnerflow_sweep_last_run_timestamp_seconds',
+  help: 'When the sweep of a provider last completed (Unix time)',
+  labelNames: ['provider'],
+  registers: [registry],
+});

@@ -5,6 +5,7 @@ import { createForceDeleteActivities } from '../activities/force-delete-activiti
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
 import { createPoolActivities } from '../activities/pool-activities';
 import { createScaleSetActivities } from '../activities/scale-set-activities';
+import { lifecycleSinks } from './lifecycle-metrics';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -50,6 +51,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     },
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
     maxCachedWorkflows: options.maxCachedWorkflows ?? WORKER_TUNING.maxCachedWorkflows,
+    sinks: lifecycleSinks,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
   };
   return Worker.create(workerOptions);

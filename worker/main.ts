@@ -2,19 +2,25 @@
  * A standalone worker process: run as many as the load needs against one
  * Temporal cluster; they share nothing but Temporal.
  */
-import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { ConfigError, loadConfig, resolveSecret } from '../config/load';
 import { createGitHubRegistry } from '../github/registry';
 import { startWorker } from './start';
+import { createLogger } from '../observability/logger';
+import { serveMetrics } from '../observability/metrics-server';
+import { installTemporalRuntime, sdkRuntimeOptionsFromEnv } from '../observability/temporal-runtime';
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger((process.env.RUNNERFLOW_LOG_LEVEL?.toUpperCase() ?? 'INFO') as LogLevel), shutdownSignals: [] });
+  const logger = createLogger({ base: { component: 'worker' } });
+  installTemporalRuntime(logger.pino, sdkRuntimeOptionsFromEnv(process.env, 'INFO'));
   const loaded = loadConfig();
   const instanceTokenKey = resolveSecret(loaded.config.api.instanceTokenSecret, loaded.env);
   if (!instanceTokenKey) {
     throw new ConfigError('a standalone worker needs api.instanceTokenSecret (shared with the API processes that verify instance callbacks)');
   }
-  const started = await startWorker({ loaded, github: createGitHubRegistry(loaded.config, loaded.env), instanceTokenKey });
+  const metricsListen = loaded.env.RUNNERFLOW_METRICS_LISTEN;
+  const metrics = metricsListen ? await serveMetrics(metricsListen) : undefined;
+  if (metrics) logger.info('worker metrics served', { url: `${metrics.url}/metrics` });
+  const started = await startWorker({ loaded, github: createGitHubRegistry(loaded.config, loaded.env, logger.child({ component: 'github' })), instanceTokenKey, log: (message) => logger.info(message) });
   const shutdown = (signal: string) => {
     console.log(`${signal}: finishing running activities, then stopping`);
     started.worker.shutdown();
@@ -22,6 +28,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
   await started.running;
+  await metrics?.close();
 }
 
 main().catch((err: unknown) => {

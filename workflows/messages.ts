@@ -64,6 +64,9 @@ export interface ReasonArgs {
 export interface JobStartedArgs {
   jobId: number;
   runId?: number;
+  /** GitHub's created_at and started_at of the job (ISO), when the event carried them: its queue time. */
+  queuedAt?: string;
+  startedAt?: string;
 }
 export interface JobCompletedArgs {
   jobId: number;

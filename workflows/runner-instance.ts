@@ -42,6 +42,7 @@ import {
 } from './messages';
 import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
 import { poolWorkflowId, runnerChangedSignal } from './pool-messages';
+import { runnerLifecycle } from './lifecycle-sink';
 
 /** Room, beyond the provider's bound, for starting the clean-up workflow. */
 const FORCE_HANDOVER_MARGIN_MS = 5_000;
@@ -118,6 +119,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (!job || completedJobs.has(job.jobId) || record.jobId === job.jobId) return;
     record.jobId = job.jobId;
     setRunnerStatus('active');
+    const waited = Date.parse(job.startedAt ?? '') - Date.parse(job.queuedAt ?? '');
+    if (waited >= 0) runnerLifecycle.jobStarted({ pool: input.pool, provider: input.provider, queueSeconds: waited / 1000 });
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobStarted });
   setHandler(jobCompletedSignal, (args) => {
     const job = jobArgs<JobCompletedArgs>('jobCompleted', args);
@@ -139,14 +142,22 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (report) health.report(report);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
 
+  const labels = { pool: input.pool, provider: input.provider };
+  let createStartedAt: number | undefined;
   function setRunnerStatus(status: RunnerStatus): void {
     if (record.runnerStatus === status || record.status === 'deleted') return;
     record.runnerStatus = status;
+    if (createStartedAt !== undefined && (status === 'idle' || status === 'active')) {
+      runnerLifecycle.bootstrapped({ ...labels, seconds: (Date.now() - createStartedAt) / 1000 });
+      createStartedAt = undefined;
+    }
     notifyPool();
   }
 
   let reportSeq = input.resume?.reportSeq ?? 0;
   let reportedPhase = (input.resume?.reportedPhase ?? 'starting') as PoolPhase;
+  // A resumed instance has long been running and reported so.
+  let reportedRunning = input.resume !== undefined;
   const reports = new Set<Promise<void>>();
   /**
    * Only changes the pool decides on are reported (idle, busy, leaving, gone): every report
@@ -155,8 +166,11 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   function notifyPool(): void {
     if (!input.notifyPool) return;
     const phase = poolPhase(record.status, record.runnerStatus);
-    if (phase === reportedPhase) return;
+    // The agent can report idle before the create activity returns: the pool must still hear that the machine runs.
+    const nowRunning = record.status === 'running' && !reportedRunning && (phase === 'idle' || phase === 'busy');
+    if (phase === reportedPhase && !nowRunning) return;
     reportedPhase = phase;
+    reportedRunning = record.status === 'running';
     reportSeq += 1;
     const report = {
       name: input.name,
@@ -180,6 +194,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
 
   async function createMachine(): Promise<void> {
     moveTo('creating');
+    createStartedAt = Date.now();
     createAttempted = true;
     try {
       const created = await create.createInstance({ name: input.name, pool: input.pool, provider: input.provider, spec: input.spec });
@@ -318,6 +333,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (record.status !== 'pending_force_delete') moveTo('pending_force_delete', reason);
     moveTo('deleting', 'forced');
     if (!createAttempted) {
+      runnerLifecycle.forceDeleted({ ...labels, leaked: false });
       moveTo('deleted', 'forced before any machine was created');
       return;
     }
@@ -345,6 +361,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       record.recordError(err);
       record.markLeaked();
     }
+    runnerLifecycle.forceDeleted({ ...labels, leaked: record.leaked });
     moveTo(
       'deleted',
       !record.leaked ? 'forced' : handedTo ? `forced; the provider did not confirm the delete, ${handedTo} retries it until the machine is gone` : 'forced; the provider did not confirm the delete, machine left for the sweep',

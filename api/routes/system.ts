@@ -1,4 +1,4 @@
-import { registry } from '../../observability/metrics';
+import { metricsResponse } from '../../observability/metrics-server';
 import { HttpError } from '../http/errors';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
@@ -30,8 +30,6 @@ export const systemRoutes: Route<Services>[] = [
     path: '/metrics',
     auth: 'public',
     doc: { tag: 'system', summary: 'Prometheus metrics', responses: { 200: 'Metrics in the Prometheus text format' } },
-    async handle() {
-      return new Response(await registry.metrics(), { status: 200, headers: { 'content-type': registry.contentType } });
-    },
+    handle: () => metricsResponse(),
   },
 ];

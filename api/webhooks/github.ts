@@ -29,6 +29,12 @@ import { describeIssues, workflowJobEventSchema, type WorkflowJobEvent } from '.
 
 export type SignalOutcome = 'signalled' | 'not_owned';
 
+/** When GitHub says the job was queued and when it started (ISO times from the in_progress payload). */
+export interface JobTiming {
+  createdAt?: string;
+  startedAt?: string;
+}
+
 /**
  * Where workflow_job events go. `jobQueued` is the seam the pool workflow
  * takes over (routing a queued job to a pool); the runner methods signal the
@@ -36,7 +42,7 @@ export type SignalOutcome = 'signalled' | 'not_owned';
  */
 export interface WorkflowJobSink {
   jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void>;
-  jobStarted(runnerName: string, args: JobStartedArgs): Promise<SignalOutcome>;
+  jobStarted(runnerName: string, args: JobStartedArgs, timing?: JobTiming): Promise<SignalOutcome>;
   jobCompleted(runnerName: string, args: JobCompletedArgs): Promise<SignalOutcome>;
   /**
    * Optional: a queued job left the queue without ever reaching a runner
@@ -164,7 +170,7 @@ async function dispatch(event: WorkflowJobEvent, deliveryId: string, deps: GitHu
       return 'queued';
     case 'in_progress':
       if (!runnerName) return 'no_runner';
-      return deps.sink.jobStarted(runnerName, { jobId: job.id, runId: job.run_id });
+      return deps.sink.jobStarted(runnerName, { jobId: job.id, runId: job.run_id }, { createdAt: job.created_at, startedAt: job.started_at ?? undefined });
     case 'completed':
       if (!runnerName) {
         await deps.sink.jobLeftQueue?.({ jobId: job.id, runId: job.run_id, labels: job.labels, conclusion: job.conclusion ?? undefined, deliveryId });

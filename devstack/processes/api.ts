@@ -3,7 +3,7 @@
  * the environment). Prints "ready <url>" once listening.
  */
 import { Client, Connection } from '@temporalio/client';
-import { silentLogger } from '../../api/logger';
+import { silentLogger } from '../../observability/logger';
 import { serveApi } from '../../api/serve';
 import { loadConfig } from '../../config/load';
 import { createGitHubRegistry } from '../../github/registry';

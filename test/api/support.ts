@@ -49,8 +49,13 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export function testApp(client: Client, taskQueue: string, options: { github?: GitHubPort; limits?: Partial<AppLimits>; adminToken?: string } = {}): TestApp {
+export function testApp(
+  client: Client,
+  taskQueue: string,
+  options: { github?: GitHubPort; limits?: Partial<AppLimits>; adminToken?: string; logger?: Logger } = {},
+): TestApp {
   const logger = recordingLogger();
+  const log: Logger = options.logger ?? logger;
   const github = new GitHubDouble();
   const deps: AppDeps = {
     client,
@@ -58,7 +63,7 @@ export function testApp(client: Client, taskQueue: string, options: { github?: G
     config: testConfig(taskQueue),
     github: { get: () => options.github ?? github },
     secrets: { adminToken: options.adminToken ?? ADMIN_TOKEN, webhookSecret: WEBHOOK_SECRET, instanceTokenKey: INSTANCE_TOKEN_KEY },
-    logger,
+    logger: log,
     limits: { queryTimeoutMs: 3_000, poolCacheMs: 0, ...options.limits },
   };
   const app = createApp(deps);

@@ -87,7 +87,8 @@ let runtimeInstalled = false;
 function quietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // A test file may have installed its own runtime first (to read the worker's logs); that one stays.
+  if (!Runtime._instance) Runtime.install({ logger: new DefaultLogger('WARN') });
 }
 
 export async function startTestWorker(options: TestWorkerOptions = {}): Promise<TestWorker> {

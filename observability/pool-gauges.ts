@@ -1,0 +1,84 @@
+/**
+ * Gauges of what the pools hold right now, read at scrape time from whichever
+ * sources this process registered (an API process registers its view of
+ * Temporal). Sources cache their answer, so frequent scrapes cost nothing extra.
+ */
+import { Gauge } from 'prom-client';
+import { registry } from './metrics';
+
+export interface PoolSnapshot {
+  pool: string;
+  provider: string;
+  /** Instance status (GARM's names) of every runner the pool holds. */
+  runnerStatuses: string[];
+  /** Runner (agent) status of every runner: idle, active, pending, ... */
+  agentStatuses: string[];
+  queuedJobs: number;
+}
+
+export type PoolSnapshotSource = () => Promise<PoolSnapshot[]>;
+
+const sources = new Set<PoolSnapshotSource>();
+
+/** Adds a source; the returned function removes it again (when its server closes). */
+export function addPoolSnapshotSource(source: PoolSnapshotSource): () => void {
+  sources.add(source);
+  return () => sources.delete(source);
+}
+
+async function snapshots(): Promise<PoolSnapshot[]> {
+  const all = await Promise.all([...sources].map((s) => s().catch(() => [])));
+  return all.flat();
+}
+
+function countBy(values: string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return counts;
+}
+
+// One collection shared by the three gauges of a scrape: they are collected one after another.
+let pending: { at: number; result: Promise<PoolSnapshot[]> } | undefined;
+function currentSnapshots(): Promise<PoolSnapshot[]> {
+  const now = Date.now();
+  if (!pending || now - pending.at > 500) pending = { at: now, result: snapshots() };
+  return pending.result;
+}
+
+/** A gauge of a pool's runners counted by one of their statuses. */
+function runnersByStatus(name: string, help: string, statusesOf: (s: PoolSnapshot) => string[]): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: ['pool', 'provider', 'status'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const s of await currentSnapshots()) {
+        for (const [status, n] of countBy(statusesOf(s))) this.set({ pool: s.pool, provider: s.provider, status }, n);
+      }
+    },
+  });
+}
+
+runnersByStatus(
+  'runnerflow_runners',
+  'Runners a pool holds, by instance status (pending_create, creating, running, pending_delete, deleting, error, ...)',
+  (s) => s.runnerStatuses,
+);
+runnersByStatus(
+  'runnerflow_runner_agents',
+  'Runners a pool holds, by what the runner agent reported (pending, installing, idle, active, failed, terminated)',
+  (s) => s.agentStatuses,
+);
+
+new Gauge({
+  name: 'runnerflow_jobs_queued',
+  help: 'Jobs routed to a pool that no runner has started yet',
+  labelNames: ['pool'],
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const s of await currentSnapshots()) this.set({ pool: s.pool }, s.queuedJobs);
+  },
+});
