@@ -54,7 +54,8 @@ function toast(message) {
   }, 5000);
 }
 
-function showLogin(/** @type {string | undefined} */ message) {
+/** @param {string} [message] why the page asks again */
+function showLogin(message) {
   clearTimeout(state.timer);
   $('dashboard').hidden = true;
   $('logout').hidden = true;

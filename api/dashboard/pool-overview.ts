@@ -2,6 +2,7 @@
 import { poolStateQuery, poolWorkflowId, type PoolView } from '../../workflows/pool-messages';
 import type { PoolEntry } from '../pool-directory';
 import type { Services } from '../services';
+import { temporalHttpError } from '../temporal/errors';
 import { countRunners, runnerPhase, type PoolCounts } from './pool-counts';
 
 export interface PoolOverview {
@@ -35,7 +36,7 @@ export async function poolOverview(services: Services, entry: PoolEntry): Promis
   try {
     view = await services.query(poolWorkflowId(entry.name), `pool ${entry.name}`, poolStateQuery);
   } catch (err) {
-    return { ...base, error: (err as Error).message };
+    return { ...base, error: temporalHttpError(err)?.message ?? (err as Error).message };
   }
   const { settings } = view;
   return {

@@ -36,20 +36,20 @@ describe('dashboard', () => {
     await page.getByLabel('Admin token').fill('not-the-token');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('not the admin token');
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
 
     await page.getByLabel('Admin token').fill(stack.adminToken);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('region', { name: 'Pools' }).waitFor();
     expect(page.url()).not.toContain(stack.adminToken);
-    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([stack.adminToken]);
-    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([stack.adminToken]);
+    expect(await page.evaluate('localStorage.length')).toBe(0);
 
     await page.reload();
     await page.getByRole('region', { name: 'Pools' }).waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Admin token').waitFor();
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
   });
 
   it("shows a job's runner appear, take the job, and go, without reloading", async () => {
