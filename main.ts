@@ -13,8 +13,8 @@ import { startPool } from './api/pool-settings';
 import { serveApi } from './api/serve';
 import { ConfigError, loadConfig, resolveSecret, type LoadedConfig } from './config/load';
 import { poolSettingsSchema, type PoolSettings } from './domain/pool';
-import { forceDeleteSignal, runnerWorkflowId } from './workflows/messages';
-import { deletePoolSignal, poolStateQuery, poolWorkflowId } from './workflows/pool-messages';
+import { parseDuration } from './domain/duration';
+import { demoPoolMemo, findDemoPools, removeDemoPools, within } from './devstack/demo-pools';
 import { startDevStack } from './devstack/stack';
 import { devServer, temporalAnswers } from './devstack/temporal-server';
 import { createGitHubRegistry } from './github/registry';
@@ -33,10 +33,15 @@ async function ensureTemporal(address: string): Promise<void> {
   devServer('start', port ?? '7233');
 }
 
-async function seedPools(client: Client, loaded: LoadedConfig, pools: PoolSettings[]): Promise<void> {
+/** Every wait of the clean-up after Ctrl-C fits in this (RUNNERFLOW_SHUTDOWN_TIMEOUT); then the process exits anyway. */
+const SHUTDOWN_TIMEOUT_MS = parseDuration(process.env.RUNNERFLOW_SHUTDOWN_TIMEOUT ?? '8s');
+/** A repeat of the signal this soon is the same Ctrl-C relayed by a parent, not a second one. */
+const SIGNAL_ECHO_MS = 500;
+
+async function seedPools(client: Client, loaded: LoadedConfig, pools: PoolSettings[], extraMemo: Record<string, unknown> = {}): Promise<void> {
   for (const settings of pools) {
     try {
-      await startPool(client, loaded.config.temporal.taskQueue, loaded.config, settings);
+      await startPool(client, loaded.config.temporal.taskQueue, loaded.config, settings, extraMemo);
       say(`pool "${settings.name}" created`);
     } catch (err) {
       if (err instanceof HttpError && err.status === 409) say(`pool "${settings.name}" already exists; left as it is`);
@@ -70,7 +75,10 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
     bootstrapTimeout: '2m',
     idleTimeout: '10m',
   });
-  await seedPools(stack.client, stack.loaded, [pool]);
+  // A demo that crashed or was killed left its pool behind; that pool would take this demo's jobs.
+  const leftovers = await findDemoPools(stack.client, config.temporal.taskQueue);
+  if (leftovers.length > 0) await removeDemoPools(stack.client, leftovers, { waitMs: 15_000, log: say });
+  await seedPools(stack.client, stack.loaded, [pool], demoPoolMemo());
   const jobs = Number(process.env.RUNNERFLOW_DEMO_JOBS ?? 3);
   for (let i = 0; i < jobs; i++) stack.sim.queueJob({ repository: 'demo/app', labels: ['self-hosted', 'linux'], name: `demo-job-${i + 1}` });
   say(`queued ${jobs} demo jobs in the simulator (RUNNERFLOW_DEMO_JOBS to change)`);
@@ -78,14 +86,13 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
   say(`GitHub simulator: ${stack.sim.url} (jobs: ${stack.sim.controlUrl}/jobs)`);
   return async () => {
     // Runners of this demo cannot outlive its simulator: drop them now rather than leave them for the sweep.
-    const handle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
-    const view = await handle.query(poolStateQuery).catch(() => undefined);
-    await handle.signal(deletePoolSignal, { reason: 'demo stopped' }).catch(() => undefined);
-    for (const runner of view?.runners ?? []) {
-      await stack.client.workflow.getHandle(runnerWorkflowId(runner.name)).signal(forceDeleteSignal, { reason: 'demo stopped' }).catch(() => undefined);
-    }
-    await new Promise((r) => setTimeout(r, 2_000));
-    await stack.stop();
+    // Without Temporal nothing can be removed; the next demo does it.
+    const budget = Math.max(1_000, SHUTDOWN_TIMEOUT_MS / 2);
+    const removed = (await temporalAnswers(config.temporal.address, 1_000))
+      ? await within(removeDemoPools(stack.client, [pool.name], { waitMs: budget - 500 }).then(() => true), budget)
+      : undefined;
+    if (!removed) say(`demo pool "${pool.name}" not removed (Temporal unreachable or slow); the next demo removes it`);
+    await within(stack.stop(), Math.max(1_000, SHUTDOWN_TIMEOUT_MS / 3));
   };
 }
 
@@ -105,9 +112,9 @@ async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>>
   await seedPools(client, loaded, config.pools);
   banner(api.url, env.RUNNERFLOW_ADMIN_TOKEN ? '(from RUNNERFLOW_ADMIN_TOKEN)' : '(api.adminToken in the config)');
   return async () => {
-    await worker.stop();
-    await api.close();
-    await connection.close();
+    await within(worker.stop(), SHUTDOWN_TIMEOUT_MS / 2);
+    await within(api.close(), 1_000);
+    await within(connection.close(), 1_000);
   };
 }
 
@@ -124,11 +131,21 @@ async function main(): Promise<void> {
   say(`config: ${loaded.source}`);
   await ensureTemporal(loaded.config.temporal.address);
   const stop = loaded.config.github.credentials.length === 0 ? await runDemo(loaded) : await runConfigured(loaded);
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    say(`${signal}: stopping worker and API (the Temporal dev server keeps running; ./temporal-dev.sh stop ends it)`);
+    if (stoppingSince !== undefined) {
+      // One Ctrl-C can arrive twice: from the terminal and relayed by npm or tsx.
+      if (Date.now() - stoppingSince < SIGNAL_ECHO_MS) return;
+      say(`${signal} again: exiting now`);
+      process.exit(130);
+    }
+    stoppingSince = Date.now();
+    say(`${signal}: stopping worker and API (the Temporal dev server keeps running; ./temporal-dev.sh stop ends it; ${signal} again to exit at once)`);
+    // Whatever hangs (an unreachable Temporal, a stuck provider call), the process ends within the bound.
+    setTimeout(() => {
+      say(`clean-up did not finish within ${SHUTDOWN_TIMEOUT_MS} ms: exiting`);
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS).unref();
     stop().then(
       () => process.exit(0),
       (err: unknown) => {
@@ -137,8 +154,8 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
 }
 
 main().catch((err: unknown) => {

@@ -5,7 +5,8 @@
 #
 #   ./temporal-dev.sh install      install the CLI if needed, print nothing else
 #   ./temporal-dev.sh path         print the path of the temporal binary (installing it if needed)
-#   ./temporal-dev.sh start        start in the background; waits until the frontend answers (idempotent)
+#   ./temporal-dev.sh start        start in the background, detached from the caller's terminal and
+#                                  process group; waits until the frontend answers (idempotent)
 #   ./temporal-dev.sh foreground   run in the foreground (Ctrl-C stops it)
 #   ./temporal-dev.sh stop         stop the background server
 #   ./temporal-dev.sh status       say whether it is running
@@ -82,7 +83,14 @@ case "$cmd" in
     mkdir -p "$STATE_DIR" "$(dirname "$DB")"
     if healthy; then say "already running on $IP:$PORT"; exit 0; fi
     mapfile -t ARGS < <(server_args)
-    nohup "$CLI" "${ARGS[@]}" >"$LOG_FILE" 2>&1 &
+    # Its own session: the caller's Ctrl-C (sent to the terminal's foreground
+    # process group) or a signal to the caller's group never reaches the server.
+    if command -v setsid >/dev/null 2>&1; then
+      setsid "$CLI" "${ARGS[@]}" </dev/null >"$LOG_FILE" 2>&1 &
+    else
+      # Without setsid, job control at least gives the server its own process group.
+      set -m; nohup "$CLI" "${ARGS[@]}" </dev/null >"$LOG_FILE" 2>&1 & set +m
+    fi
     echo $! >"$PID_FILE"
     for _ in $(seq 1 120); do
       if healthy; then
@@ -106,7 +114,12 @@ case "$cmd" in
     ;;
   stop)
     if [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
-      kill "$(cat "$PID_FILE")"; rm -f "$PID_FILE"; say "stopped"
+      pid="$(cat "$PID_FILE")"
+      kill "$pid"
+      # Wait for the exit, so a start right after (same port, same SQLite file) does not race it.
+      for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+      if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; say "did not stop within 10s: killed"; fi
+      rm -f "$PID_FILE"; say "stopped"
     else
       say "not running (no live pid in $PID_FILE)"
     fi

@@ -5,18 +5,20 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { scopeUrl, type GitHubPort, type RemoveRunnerOutcome } from '../github/port';
+import { scopeUrl, type GitHubPort, type RemoveRunnerOutcome, type RunnerCredential } from '../github/port';
 import type { BootstrapInstance, ProviderInstanceStatus, ProviderPort } from '../providers/port';
 import { isNotFound } from '../providers/port';
 import type { InstanceSpec } from '../workflows/messages';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { actionsClientFor, removeRunnerAtGitHub, type GitHubClients, type RemoveRunnerArgs } from './remove-runner';
 import { whileHeartbeating } from './heartbeat';
+import { createObserveRunner } from './observe-runner';
 import { RunnerToolsCache } from './runner-tools-cache';
 
 export interface InstanceActivityDeps {
   controllerId: string;
   providers: ReadonlyMap<string, ProviderPort>;
-  github: { get(credentials: string): GitHubPort };
+  github: GitHubClients;
   /** Where the instance reports its status (POST /api/v1/callbacks/status). */
   callbackUrl: string;
   metadataUrl: string;
@@ -53,11 +55,7 @@ export interface DeleteInstanceArgs {
   providerId?: string;
 }
 
-export interface RemoveRunnerArgs {
-  github: InstanceSpec['github'];
-  name: string;
-  githubRunnerId?: number;
-}
+export type { RemoveRunnerArgs };
 
 /** Callback tokens outlive the bootstrap window a little so a slow first report still gets through. */
 const INSTANCE_TOKEN_MARGIN_MS = 10 * 60_000;
@@ -74,7 +72,27 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     return found;
   }
 
+  const actionsFor = (github: InstanceSpec['github']) => actionsClientFor(deps.github, github);
+
+  /** A scale set's runners get their JIT config from the scale set; others through the REST port. */
+  async function runnerCredential(gh: GitHubPort, args: CreateInstanceArgs): Promise<RunnerCredential> {
+    if (args.spec.scaleSet) {
+      const jit = await actionsFor(args.spec.github).generateJitConfig(args.spec.scaleSet.id, args.name, '_work');
+      return { kind: 'jit', runnerId: jit.runnerId, encodedJitConfig: jit.encodedJitConfig };
+    }
+    return gh.createRunnerCredential({
+      scope: args.spec.github.scope,
+      name: args.name,
+      labels: args.spec.labels,
+      runnerGroupId: args.spec.runnerGroupId,
+      workFolder: '_work',
+      jit: args.spec.ephemeral,
+    });
+  }
+
   return {
+    observeRunner: createObserveRunner({ controllerId: deps.controllerId, provider, github: deps.github }),
+
     /**
      * Idempotent by instance name: a retried or replayed attempt first looks for the
      * machine an earlier attempt made, so one name never gets two machines.
@@ -96,14 +114,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
           }
 
           const gh = deps.github.get(args.spec.github.credentials);
-          const credential = await gh.createRunnerCredential({
-            scope: args.spec.github.scope,
-            name: args.name,
-            labels: args.spec.labels,
-            runnerGroupId: args.spec.runnerGroupId,
-            workFolder: '_work',
-            jit: args.spec.ephemeral,
-          });
+          const credential = await runnerCredential(gh, args);
           const instanceToken = await deps.mintInstanceToken(
             { instance: args.name, runId, pool: args.pool },
             args.spec.bootstrapTimeoutMs + INSTANCE_TOKEN_MARGIN_MS,
@@ -183,13 +194,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     /** Unregisters the runner from GitHub. Busy is an answer, not an error. */
     async removeGitHubRunner(args: RemoveRunnerArgs): Promise<RemoveRunnerOutcome> {
       try {
-        return await whileHeartbeating(() =>
-          deps.github.get(args.github.credentials).removeRunner({
-            scope: args.github.scope,
-            name: args.name,
-            ...(args.githubRunnerId !== undefined ? { runnerId: args.githubRunnerId } : {}),
-          }),
-        );
+        return await whileHeartbeating(() => removeRunnerAtGitHub(deps.github, args));
       } catch (err) {
         // A graceful delete must eventually unregister; credentials an operator fixes later must not strand it.
         throw toActivityFailure(err, { retryRejectedGitHubCalls: true });

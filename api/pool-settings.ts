@@ -31,7 +31,14 @@ export function checkPoolReferences(settings: PoolSettings, config: RunnerflowCo
 }
 
 /** Starts the pool's workflow; 409 when a pool of that name is running. */
-export async function startPool(client: Client, taskQueue: string, config: RunnerflowConfig, settings: PoolSettings): Promise<{ runId: string }> {
+export async function startPool(
+  client: Client,
+  taskQueue: string,
+  config: RunnerflowConfig,
+  settings: PoolSettings,
+  /** Memo entries beyond the routing memo (e.g. the demo's marker). */
+  extraMemo: Record<string, unknown> = {},
+): Promise<{ runId: string }> {
   const input: RunnerPoolInput = { settings, timings: resolveTimings(config.timings) };
   try {
     const handle = await client.workflow.start(RUNNER_POOL_WORKFLOW, {
@@ -39,7 +46,7 @@ export async function startPool(client: Client, taskQueue: string, config: Runne
       taskQueue,
       args: [input],
       typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
-      memo: { ...poolMemoOf(settings) },
+      memo: { ...extraMemo, ...poolMemoOf(settings) },
       workflowIdConflictPolicy: 'FAIL',
     });
     return { runId: handle.firstExecutionRunId };

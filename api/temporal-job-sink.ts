@@ -1,26 +1,33 @@
 /**
- * Turns workflow_job webhooks into workflow signals. Started/completed jobs go
- * to the runner that owns them (and, as progress, to its pool); queued jobs go
- * to the best matching pool, or are recorded as unmatched so operators see them.
+ * Turns workflow_job webhooks into workflow signals with as little work as
+ * possible before the webhook is answered: GitHub sends a matrix build's
+ * hundreds of jobs at once, and each answer waits on this.
+ *
+ * - queued: routed with the cached pool list, then signalled to the pool
+ *   batched (api/signal-batcher.ts): one history event per pool per round trip,
+ *   however many jobs arrive. Jobs no pool can take are recorded the same way.
+ * - in_progress / completed: one signal to the runner the event names. The
+ *   runner tells its pool itself (its busy and leaving reports carry the job),
+ *   so the pool's history gets no second copy of every job event.
  */
 import type { Client } from '@temporalio/client';
 import { poolMatchesLabels } from '../domain/pool';
-import { RUNNER_POOL } from '../workflows/search-attributes';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId, type JobCompletedArgs, type JobStartedArgs } from '../workflows/messages';
 import {
   UNMATCHED_JOBS_WORKFLOW,
   unmatchedJobsWorkflowId,
   jobProgressSignal,
-  jobQueuedSignal,
+  jobsQueuedSignal,
+  jobsUnmatchedSignal,
   poolStateQuery,
-  poolWorkflowId,
-  unmatchedJobSignal,
   type JobProgressArgs,
   type QueuedJob,
+  type UnmatchedJob,
 } from '../workflows/pool-messages';
 import type { Logger } from './deps';
 import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
 import type { PoolDirectory } from './pool-directory';
+import { SignalBatcher } from './signal-batcher';
 import type { SignalOutcome, WorkflowJobSink } from './webhooks/github';
 import { isNotFound } from './temporal/errors';
 
@@ -31,33 +38,60 @@ export interface TemporalJobSinkDeps {
   logger: Logger;
   /** Bound on each poolState query used to break priority ties. */
   queryTimeoutMs: number;
+  /** How long a pool's free capacity, read to break a priority tie, is reused (jobs routed since are subtracted). */
+  capacityCacheMs?: number;
+  /** A job no pool matches makes the pool list be read afresh, at most this often. */
+  unmatchedRefreshMs?: number;
+}
+
+interface KnownCapacity {
+  at: number;
+  free: number | undefined;
+  reading?: Promise<void>;
 }
 
 export class TemporalJobSink implements WorkflowJobSink {
-  constructor(private readonly deps: TemporalJobSinkDeps) {}
+  private readonly toPools: SignalBatcher<QueuedJob>;
+  private readonly toUnmatched: SignalBatcher<UnmatchedJob>;
+  private readonly capacities = new Map<string, KnownCapacity>();
+  private refreshedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly deps: TemporalJobSinkDeps) {
+    this.toPools = new SignalBatcher((workflowId, jobs) => deps.client.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs }));
+    this.toUnmatched = new SignalBatcher(async (workflowId, jobs) => {
+      await deps.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
+        workflowId,
+        taskQueue: deps.taskQueue,
+        args: [],
+        signal: jobsUnmatchedSignal,
+        signalArgs: [{ jobs }],
+      });
+    });
+  }
 
   async jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> {
     const { deliveryId, ...queued } = job;
-    let refreshed = false;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const candidates = candidatePools(await this.deps.pools.list(), queued.labels, queued.repository);
+      let candidates = candidatePools(await this.deps.pools.list(), queued.labels, queued.repository);
+      // The list may predate a pool created moments ago: look again, fresh, before giving up.
+      // One fresh look serves every unmatched job of the next moments, or a burst of them
+      // would make a visibility query each.
+      if (candidates.kind === 'none' && Date.now() - this.refreshedAt > (this.deps.unmatchedRefreshMs ?? 1_000)) {
+        this.refreshedAt = Date.now();
+        this.deps.pools.invalidate();
+        candidates = candidatePools(await this.deps.pools.list(), queued.labels, queued.repository);
+      }
       if (candidates.kind === 'none') {
-        // The list may predate a pool created moments ago: look once more, fresh, before giving up.
-        if (!refreshed) {
-          refreshed = true;
-          this.deps.pools.invalidate();
-          continue;
-        }
         await this.recordUnmatched(queued, candidates.reason);
         return;
       }
       const pool = await this.pickByCapacity(candidates.pools);
       try {
-        await this.deps.client.workflow.getHandle(pool.workflowId).signal(jobQueuedSignal, queued);
+        await this.toPools.add(pool.workflowId, queued);
         this.deps.logger.info('job routed to pool', { jobId: queued.jobId, pool: pool.name, deliveryId });
         return;
       } catch (err) {
-        // The pool ended since the list was read: read it again once.
+        // The pool ended since the list was read: read it again.
         if (!isNotFound(err)) throw err;
         this.deps.pools.invalidate();
       }
@@ -73,31 +107,22 @@ export class TemporalJobSink implements WorkflowJobSink {
   }
 
   jobStarted(runnerName: string, args: JobStartedArgs): Promise<SignalOutcome> {
-    return this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, args), { jobId: args.jobId, action: 'in_progress', runnerName });
+    return this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, args));
   }
 
   jobCompleted(runnerName: string, args: JobCompletedArgs): Promise<SignalOutcome> {
-    return this.toRunner(runnerName, (h) => h.signal(jobCompletedSignal, args), { jobId: args.jobId, action: 'completed', runnerName });
+    return this.toRunner(runnerName, (h) => h.signal(jobCompletedSignal, args));
   }
 
-  private async toRunner(
-    runnerName: string,
-    send: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<void>,
-    progress: JobProgressArgs,
-  ): Promise<SignalOutcome> {
-    const handle = this.deps.client.workflow.getHandle(runnerWorkflowId(runnerName));
-    let pool: string | undefined;
+  /** A runner that does not exist, or has ended, is not ours: the signal itself says so (not found). */
+  private async toRunner(runnerName: string, send: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<void>): Promise<SignalOutcome> {
     try {
-      const description = await handle.describe();
-      if (description.status.name !== 'RUNNING') return 'not_owned';
-      pool = description.typedSearchAttributes.get(RUNNER_POOL);
-      await send(handle);
+      await send(this.deps.client.workflow.getHandle(runnerWorkflowId(runnerName)));
+      return 'signalled';
     } catch (err) {
       if (isNotFound(err)) return 'not_owned';
       throw err;
     }
-    if (pool) await this.progressTo(poolWorkflowId(pool), progress);
-    return 'signalled';
   }
 
   private async progressTo(poolWorkflow: string, progress: JobProgressArgs): Promise<void> {
@@ -109,32 +134,53 @@ export class TemporalJobSink implements WorkflowJobSink {
     }
   }
 
+  /**
+   * Equal priorities go to the pool with the most free capacity. Asking every
+   * pool for every job would put a query (a workflow task) on the hot path of
+   * each; a reading is reused briefly, less the jobs routed to it since.
+   */
   private async pickByCapacity(pools: RoutableEntry[]): Promise<RoutableEntry> {
     if (pools.length === 1) return pools[0]!;
-    const capacities = await Promise.all(
-      pools.map(async (pool) => {
-        try {
-          const view = await this.deps.client.withDeadline(Date.now() + this.deps.queryTimeoutMs, () =>
-            this.deps.client.workflow.getHandle(pool.workflowId).query(poolStateQuery),
-          );
-          return freeCapacity(view);
-        } catch (err) {
-          this.deps.logger.warn('pool state unavailable while routing a job', { pool: pool.name, error: (err as Error).message });
-          return undefined;
-        }
-      }),
-    );
-    return pools[mostFree(capacities)]!;
+    const known = await Promise.all(pools.map((pool) => this.capacityOf(pool)));
+    const best = mostFree(known.map((k) => k.free));
+    const chosen = known[best]!;
+    if (chosen.free !== undefined) chosen.free -= 1;
+    return pools[best]!;
+  }
+
+  private async capacityOf(pool: RoutableEntry): Promise<KnownCapacity> {
+    let known = this.capacities.get(pool.workflowId);
+    if (!known) {
+      known = { at: Number.NEGATIVE_INFINITY, free: undefined };
+      this.capacities.set(pool.workflowId, known);
+    }
+    // Concurrent jobs share one reading.
+    if (!known.reading && Date.now() - known.at > (this.deps.capacityCacheMs ?? 1_000)) {
+      const entry = known;
+      entry.reading = this.readCapacity(pool).then((free) => {
+        entry.free = free;
+        entry.at = Date.now();
+        entry.reading = undefined;
+      });
+    }
+    await known.reading;
+    return known;
+  }
+
+  private async readCapacity(pool: RoutableEntry): Promise<number | undefined> {
+    try {
+      const view = await this.deps.client.withDeadline(Date.now() + this.deps.queryTimeoutMs, () =>
+        this.deps.client.workflow.getHandle(pool.workflowId).query(poolStateQuery),
+      );
+      return freeCapacity(view);
+    } catch (err) {
+      this.deps.logger.warn('pool state unavailable while routing a job', { pool: pool.name, error: (err as Error).message });
+      return undefined;
+    }
   }
 
   private async recordUnmatched(job: QueuedJob, reason: string): Promise<void> {
-    await this.deps.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
-      workflowId: unmatchedJobsWorkflowId(this.deps.taskQueue),
-      taskQueue: this.deps.taskQueue,
-      args: [],
-      signal: unmatchedJobSignal,
-      signalArgs: [{ ...job, reason, recordedAt: new Date().toISOString() }],
-    });
+    await this.toUnmatched.add(unmatchedJobsWorkflowId(this.deps.taskQueue), { ...job, reason, recordedAt: new Date().toISOString() });
     this.deps.logger.info('job matched no pool', { jobId: job.jobId, reason });
   }
 }

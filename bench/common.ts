@@ -4,18 +4,18 @@
  * script prints (each figure next to its target, a missed one marked MISSED).
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { loadavg } from 'node:os';
 import { devServer, temporalAnswers } from '../devstack/temporal-server';
 
-
 /** `--name 5` or `--name=5`; the fallback when absent. */
-export function intArg(name: string, fallback: number): number {
+export function intArg(name: string, fallback: number, options: { allowZero?: boolean } = {}): number {
   const args = process.argv.slice(2);
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     const raw = arg === `--${name}` ? args[i + 1] : arg.startsWith(`--${name}=`) ? arg.slice(name.length + 3) : undefined;
     if (raw === undefined) continue;
     const value = Number(raw);
-    if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} wants a positive integer, got "${raw}"`);
+    if (!Number.isInteger(value) || value < (options.allowZero ? 0 : 1)) throw new Error(`--${name} wants a ${options.allowZero ? 'non-negative' : 'positive'} integer, got "${raw}"`);
     return value;
   }
   return fallback;
@@ -105,8 +105,14 @@ export interface Figure {
   met?: boolean;
 }
 
+/** The machine's 1/5/15-minute load average: figures from a busy machine say so next to them. */
+export function loadAverage(): string {
+  return loadavg().map((l) => l.toFixed(2)).join(' / ');
+}
+
 /** Prints the figures as an aligned table; returns how many targets were missed. */
 export function printTable(title: string, figures: Figure[]): number {
+  figures = [...figures, { figure: 'load average (1 / 5 / 15 min) at the end', value: loadAverage() }];
   const rows = figures.map((f) => [f.figure, f.value, f.target ?? '', f.met === undefined ? '' : f.met ? 'ok' : 'MISSED']);
   const header = ['figure', 'value', 'target', ''];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

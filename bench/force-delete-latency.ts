@@ -1,13 +1,17 @@
 /**
- * Target: a forceDelete closes the runner workflow within 1 s of the signal,
- * even when the provider hangs.
+ * Target: a forceDelete closes the runner workflow within 100 ms (p99) of the
+ * signal, even when the provider hangs, and the machine is still deleted once
+ * the provider answers again (GARM's promise).
  *
  * Each run: a runnerInstance with the fake provider reaches `running`, every
  * provider delete of it is made to hang, a graceful delete is signalled (so a
  * delete activity is hanging), then forceDelete; we measure signal → closed.
- * Production timings throughout (the forced attempt is bounded at 800 ms).
+ * Production timings for the forced path (the forced attempt's bound). After
+ * the runs the provider recovers: every machine must then be deleted and no
+ * running workflow left marked RunnerLeaked. For that part alone the delete
+ * retries are capped at 5 s (instead of 5 minutes), so the bench ends in time.
  *
- *   npx tsx bench/force-delete-latency.ts [--runs 20]
+ *   npx tsx bench/force-delete-latency.ts [--runs 50]
  */
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
@@ -25,7 +29,9 @@ import { deleteSignal, forceDeleteSignal, stateQuery, type RunnerInstanceInput }
 import { runnerInstance } from '../workflows/runner-instance';
 import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, temporalServer, uniqueName, until } from './common';
 
-const TARGET_MS = 1_000;
+const TARGET_MS = 100;
+const RECOVERY_TIMEOUT_MS = 60_000;
+const BENCH_TIMINGS = { ...DEFAULT_TIMINGS, deleteAttemptTimeoutMs: 2_000, deleteMaxIntervalMs: 5_000 };
 const RUN_TIMEOUT_MS = 30_000;
 
 /** GitHub that always answers at once: the bench is about the provider hanging, not GitHub. */
@@ -33,6 +39,7 @@ const instantGitHub: GitHubPort = {
   createRunnerCredential: async (req) => ({ kind: 'jit', runnerId: 1, encodedJitConfig: Buffer.from(req.name).toString('base64') }),
   removeRunner: async () => 'removed',
   findRunnerByName: async () => undefined,
+  listRunners: async () => [],
   listRunnerDownloads: async () => [],
 };
 
@@ -41,7 +48,7 @@ function input(name: string): RunnerInstanceInput {
     name,
     pool: 'bench-pool',
     provider: 'fake',
-    timings: DEFAULT_TIMINGS,
+    timings: BENCH_TIMINGS,
     spec: sampleInstanceSpec({ github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo: 'force-delete' } }, bootstrapTimeoutMs: 10 * 60_000 }),
   };
 }
@@ -61,7 +68,8 @@ async function oneRun(client: Client, taskQueue: string, fake: FakeProviderContr
   try {
     const running = await until(async () => ((await handle.query(stateQuery)).status === 'running' ? true : undefined), RUN_TIMEOUT_MS, 25);
     if (!running) throw new Error(`${name} never reached running`);
-    fake.setFault('delete', { hang: true, instance: name });
+    // Every delete hangs, this machine's and the earlier runs' clean-ups alike, until the provider recovers at the end.
+    fake.setFault('delete', { hang: true });
     await handle.signal(deleteSignal, { reason: 'bench: graceful delete that will hang' });
     const hanging = await until(() => (fake.attempts('delete') >= 1 ? true : undefined), RUN_TIMEOUT_MS, 25);
     if (!hanging) throw new Error(`${name}: the graceful delete never reached the provider`);
@@ -86,8 +94,8 @@ async function oneRun(client: Client, taskQueue: string, fake: FakeProviderContr
 }
 
 async function main(): Promise<void> {
-  const runs = intArg('runs', 20);
-  exitAfter(120_000 + runs * RUN_TIMEOUT_MS, 'force-delete-latency');
+  const runs = intArg('runs', 50);
+  exitAfter(120_000 + RECOVERY_TIMEOUT_MS + runs * RUN_TIMEOUT_MS, 'force-delete-latency');
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-bench-fake-'));
@@ -115,6 +123,9 @@ async function main(): Promise<void> {
     const fake = new FakeProviderControl(fakeDir);
     const samples: Sample[] = [];
     let failures = 0;
+    let leakedWhileHanging = 0;
+    let machinesLeft = -1;
+    let stillLeaked = -1;
     await worker.runUntil(async () => {
       // The first run pays for cold caches and connections; it is not counted.
       console.log(`force-delete-latency: 1 warm-up run + ${runs} measured runs on ${temporal.address}`);
@@ -127,18 +138,29 @@ async function main(): Promise<void> {
           console.error(`run ${i + 1}: ${err instanceof Error ? err.message : String(err)}`);
         }
       }
+      // The provider answers again: GARM's promise is that every machine is now deleted.
+      fake.clearFaults('delete');
+      const leakedQuery = `RunnerLeaked = true AND ExecutionStatus = 'Running' AND RunnerPool = 'bench-pool'`;
+      leakedWhileHanging = (await client.workflow.count(leakedQuery)).count;
+      const mine = () => fake.instances().filter((m) => m.name.startsWith('bench-force-'));
+      const gone = await until(() => (mine().length === 0 ? true : undefined), RECOVERY_TIMEOUT_MS, 500);
+      machinesLeft = mine().length;
+      stillLeaked = gone ? ((await until(async () => ((await client.workflow.count(leakedQuery)).count === 0 ? 0 : undefined), 10_000, 500)) ?? -1) : -1;
     });
     const stat = (pick: (s: Sample) => number) => samples.map(pick);
     const rows = (label: string, values: number[]) => [
       { figure: `${label} p50`, value: ms(percentile(values, 50)) },
-      { figure: `${label} p95`, value: ms(percentile(values, 95)) },
-      { figure: `${label} max`, value: ms(Math.max(...values)), target: `≤ ${TARGET_MS} ms`, met: values.length > 0 && Math.max(...values) <= TARGET_MS },
+      { figure: `${label} p99`, value: ms(percentile(values, 99)), target: `≤ ${TARGET_MS} ms`, met: values.length > 0 && percentile(values, 99) <= TARGET_MS },
+      { figure: `${label} max`, value: ms(Math.max(...values)) },
     ];
-    printTable(`forceDelete with a hanging provider: signal → workflow closed (${samples.length} runs, forced attempt bound ${DEFAULT_TIMINGS.forceDeleteAttemptTimeoutMs} ms)`, [
+    printTable(`forceDelete with a hanging provider: signal → workflow closed (${samples.length} runs, forced attempt bound ${BENCH_TIMINGS.forceDeleteAttemptTimeoutMs} ms)`, [
       ...rows('signal sent → result() returned', stat((s) => s.result)),
       ...rows('signal sent → closeTime (describe)', stat((s) => s.closed)),
       ...rows('signal event → close (server clock)', stat((s) => s.server)),
       { figure: 'runs that failed', value: String(failures), target: '0', met: failures === 0 },
+      { figure: 'running workflows marked RunnerLeaked while the provider hung', value: String(leakedWhileHanging), target: `${runs + 1} (every machine findable)`, met: leakedWhileHanging === runs + 1 },
+      { figure: `machines left ${RECOVERY_TIMEOUT_MS / 1000} s after the provider recovered`, value: String(machinesLeft), target: '0', met: machinesLeft === 0 },
+      { figure: 'running workflows still marked RunnerLeaked after that', value: String(stillLeaked), target: '0', met: stillLeaked === 0 },
     ]);
   } finally {
     await workerConnection.close();

@@ -16,14 +16,18 @@ export interface BenchStack extends DevStack {
   machines: FakeProviderControl;
 }
 
-export async function startBenchStack(temporalAddress: string, jobDurationMs: number): Promise<BenchStack> {
+/**
+ * `webhookConcurrency`: deliveries the simulated GitHub has in flight at once. GitHub itself
+ * sends many more; a low figure makes the simulator, not runnerflow, pace a fast bench.
+ */
+export async function startBenchStack(temporalAddress: string, jobDurationMs: number, webhookConcurrency = 8): Promise<BenchStack> {
   const stack = await startDevStack({
     temporalAddress,
     taskQueue: uniqueName('bench-tq'),
     machines: 'simulated',
-    config: { controllerId: uniqueName('bench-ctl'), sweep: { enabled: false } },
+    config: { controllerId: uniqueName('bench-ctl'), sweep: { enabled: false }, liveness: { enabled: false } },
     // Webhooks of different jobs delivered concurrently, as GitHub does.
-    simulator: { jobDurationMs, webhookConcurrency: 8, onError: () => undefined },
+    simulator: { jobDurationMs, webhookConcurrency, onError: () => undefined },
   });
   return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
 }
@@ -83,4 +87,23 @@ export async function removePool(stack: DevStack, pool: BenchPool, timeoutMs = 3
 export async function stopBenchStack(stack: BenchStack): Promise<void> {
   await stack.stop();
   if (stack.machinesDir) rmSync(stack.machinesDir, { recursive: true, force: true });
+}
+
+/**
+ * Ends every workflow of a pool (the pool and its runners) at once with one
+ * server-side batch operation: a bench with thousands of runners would
+ * otherwise spend minutes deleting them one by one. Only for benches, whose
+ * machines are simulated and vanish with the stack.
+ */
+export async function terminatePoolWorkflows(stack: DevStack, pool: BenchPool, timeoutMs = 120_000): Promise<boolean> {
+  const query = `RunnerPool = "${pool.name}" AND ExecutionStatus = "Running"`;
+  await stack.client.workflowService.startBatchOperation({
+    namespace: stack.loaded.config.temporal.namespace,
+    jobId: uniqueName('bench-cleanup'),
+    visibilityQuery: query,
+    reason: 'bench cleanup',
+    terminationOperation: {},
+  });
+  const done = await until(async () => ((await stack.client.workflow.count(query)).count === 0 ? true : undefined), timeoutMs, 1_000);
+  return done === true;
 }

@@ -135,6 +135,23 @@ export const configSchema = z
       .object({ interval: durationMs.default(5 * 60_000), gracePeriod: durationMs.default(10 * 60_000), enabled: z.boolean().default(true) })
       .strict()
       .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true }),
+    /**
+     * Liveness reconciliation (docs/self-healing.md): per provider, a machine pass every
+     * `interval` and a GitHub pass every `githubInterval`, each started up to `jitter` late.
+     */
+    liveness: z
+      .object({
+        enabled: z.boolean().default(true),
+        interval: durationMs.default(60_000),
+        githubInterval: durationMs.default(5 * 60_000),
+        jitter: durationMs.default(15_000),
+      })
+      .strict()
+      .superRefine((l, ctx) => {
+        if (l.interval < 1_000) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'must be at least 1s (the schedule granularity)' });
+        if (l.githubInterval < 1_000) ctx.addIssue({ code: 'custom', path: ['githubInterval'], message: 'must be at least 1s (the schedule granularity)' });
+      })
+      .default({ enabled: true, interval: 60_000, githubInterval: 5 * 60_000, jitter: 15_000 }),
     /** Pools created at start when they do not exist yet. */
     pools: z.array(poolSettingsSchema).default([]),
   })

@@ -26,6 +26,8 @@ export interface DevStackOptions {
   taskQueue: string;
   /** `simulated` runs runner agents inside the simulator; otherwise the config's providers (local processes by default). */
   machines: 'simulated' | 'configured';
+  /** Name of the simulated provider (default `simulated`); a unique one keeps per-provider schedules of parallel stacks apart. */
+  simulatedProvider?: string;
   /** Extra config merged into the generated one (providers, timings, pools, ...). */
   config?: Record<string, unknown>;
   listen?: string;
@@ -37,6 +39,8 @@ export interface DevStackOptions {
 
 export interface DevStack {
   sim: GitHubSimulator;
+  /** The simulated machines, when `machines` is `simulated`. */
+  simulatedMachines?: SimulatedMachinesProvider;
   api: HttpServer;
   worker: StartedWorker;
   client: Client;
@@ -50,31 +54,66 @@ export interface DevStack {
 
 export const SIMULATED_PROVIDER = 'simulated';
 
-export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+/** Fresh secrets for one stack, as the environment of every process in it. */
+export function stackSecrets(): NodeJS.ProcessEnv {
+  return {
     RUNNERFLOW_ADMIN_TOKEN: process.env.RUNNERFLOW_ADMIN_TOKEN ?? randomBytes(18).toString('base64url'),
     RUNNERFLOW_WEBHOOK_SECRET: process.env.RUNNERFLOW_WEBHOOK_SECRET ?? randomBytes(18).toString('base64url'),
     RUNNERFLOW_INSTANCE_TOKEN_SECRET: randomBytes(32).toString('base64url'),
     RUNNERFLOW_SIMULATOR_TOKEN: 'ghp_simulated',
   };
+}
+
+export interface StackConfigInput {
+  temporalAddress: string;
+  namespace?: string;
+  taskQueue: string;
+  listen?: string;
+  /** The GitHub simulator's API URL. */
+  githubUrl: string;
+  /** State directory of the simulated machines, when the stack runs them. */
+  machinesDir?: string;
+  /** Their provider's name (`simulated` by default). */
+  simulatedProvider?: string;
+  extra?: Record<string, unknown>;
+}
+
+/** The config of a dev stack (secrets by reference to `stackSecrets()`'s variables), before parsing. */
+export function stackConfig(input: StackConfigInput): Record<string, unknown> {
+  const extra = input.extra ?? {};
+  return {
+    ...extra,
+    temporal: { address: input.temporalAddress, namespace: input.namespace ?? 'default', taskQueue: input.taskQueue },
+    api: {
+      listen: input.listen ?? '127.0.0.1:0',
+      adminToken: { env: 'RUNNERFLOW_ADMIN_TOKEN' },
+      webhookSecret: { env: 'RUNNERFLOW_WEBHOOK_SECRET' },
+      instanceTokenSecret: { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' },
+      ...((extra.api as Record<string, unknown> | undefined) ?? {}),
+    },
+    github: { credentials: [{ name: 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } }] },
+    // The simulated provider is not built from config; declaring it lets pools name it.
+    providers: input.machinesDir
+      ? [{ type: 'fake', name: input.simulatedProvider ?? SIMULATED_PROVIDER, stateDir: input.machinesDir }, ...((extra.providers as unknown[]) ?? [])]
+      : extra.providers,
+  };
+}
+
+export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...stackSecrets() };
   const sim = await startGitHubSimulator({ webhookSecret: env.RUNNERFLOW_WEBHOOK_SECRET, ...options.simulator });
   const machinesDir = options.machines === 'simulated' ? mkdtempSync(join(tmpdir(), 'runnerflow-machines-')) : undefined;
-  const extra = options.config ?? {};
+  const simulatedName = options.simulatedProvider ?? SIMULATED_PROVIDER;
   const config = parseConfig(
-    {
-      ...extra,
-      temporal: { address: options.temporalAddress, namespace: options.namespace ?? 'default', taskQueue: options.taskQueue },
-      api: {
-        listen: options.listen ?? '127.0.0.1:0',
-        adminToken: { env: 'RUNNERFLOW_ADMIN_TOKEN' },
-        webhookSecret: { env: 'RUNNERFLOW_WEBHOOK_SECRET' },
-        instanceTokenSecret: { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' },
-      },
-      github: { credentials: [{ name: 'default', apiUrl: sim.url, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } }] },
-      // The simulated provider is not built from config; declaring it lets pools name it.
-      providers: machinesDir ? [{ type: 'fake', name: SIMULATED_PROVIDER, stateDir: machinesDir }, ...((extra.providers as unknown[]) ?? [])] : extra.providers,
-    },
+    stackConfig({
+      temporalAddress: options.temporalAddress,
+      taskQueue: options.taskQueue,
+      githubUrl: sim.url,
+      ...(options.namespace ? { namespace: options.namespace } : {}),
+      ...(options.listen ? { listen: options.listen } : {}),
+      ...(machinesDir ? { machinesDir, simulatedProvider: simulatedName } : {}),
+      ...(options.config ? { extra: options.config } : {}),
+    }),
     'dev stack config',
   );
   const loaded: LoadedConfig = { config, source: 'dev stack', env };
@@ -88,7 +127,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   config.api.publicUrl = api.url;
 
   let providers: Map<string, ProviderPort> | undefined;
-  if (machinesDir) providers = new Map([[SIMULATED_PROVIDER, new SimulatedMachinesProvider(SIMULATED_PROVIDER, machinesDir, sim)]]);
+  const simulatedMachines = machinesDir ? new SimulatedMachinesProvider(simulatedName, machinesDir, sim) : undefined;
+  if (simulatedMachines) providers = new Map<string, ProviderPort>([[simulatedName, simulatedMachines]]);
   const worker = await startWorker({
     loaded,
     github,
@@ -100,6 +140,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
 
   return {
     sim,
+    ...(simulatedMachines ? { simulatedMachines } : {}),
     api,
     worker,
     client,
@@ -116,13 +157,19 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   };
 }
 
-/** Calls the stack's REST API as an admin. */
-export async function apiRequest(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${stack.api.url}${path}`, {
+/** Calls a runnerflow REST API as an admin. */
+export async function adminRequest(baseUrl: string, adminToken: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${baseUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${stack.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    signal: AbortSignal.timeout(30_000),
   });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+/** Calls the stack's REST API as an admin. */
+export function apiRequest(stack: DevStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  return adminRequest(stack.api.url, stack.adminToken, method, path, body);
 }

@@ -1,13 +1,12 @@
 import { Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const DEV_SCRIPT = fileURLToPath(new URL('../temporal-dev.sh', import.meta.url));
 
-export async function temporalAnswers(address: string): Promise<boolean> {
+export async function temporalAnswers(address: string, connectTimeoutMs = 2_000): Promise<boolean> {
   try {
-    const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+    const connection = await Connection.connect({ address, connectTimeout: connectTimeoutMs });
     await connection.close();
     return true;
   } catch {
@@ -16,22 +15,11 @@ export async function temporalAnswers(address: string): Promise<boolean> {
 }
 
 /** Runs the project's dev server script (`start` waits until the frontend answers; `stop` ends it). */
-export function devServer(command: 'start' | 'stop', port: string, stdio: 'inherit' | 'quiet' = 'inherit'): void {
+export function devServer(command: 'start' | 'stop', port: string, stdio: 'inherit' | 'quiet' = 'inherit', env: NodeJS.ProcessEnv = process.env): void {
   execFileSync('bash', [DEV_SCRIPT, command], {
     stdio: stdio === 'inherit' ? 'inherit' : ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, TEMPORAL_PORT: port },
+    env: { ...env, TEMPORAL_PORT: port },
   });
 }
 
-/** A TCP port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
+export { freePort } from './free-port';

@@ -9,6 +9,19 @@ export const githubScopeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('enterprise'), enterprise: z.string().min(1) }).strict(),
 ]);
 
+/** GitHub's limits on a scale set name: what `runs-on` uses, so no spaces or slashes. */
+const SCALE_SET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** What a pool in `scaleSet` mode adds: the scale set it registers and how many runners it keeps without jobs. */
+export const scaleSetSettingsSchema = z
+  .object({
+    /** The scale set's name (what `runs-on` names); the pool's name when absent. */
+    name: z.string().regex(SCALE_SET_NAME, 'letters, digits, ".", "_" and "-", at most 100 characters, starting alphanumeric').optional(),
+    /** Runners kept even with no job assigned (actions-runner-controller's minRunners). */
+    minRunners: z.number().int().min(0).default(0),
+  })
+  .strict();
+
 /** A pool's settings as operators write them (durations as "10m" or milliseconds). */
 export const poolSettingsSchema = z
   .object({
@@ -32,9 +45,15 @@ export const poolSettingsSchema = z
     ephemeral: z.boolean().default(true),
     enabled: z.boolean().default(true),
     priority: z.number().int().min(0).max(1000).default(0),
+    /** `webhook`: runners follow queued `workflow_job` webhooks. `scaleSet`: a GitHub runner scale set's listener drives them. */
+    mode: z.enum(['webhook', 'scaleSet']).default('webhook'),
+    scaleSet: scaleSetSettingsSchema.optional(),
   })
   .strict()
-  .refine((p) => p.minIdleRunners <= p.maxRunners, { message: 'minIdleRunners must not exceed maxRunners', path: ['minIdleRunners'] });
+  .refine((p) => p.minIdleRunners <= p.maxRunners, { message: 'minIdleRunners must not exceed maxRunners', path: ['minIdleRunners'] })
+  .refine((p) => p.mode === 'scaleSet' || p.scaleSet === undefined, { message: 'scaleSet settings need mode: scaleSet', path: ['scaleSet'] })
+  .refine((p) => (p.scaleSet?.minRunners ?? 0) <= p.maxRunners, { message: 'scaleSet.minRunners must not exceed maxRunners', path: ['scaleSet', 'minRunners'] })
+  .refine((p) => p.mode !== 'scaleSet' || p.ephemeral, { message: 'scale set runners are always ephemeral', path: ['ephemeral'] });
 
 export type PoolSettingsInput = z.input<typeof poolSettingsSchema>;
 export type PoolSettings = z.output<typeof poolSettingsSchema>;

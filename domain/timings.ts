@@ -21,7 +21,10 @@ export interface InstanceTimings {
   githubInitialIntervalMs: number;
   githubMaxIntervalMs: number;
   githubAttemptTimeoutMs: number;
-  /** How long the one best-effort provider delete of a forced delete may take. */
+  /**
+   * How long a forced delete waits for the provider to confirm before handing the
+   * machine to its clean-up workflow (which retries until it is gone) and closing.
+   */
   forceDeleteAttemptTimeoutMs: number;
   /** How often a busy non-ephemeral runner is asked again to unregister. */
   busyRetryIntervalMs: number;
@@ -32,6 +35,18 @@ export interface InstanceTimings {
   poolCreateBackoffMaxMs: number;
   /** GitHub cancels a job queued for 24 h; a queued job whose later events were lost stops counting as demand then. */
   queuedJobTtlMs: number;
+  /**
+   * A busy runner whose machine was reported dead (or whose runner went offline) keeps its
+   * job this long before it is treated as dead: a machine that comes back, or a job that
+   * completes meanwhile, wins. GitHub itself fails a job about 10 minutes after losing its runner.
+   */
+  busyRunnerLostGraceMs: number;
+  /** An idle runner GitHub reports offline (while its machine looks fine) is looked at again after this long before it is replaced. */
+  runnerOfflineGraceMs: number;
+  /** Bound for one long poll of a scale set's message queue (GitHub answers after about 50 s). */
+  scaleSetPollTimeoutMs: number;
+  /** How long a scale-set listener waits before asking again for a session another listener holds (ARC: 30 s). */
+  scaleSetConflictRetryMs: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -46,12 +61,16 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   githubInitialIntervalMs: 2_000,
   githubMaxIntervalMs: 5 * 60_000,
   githubAttemptTimeoutMs: 60_000,
-  forceDeleteAttemptTimeoutMs: 800,
+  forceDeleteAttemptTimeoutMs: 50,
   busyRetryIntervalMs: 60_000,
   heartbeatTimeoutMs: 30_000,
   poolCreateBackoffInitialMs: 5_000,
   poolCreateBackoffMaxMs: 5 * 60_000,
   queuedJobTtlMs: 24 * 3_600_000,
+  busyRunnerLostGraceMs: 10 * 60_000,
+  runnerOfflineGraceMs: 2 * 60_000,
+  scaleSetPollTimeoutMs: 70_000,
+  scaleSetConflictRetryMs: 30_000,
 };
 
 export const timingsOverrideSchema = z
@@ -73,6 +92,10 @@ export const timingsOverrideSchema = z
     poolCreateBackoffInitial: durationMs,
     poolCreateBackoffMax: durationMs,
     queuedJobTtl: durationMs,
+    busyRunnerLostGrace: durationMs,
+    runnerOfflineGrace: durationMs,
+    scaleSetPollTimeout: durationMs,
+    scaleSetConflictRetry: durationMs,
   })
   .partial()
   .strict();

@@ -149,6 +149,16 @@ export class OctokitGitHub implements GitHubPort {
     }
   }
 
+  async listRunners(scope: GitHubScope): Promise<GitHubRunner[]> {
+    const all: GitHubRunner[] = [];
+    for (let page = 1; ; page++) {
+      const res = await this.call('list_runners', 'GET', scope, '/actions/runners', { per_page: PAGE_SIZE, page });
+      const data = res.data as { runners: RunnerJson[] };
+      all.push(...data.runners.map(toRunner));
+      if (data.runners.length < PAGE_SIZE || !/rel="next"/.test(String(res.headers.link ?? ''))) return all;
+    }
+  }
+
   async listRunnerDownloads(scope: GitHubScope): Promise<RunnerTool[]> {
     const res = await this.call('list_runner_downloads', 'GET', scope, '/actions/runners/downloads', {});
     return (res.data as RunnerTool[]).map((t) => ({

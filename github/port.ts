@@ -49,6 +49,11 @@ export interface GitHubPort {
   /** Remove by id when known, else by name (looked up first). */
   removeRunner(req: { scope: GitHubScope; name: string; runnerId?: number }): Promise<RemoveRunnerOutcome>;
   findRunnerByName(scope: GitHubScope, name: string): Promise<GitHubRunner | undefined>;
+  /**
+   * Every runner registered in the scope, with online/offline and busy: one paginated
+   * listing (100 per page), so liveness and the sweep cost a call per page, not per runner.
+   */
+  listRunners(scope: GitHubScope): Promise<GitHubRunner[]>;
   /** Runner tools downloads for the scope (GARM passes them to providers). */
   listRunnerDownloads(scope: GitHubScope): Promise<import('../providers/port.js').RunnerTool[]>;
 }

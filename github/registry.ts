@@ -5,11 +5,22 @@
  */
 import { resolveSecret } from '../config/load';
 import type { GitHubCredentialsConfig, RunnerflowConfig } from '../config/schema';
+import { ActionsServiceClient } from './actions/client';
+import type { ActionsServicePort } from './actions/port';
 import { OctokitGitHub, type GitHubAuth, type GitHubLogger } from './octokit-github';
-import type { GitHubPort } from './port';
+import { scopeKey, type GitHubPort, type GitHubScope } from './port';
 
 export interface GitHubRegistry {
   get(credentialsName: string): GitHubPort;
+  /** The Actions service (runner scale sets) for a scope, reached with these credentials. */
+  actions?(credentialsName: string, scope: GitHubScope): ActionsServicePort;
+}
+
+/** A registration token through the REST port: what the Actions-service exchange starts from. */
+export async function registrationTokenFor(port: GitHubPort, scope: GitHubScope): Promise<string> {
+  const credential = await port.createRunnerCredential({ scope, name: 'scale-set-listener', labels: ['self-hosted'], runnerGroupId: 1, workFolder: '_work', jit: false });
+  if (credential.kind !== 'registration-token') throw new Error('expected a registration token');
+  return credential.token;
 }
 
 export class UnknownGitHubCredentialsError extends Error {
@@ -34,7 +45,23 @@ export function createGitHubRegistry(
   logger?: GitHubLogger,
 ): GitHubRegistry {
   const ports = new Map<string, GitHubPort>();
-  return {
+  const actionsClients = new Map<string, ActionsServicePort>();
+  const registry: GitHubRegistry = {
+    actions(credentialsName, scope) {
+      const key = `${credentialsName}\u0000${scopeKey(scope)}`;
+      const cached = actionsClients.get(key);
+      if (cached) return cached;
+      const port = registry.get(credentialsName);
+      const credentials = config.github.credentials.find((c) => c.name === credentialsName)!;
+      const client = new ActionsServiceClient({
+        apiUrl: credentials.apiUrl,
+        ...(credentials.webUrl ? { webUrl: credentials.webUrl } : {}),
+        scope,
+        registrationToken: () => registrationTokenFor(port, scope),
+      });
+      actionsClients.set(key, client);
+      return client;
+    },
     get(credentialsName) {
       const cached = ports.get(credentialsName);
       if (cached) return cached;
@@ -51,4 +78,5 @@ export function createGitHubRegistry(
       return port;
     },
   };
+  return registry;
 }

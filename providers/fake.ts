@@ -42,6 +42,15 @@ export interface FakeFaultPlan {
   message?: string;
   /** Only calls for this instance name (or provider id) are affected. */
   instance?: string;
+  /**
+   * Fraction (0..1) of attempts that fail, and of attempts that hang, picked
+   * per attempt by a hash of `seed`, the operation, the instance and the
+   * attempt number: a campaign with a fixed seed meets the same faults.
+   * Used instead of `failTimes`/`failForever`/`hang`.
+   */
+  failRate?: number;
+  hangRate?: number;
+  seed?: number;
 }
 export type FakeFaultPlans = Partial<Record<FakeOperation, FakeFaultPlan>>;
 
@@ -213,6 +222,28 @@ function planApplies(plan: FakeFaultPlan | undefined, instance: string | undefin
   return plan.instance === instance || (machine !== undefined && (plan.instance === machine.name || plan.instance === machine.providerId));
 }
 
+/** FNV-1a over the text, as a fraction in [0, 1). */
+function hashFraction(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h / 2 ** 32;
+}
+
+/** What the plan does to this attempt (beyond its delay). */
+function faultOf(plan: FakeFaultPlan, op: FakeOperation, instance: string | undefined, attempt: number): 'hang' | 'fail' | undefined {
+  if (plan.failRate !== undefined || plan.hangRate !== undefined) {
+    const roll = hashFraction(`${plan.seed ?? 0}:${op}:${instance ?? ''}:${attempt}`);
+    if (roll < (plan.hangRate ?? 0)) return 'hang';
+    return roll < (plan.hangRate ?? 0) + (plan.failRate ?? 0) ? 'fail' : undefined;
+  }
+  if (!triggers(plan, attempt)) return undefined;
+  if (plan.hang) return 'hang';
+  return plan.failForever || plan.failTimes !== undefined ? 'fail' : undefined;
+}
+
 function triggers(plan: FakeFaultPlan, attempt: number): boolean {
   if (plan.failForever) return true;
   if (plan.failTimes === undefined) return true;
@@ -340,15 +371,14 @@ export class FakeProvider implements ProviderPort {
       if (plan && applies && plan.delayMs) {
         if ((await wait(plan.delayMs, ctx.signal, ctx.timeoutMs)) === 'timeout') throw this.timeout(op, ctx);
       }
-      if (plan && applies && triggers(plan, attempt)) {
-        if (plan.hang) {
-          await wait(undefined, ctx.signal, ctx.timeoutMs);
-          throw this.timeout(op, ctx);
-        }
-        if (plan.failForever || plan.failTimes !== undefined) {
-          const message = plan.message ?? `injected ${op} fault`;
-          throw new ProviderFaultError(this.name, message, message);
-        }
+      const fault = plan && applies ? faultOf(plan, op, instance, attempt) : undefined;
+      if (fault === 'hang') {
+        await wait(undefined, ctx.signal, ctx.timeoutMs);
+        throw this.timeout(op, ctx);
+      }
+      if (fault === 'fail') {
+        const message = plan?.message ?? `injected ${op} fault`;
+        throw new ProviderFaultError(this.name, message, message);
       }
       if (ctx.signal?.aborted) throw abortReason(ctx.signal);
     } catch (err) {

@@ -1,6 +1,10 @@
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
+import { createForceDeleteActivities } from '../activities/force-delete-activities';
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
+import { createPoolActivities } from '../activities/pool-activities';
+import { createScaleSetActivities } from '../activities/scale-set-activities';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -14,15 +18,38 @@ export interface RunnerflowWorkerOptions {
   shutdownGraceTimeMs?: number;
   /** Extra activities (pool and sweep steps) registered next to the instance ones. */
   extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
+  /** Workflows kept in memory between tasks; see WORKER_TUNING. */
+  maxCachedWorkflows?: number;
 }
 
+/**
+ * Measured with bench/live-runners.ts and bench/queue-to-start.ts (bench/README.md):
+ * - maxCachedWorkflows: an idle runner waits for days on signals alone, so it need
+ *   not stay in memory; evicted, it is replayed from its short history when a
+ *   signal comes. The pool workflows are busy and stay cached (least recently used
+ *   goes first). The SDK's default sizes the cache from the heap, which let
+ *   thousands of idle runners hold about half a megabyte each.
+ */
+export const WORKER_TUNING = {
+  maxCachedWorkflows: 1_000,
+} as const;
+
 export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): Promise<Worker> {
+  // Pools start runner workflows and forced deletes start clean-ups from local activities, through this client.
+  const client = new Client({ connection: options.connection, namespace: options.namespace });
   const workerOptions: WorkerOptions = {
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    activities: { ...createInstanceActivities(options.activities), ...(options.extraActivities ?? {}) },
+    activities: {
+      ...createInstanceActivities(options.activities),
+      ...createScaleSetActivities({ github: options.activities.github }),
+      ...createPoolActivities({ client }),
+      ...createForceDeleteActivities({ ...options.activities, client }),
+      ...(options.extraActivities ?? {}),
+    },
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
+    maxCachedWorkflows: options.maxCachedWorkflows ?? WORKER_TUNING.maxCachedWorkflows,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
   };
   return Worker.create(workerOptions);

@@ -4,6 +4,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createLivenessActivities } from '../activities/liveness-activities';
 import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
 import { seal } from '../api/sealed-secret';
@@ -13,6 +14,7 @@ import { createProviders } from '../providers/registry';
 import type { ProviderPort } from '../providers/port';
 import { createRunnerflowWorker } from './create-worker';
 import { ensureSearchAttributes } from './search-attributes';
+import { ensureLivenessSchedules } from './liveness-schedule';
 import { ensureSweepSchedules } from './sweep-schedule';
 
 export interface StartedWorker {
@@ -49,6 +51,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     for (const s of await ensureSweepSchedules(client, config, config.temporal.taskQueue)) {
       if (s.change !== 'unchanged') log(`sweep schedule ${s.scheduleId}: ${s.change}`);
     }
+    for (const s of await ensureLivenessSchedules(client, config, config.temporal.taskQueue)) {
+      if (s.change !== 'unchanged') log(`liveness schedule ${s.scheduleId}: ${s.change}`);
+    }
   } catch (err) {
     await clientConnection.close();
     throw err;
@@ -71,7 +76,10 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
       mintInstanceToken: (claims, ttlMs) => mintInstanceToken(claims, options.instanceTokenKey, ttlMs),
       sealSecret: (plain) => seal(plain, options.instanceTokenKey),
     },
-    extraActivities: createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
+    extraActivities: {
+      ...createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
+      ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace }),
+    },
   });
   const running = worker.run().finally(async () => {
     await connection.close();

@@ -19,9 +19,24 @@ export class InstanceRecord {
   forced = false;
   leaked = false;
   lastError?: string;
+  health?: InstanceState['health'];
   readonly transitions: StatusTransition[] = [];
 
-  constructor(private readonly input: RunnerInstanceInput) {}
+  /** A continued run picks up the previous run's state as it was, transitions included. */
+  constructor(private readonly input: RunnerInstanceInput) {
+    const carried = input.resume?.state;
+    if (!carried) return;
+    this.status = carried.status;
+    this.runnerStatus = carried.runnerStatus;
+    this.providerId = carried.providerId;
+    this.githubRunnerId = carried.githubRunnerId;
+    this.jobId = carried.jobId;
+    this.forced = carried.forced;
+    this.leaked = carried.leaked;
+    this.lastError = carried.lastError;
+    this.health = carried.health;
+    this.transitions.push(...carried.transitions);
+  }
 
   moveTo(to: InstanceStatus, reason?: string): void {
     assertTransition(this.status, to);
@@ -52,6 +67,7 @@ export class InstanceRecord {
       forced: this.forced,
       leaked: this.leaked,
       ...(this.lastError !== undefined ? { lastError: this.lastError } : {}),
+      ...(this.health !== undefined ? { health: { ...this.health } } : {}),
       transitions: [...this.transitions],
     };
   }

@@ -6,6 +6,7 @@
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
+import type { HealthFinding } from '../domain/liveness';
 import type { GitHubScopeSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 
@@ -26,6 +27,8 @@ export interface InstanceSpec {
   runnerGroupId: number;
   ephemeral: boolean;
   bootstrapTimeoutMs: number;
+  /** Set for runners of a scale-set pool: the JIT config comes from the scale set and removal goes through the Actions service. */
+  scaleSet?: { id: number; name: string };
 }
 
 export interface RunnerInstanceInput {
@@ -38,6 +41,21 @@ export interface RunnerInstanceInput {
   poolSettingsVersion?: number;
   /** Report status changes to the pool workflow (set by pools; off for instances started on their own). */
   notifyPool?: boolean;
+  /** Continue as new once history passes this many events (default 2,000). */
+  historyLimit?: number;
+  /** Set only by the instance itself when it continues as new: where the previous run left off. */
+  resume?: InstanceResume;
+}
+
+/** Everything a running instance needs to carry into its next run, so identity and state survive continue-as-new. */
+export interface InstanceResume {
+  state: InstanceState;
+  jobFinished: boolean;
+  completedJobs: number[];
+  /** Sealed, as in the create activity's result: never the plain JIT config. */
+  sealedJitConfig?: string;
+  reportSeq: number;
+  reportedPhase: string;
 }
 
 export interface ReasonArgs {
@@ -51,6 +69,11 @@ export interface JobCompletedArgs {
   jobId: number;
   conclusion?: string;
 }
+/** From the liveness reconciler: what it saw wrong with this instance's machine or runner. */
+export interface HealthReportArgs {
+  finding: HealthFinding;
+  detail?: string;
+}
 export interface RunnerStatusArgs {
   status: 'installing' | 'idle' | 'failed';
   message?: string;
@@ -61,6 +84,7 @@ export const deleteSignal = defineSignal<[ReasonArgs]>('delete');
 export const jobStartedSignal = defineSignal<[JobStartedArgs]>('jobStarted');
 export const jobCompletedSignal = defineSignal<[JobCompletedArgs]>('jobCompleted');
 export const runnerStatusSignal = defineSignal<[RunnerStatusArgs]>('runnerStatus');
+export const healthReportSignal = defineSignal<[HealthReportArgs]>('healthReport');
 
 /** Shown in the Temporal Web UI next to each signal and query. */
 export const INSTANCE_MESSAGE_DESCRIPTIONS = {
@@ -69,6 +93,8 @@ export const INSTANCE_MESSAGE_DESCRIPTIONS = {
   jobStarted: 'A job started on this runner (from the workflow_job in_progress webhook). Input: {"jobId": 123, "runId": 456}',
   jobCompleted: 'The job on this runner finished (workflow_job completed webhook); an ephemeral runner then leaves. Input: {"jobId": 123, "conclusion": "success"}',
   runnerStatus: 'Status reported by the instance itself. Input: {"status": "installing" | "idle" | "failed", "message": "..."}',
+  healthReport:
+    'A liveness check found the machine or runner dead. An idle runner leaves now (pending_delete, reason "machine gone" etc.); a busy one after a grace period, if a second look agrees. Input: {"finding": "machine_gone" | "machine_stopped" | "machine_error" | "runner_offline" | "runner_missing", "detail": "..."}',
   state: 'Current status, runner status, ids, job, forced/leaked flags, last error and every status transition.',
   sealedCredential: "The runner's JIT config, sealed with the installation's key: what the metadata service hands the instance.",
 } as const;
@@ -92,6 +118,8 @@ export interface InstanceState {
   forced: boolean;
   leaked: boolean;
   lastError?: string;
+  /** A liveness finding the instance is still weighing (busy runner's grace period, second look pending). */
+  health?: { finding: HealthFinding; detail?: string; since: string };
   transitions: StatusTransition[];
 }
 

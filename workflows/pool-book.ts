@@ -6,6 +6,8 @@
 import type { RunnerStatus } from '../domain/instance-status';
 import { isDeleting, isLeaving } from '../domain/instance-status';
 import type { PoolSettings } from '../domain/pool';
+import { desiredRunnerCount } from '../domain/scale-set';
+import type { ScaleSetDemandArgs } from './scale-set-messages';
 import type { InstanceTimings } from '../domain/timings';
 import type { JobProgressArgs, PoolCarriedState, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
 
@@ -42,6 +44,8 @@ export class PoolBook {
   private readonly queued = new Map<number, QueuedJob>();
   private readonly handled: string[];
   private readonly handledSet: Set<string>;
+  /** What the scale-set listener last reported (scale-set pools only). */
+  private scaleSet?: PoolCarriedState['scaleSet'];
   private readonly gone: string[] = [];
   private readonly goneSet = new Set<string>();
 
@@ -61,6 +65,7 @@ export class PoolBook {
     this.backoffUntil = carried?.backoffUntil ?? 0;
     for (const j of carried?.queuedJobs ?? []) this.queued.set(j.jobId, j);
     this.handled = [...(carried?.handledJobEvents ?? [])];
+    if (carried?.scaleSet) this.scaleSet = { ...carried.scaleSet };
     this.handledSet = new Set(this.handled);
   }
 
@@ -95,6 +100,11 @@ export class PoolBook {
     return left || runner !== undefined || args.action === 'completed';
   }
 
+  private jobTaken(jobId: number): void {
+    this.remember(`${jobId}:in_progress`);
+    this.queued.delete(jobId);
+  }
+
   runnerChanged(args: RunnerChangedArgs, now: number): boolean {
     const at = new Date(now).toISOString();
     if (this.goneSet.has(args.name)) return false;
@@ -102,6 +112,8 @@ export class PoolBook {
     if (entry && args.seq <= entry.seq) return false;
     // An idle report sent before the runner saw the job the webhook already told us about is stale.
     if (entry?.runnerStatus === 'active' && entry.jobId !== undefined && args.runnerStatus === 'idle' && args.jobId !== entry.jobId) return false;
+    // A runner's report names the job it took: the job leaves the queue (the webhook no longer tells the pool).
+    if (args.jobId !== undefined && args.runnerStatus !== 'idle') this.jobTaken(args.jobId);
     if (args.status === 'deleted') {
       this.markGone(args.name);
       if (!entry) return false;
@@ -203,8 +215,31 @@ export class PoolBook {
     return status === 'active';
   }
 
+  /** Drops reports older than the last one applied (signals may be reordered). */
+  scaleSetDemand(args: ScaleSetDemandArgs): boolean {
+    if (this.scaleSet && args.seq <= this.scaleSet.seq && args.scaleSetId === this.scaleSet.id) return false;
+    this.scaleSet = { id: args.scaleSetId, name: args.scaleSetName, totalAssignedJobs: args.totalAssignedJobs, seq: args.seq };
+    return true;
+  }
+
+  /** The scale set new runners are made for; nothing for webhook pools. */
+  scaleSetRef(): { scaleSet?: { id: number; name: string } } {
+    return this.settings.mode === 'scaleSet' && this.scaleSet ? { scaleSet: { id: this.scaleSet.id, name: this.scaleSet.name } } : {};
+  }
+
+  /**
+   * Runners wanted that are not busy. Webhook pools: min idle plus queued jobs.
+   * Scale-set pools: actions-runner-controller's count minus the busy runners it
+   * already includes (assigned jobs count running ones).
+   */
   demand(): number {
     if (this.deleting || !this.settings.enabled) return 0;
+    if (this.settings.mode === 'scaleSet') {
+      if (!this.scaleSet) return 0;
+      const desired = desiredRunnerCount(this.settings.scaleSet?.minRunners ?? 0, this.settings.maxRunners, this.scaleSet.totalAssignedJobs);
+      const busy = [...this.runners.values()].filter((r) => this.isLive(r) && PoolBook.busy(r.runnerStatus)).length;
+      return Math.max(0, desired - busy);
+    }
     return this.settings.minIdleRunners + this.queued.size;
   }
 
@@ -279,6 +314,7 @@ export class PoolBook {
       deleting: this.deleting,
       consecutiveBootstrapFailures: this.consecutiveBootstrapFailures,
       backoffUntil: this.backoffUntil,
+      ...(this.scaleSet ? { scaleSet: this.scaleSet } : {}),
     };
   }
 }

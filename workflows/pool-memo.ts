@@ -10,5 +10,6 @@ export function poolMemoOf(settings: PoolSettings): PoolMemo {
     maxRunners: settings.maxRunners,
     provider: settings.provider,
     scope: settings.github.scope,
+    mode: settings.mode,
   };
 }

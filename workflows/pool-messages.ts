@@ -49,6 +49,8 @@ export interface PoolCarriedState {
   consecutiveBootstrapFailures: number;
   /** Epoch ms before which no runner is created (bootstrap-failure backoff). */
   backoffUntil?: number;
+  /** Scale-set pools: the scale set and its assigned jobs as the listener last reported. */
+  scaleSet?: { id: number; name: string; totalAssignedJobs: number; seq: number };
 }
 
 export interface PoolView {
@@ -80,6 +82,11 @@ export interface RunnerChangedArgs {
 export const updatePoolSignal = defineSignal<[UpdatePoolArgs]>('updatePool');
 export const deletePoolSignal = defineSignal<[{ reason?: string }]>('deletePool');
 export const jobQueuedSignal = defineSignal<[QueuedJob]>('jobQueued');
+/** What the webhook intake sends: the jobs queued for this pool since its previous signal, as one history event. */
+export interface JobsQueuedArgs {
+  jobs: QueuedJob[];
+}
+export const jobsQueuedSignal = defineSignal<[JobsQueuedArgs]>('jobsQueued');
 export const jobProgressSignal = defineSignal<[JobProgressArgs]>('jobProgress');
 export const runnerChangedSignal = defineSignal<[RunnerChangedArgs]>('runnerChanged');
 export const poolStateQuery = defineQuery<PoolView>('poolState');
@@ -87,11 +94,13 @@ export const poolStateQuery = defineQuery<PoolView>('poolState');
 export const POOL_MESSAGE_DESCRIPTIONS = {
   updatePool: 'Replace the pool settings (validated by the API). Busy runners are left alone; runners from older settings are replaced as they leave. Input: {"settings": {...}}',
   deletePool: 'Drain the pool: stop creating runners, delete idle ones gracefully, wait for busy ones, then end. Input: {"reason": "..."}',
-  jobQueued: 'A workflow_job queued for this pool (from the webhook intake). Input: {"jobId": 1, "labels": ["self-hosted"]}',
+  jobQueued: 'A workflow_job queued for this pool. Input: {"jobId": 1, "labels": ["self-hosted"]}',
+  jobsQueued: 'workflow_jobs queued for this pool, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["self-hosted"]}]}',
   jobProgress: 'A job left the queue (in_progress) or finished (completed). Input: {"jobId": 1, "action": "in_progress"}',
   runnerChanged: 'A runner instance of this pool changed status (sent by the instance workflow).',
   poolState: 'Settings, runners with their statuses, queued jobs and the current target size.',
-  unmatchedJob: 'Record a job no pool could take (from the webhook intake).',
+  unmatchedJob: 'Record a job no pool could take.',
+  jobsUnmatched: 'Record jobs no pool could take, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["gpu"], "reason": "..."}]}',
   unmatchedJobs: 'The most recent jobs no pool could take, with the reason.',
 } as const;
 
@@ -106,6 +115,10 @@ export interface UnmatchedJob extends QueuedJob {
   recordedAt?: string;
 }
 export const unmatchedJobSignal = defineSignal<[UnmatchedJob]>('unmatchedJob');
+export interface JobsUnmatchedArgs {
+  jobs: UnmatchedJob[];
+}
+export const jobsUnmatchedSignal = defineSignal<[JobsUnmatchedArgs]>('jobsUnmatched');
 export const unmatchedJobsQuery = defineQuery<UnmatchedJob[]>('unmatchedJobs');
 
 /** Memo every runnerPool workflow keeps current, so routing needs one visibility call. */
@@ -117,4 +130,6 @@ export interface PoolMemo {
   provider: string;
   /** Where the pool's runners are registered: a job of another repository or organisation cannot use them. */
   scope?: GitHubScopeSettings;
+  /** Scale-set pools take their jobs from the scale set, not from webhooks. */
+  mode?: 'webhook' | 'scaleSet';
 }

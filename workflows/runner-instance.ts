@@ -6,22 +6,29 @@
  * forceDelete signal that cuts in anywhere and always ends the workflow.
  */
 import {
+  allHandlersFinished,
   CancellationScope,
   condition,
+  continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
   log,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
+  workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
+import type { ForceDeleteActivities } from '../activities/force-delete-activities';
 import type { InstanceActivities } from '../activities/instance-activities';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import { isLeaving } from '../domain/instance-status';
+import { HealthWatch } from './instance-health';
 import { InstanceRecord } from './instance-record';
 import {
   deleteSignal,
   forceDeleteSignal,
+  healthReportSignal,
   INSTANCE_MESSAGE_DESCRIPTIONS,
   jobCompletedSignal,
   jobStartedSignal,
@@ -33,8 +40,11 @@ import {
   type JobStartedArgs,
   type RunnerInstanceInput,
 } from './messages';
-import { jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
+import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
 import { poolWorkflowId, runnerChangedSignal } from './pool-messages';
+
+/** Room, beyond the provider's bound, for starting the clean-up workflow. */
+const FORCE_HANDOVER_MARGIN_MS = 5_000;
 
 export async function runnerInstance(input: RunnerInstanceInput): Promise<InstanceState> {
   const t = input.timings;
@@ -70,19 +80,29 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     retry: { initialInterval: t.githubInitialIntervalMs, maximumInterval: t.githubMaxIntervalMs, backoffCoefficient: 2 },
   });
   const probe = activityOptions({ startToCloseTimeout: t.githubAttemptTimeoutMs, retry: { maximumAttempts: 3 } });
-  // One bounded attempt: a forced delete must end the workflow even when the provider hangs.
-  const bestEffort = activityOptions({ scheduleToCloseTimeout: t.forceDeleteAttemptTimeoutMs, retry: { maximumAttempts: 1 } });
+  // Local: no round trip through the server's activity queue, and its result is recorded before the workflow goes on.
+  // Retried a few times, so the hand-over survives a blip; each attempt is bounded by its own deadline.
+  const forceDeleteStep = proxyLocalActivities<ForceDeleteActivities>({
+    startToCloseTimeout: t.forceDeleteAttemptTimeoutMs + FORCE_HANDOVER_MARGIN_MS,
+    retry: { initialInterval: 50, maximumAttempts: 3 },
+  });
 
   const record = new InstanceRecord(input);
   const lifecycle = new CancellationScope();
   let force: { reason: string } | undefined;
   let deleteRequest: { reason: string } | undefined;
-  let jobFinished = false;
-  let createAttempted = false;
-  const completedJobs = new Set<number>();
+  let jobFinished = input.resume?.jobFinished ?? false;
+  let createAttempted = input.resume !== undefined;
+  const completedJobs = new Set<number>(input.resume?.completedJobs ?? []);
+  const health = new HealthWatch({
+    record,
+    timings: t,
+    observe: () => probe.observeRunner({ ...deleteArgs(), github: input.spec.github, ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}) }),
+    leavingAnyway: () => deleteRequest !== undefined || record.runnerStatus === 'failed' || (input.spec.ephemeral && jobFinished),
+  });
 
   setHandler(stateQuery, () => record.snapshot(), { description: INSTANCE_MESSAGE_DESCRIPTIONS.state });
-  let sealedJitConfig: string | undefined;
+  let sealedJitConfig: string | undefined = input.resume?.sealedJitConfig;
   setHandler(sealedCredentialQuery, () => sealedJitConfig, { description: INSTANCE_MESSAGE_DESCRIPTIONS.sealedCredential });
   setHandler(forceDeleteSignal, (args) => {
     if (force || record.status === 'deleted') return;
@@ -114,6 +134,10 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (report.status === 'failed' && report.message) record.lastError = `runner reported failure: ${report.message}`;
     setRunnerStatus(report.status);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });
+  setHandler(healthReportSignal, (args) => {
+    const report = healthReportArgs(args);
+    if (report) health.report(report);
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
 
   function setRunnerStatus(status: RunnerStatus): void {
     if (record.runnerStatus === status || record.status === 'deleted') return;
@@ -121,8 +145,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     notifyPool();
   }
 
-  let reportSeq = 0;
-  let reportedPhase: PoolPhase = 'starting';
+  let reportSeq = input.resume?.reportSeq ?? 0;
+  let reportedPhase = (input.resume?.reportedPhase ?? 'starting') as PoolPhase;
   const reports = new Set<Promise<void>>();
   /**
    * Only changes the pool decides on are reported (idle, busy, leaving, gone): every report
@@ -172,19 +196,61 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     }
   }
 
-  /** Waits until the runner has a reason to leave and says what it is. */
+  /**
+   * Waits until the runner has a reason to leave and says what it is. A healthy runner
+   * waits here on signals alone (no timer), for as long as it idles.
+   */
   async function untilLeaving(): Promise<{ reason: string; unregister: boolean }> {
     const registered = () => record.runnerStatus === 'idle' || record.runnerStatus === 'active' || jobFinished;
     const failed = () => record.runnerStatus === 'failed';
+    const leaving = () => failed() || deleteRequest !== undefined || (input.spec.ephemeral && jobFinished);
     const creatingSince = Date.parse(record.transitions.find((tr) => tr.to === 'creating')?.at ?? new Date().toISOString());
-    const bootstrapLeft = Math.max(0, input.spec.bootstrapTimeoutMs - (Date.now() - creatingSince));
-    const inTime = await condition(() => registered() || failed() || deleteRequest !== undefined, bootstrapLeft);
-    if (!inTime) return { reason: `runner did not report idle within the bootstrap timeout (${input.spec.bootstrapTimeoutMs} ms)`, unregister: true };
-    await condition(() => failed() || deleteRequest !== undefined || (input.spec.ephemeral && jobFinished));
-    if (deleteRequest) return { reason: deleteRequest.reason, unregister: true };
-    if (failed()) return { reason: record.lastError ?? 'runner reported failure', unregister: true };
-    // GitHub already removed the ephemeral runner when its job ended; asking again only spends rate limit.
-    return { reason: 'ephemeral runner finished its job', unregister: false };
+    for (;;) {
+      const wake = () => leaving() || health.reported || historyFull();
+      if (!registered()) {
+        const bootstrapLeft = Math.max(0, input.spec.bootstrapTimeoutMs - (Date.now() - creatingSince));
+        const inTime = await condition(() => registered() || wake(), bootstrapLeft);
+        if (!inTime) return { reason: `runner did not report idle within the bootstrap timeout (${input.spec.bootstrapTimeoutMs} ms)`, unregister: true };
+      } else {
+        await condition(wake);
+      }
+      if (deleteRequest) return { reason: deleteRequest.reason, unregister: true };
+      if (failed()) return { reason: record.lastError ?? 'runner reported failure', unregister: true };
+      // GitHub already removed the ephemeral runner when its job ended; asking again only spends rate limit.
+      if (input.spec.ephemeral && jobFinished) return { reason: 'ephemeral runner finished its job', unregister: false };
+      if (health.reported) {
+        const reason = await health.settle();
+        if (reason) return { reason, unregister: true };
+      } else if (historyFull()) {
+        await carryOn();
+      }
+    }
+  }
+
+  const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+  function historyFull(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength > historyLimit;
+  }
+
+  /**
+   * Continues as new with the same id and state, so signals (job events, health
+   * reports, pool traffic) on a runner that lives for weeks never grow one history without bound.
+   */
+  async function carryOn(): Promise<never> {
+    await Promise.all([...reports]);
+    await condition(allHandlersFinished);
+    return continueAsNew<typeof runnerInstance>({
+      ...input,
+      resume: {
+        state: record.snapshot(),
+        jobFinished,
+        completedJobs: [...completedJobs].slice(-100),
+        ...(sealedJitConfig !== undefined ? { sealedJitConfig } : {}),
+        reportSeq,
+        reportedPhase,
+      },
+    });
   }
 
   /**
@@ -199,24 +265,33 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       if (jobFinished && input.spec.ephemeral) return;
       const outcome = await github.removeGitHubRunner({
         github: input.spec.github,
+        ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
         name: input.name,
         ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
       });
       if (outcome !== 'busy') return;
       if (record.runnerStatus !== 'active') setRunnerStatus('active');
+      // GitHub keeps calling a runner busy until it fails the job the dead machine will never
+      // finish. The GitHub-side sweep removes the registration once it is no longer busy.
+      if (health.machineDead) return;
       if (input.spec.ephemeral) {
         while (!(await condition(() => jobFinished, wait))) {
           // The completed webhook may be lost: a stopped machine means the job is over.
-          const machine = await probe.instanceStatus(deleteArgs());
-          if (machine === 'stopped' || machine === 'gone') return;
+          if (await machineStopped()) return;
           wait = Math.min(wait * 2, maxWait);
         }
         return;
       }
       jobFinished = false;
-      await condition(() => jobFinished, wait);
+      // A static runner's machine may die while we wait for its job: do not wait on it forever.
+      if (!(await condition(() => jobFinished, wait)) && (await machineStopped())) return;
       wait = Math.min(wait * 2, maxWait);
     }
+  }
+
+  async function machineStopped(): Promise<boolean> {
+    const machine = await probe.instanceStatus(deleteArgs());
+    return machine === 'stopped' || machine === 'gone';
   }
 
   function deleteArgs() {
@@ -230,6 +305,14 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     moveTo('deleted');
   }
 
+  /**
+   * Closes at once whatever the provider does. One delete attempt bounded by
+   * forceDeleteAttemptTimeout; a machine not confirmed gone within it is handed
+   * to its own machineCleanup workflow (started durably, before this one closes),
+   * which retries with the usual backoff until it is gone and stays findable as
+   * leaked until then. Waiting here instead would hold the forced delete to the
+   * provider's pace, which is what an operator forcing it is trying to escape.
+   */
   async function forcedDelete(reason: string): Promise<void> {
     record.forced = true;
     if (record.status !== 'pending_force_delete') moveTo('pending_force_delete', reason);
@@ -238,29 +321,45 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       moveTo('deleted', 'forced before any machine was created');
       return;
     }
-    const [machine] = await Promise.allSettled([
-      bestEffort.deleteInstance(deleteArgs()),
-      // Busy or not, a forced delete also drops the GitHub registration when it can.
-      bestEffort.removeGitHubRunner({
-        github: input.spec.github,
+    let handedTo: string | undefined;
+    try {
+      const outcome = await forceDeleteStep.forceDeleteMachine({
         name: input.name,
+        pool: input.pool,
+        provider: input.provider,
+        ...(record.providerId ? { providerId: record.providerId } : {}),
+        github: input.spec.github,
         ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
-      }),
-    ]);
-    if (machine.status === 'rejected') {
-      record.recordError(machine.reason);
+        ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
+        timings: t,
+        reason,
+        boundMs: t.forceDeleteAttemptTimeoutMs,
+      });
+      if (!outcome.machineGone) {
+        record.lastError = outcome.error;
+        record.markLeaked();
+        handedTo = outcome.cleanupWorkflowId;
+      }
+    } catch (err) {
+      // Not even the hand-over worked (Temporal unreachable from the worker for its retries): the sweep is left.
+      record.recordError(err);
       record.markLeaked();
     }
-    moveTo('deleted', record.leaked ? 'forced; the provider did not confirm the delete, machine left for the sweep' : 'forced');
+    moveTo(
+      'deleted',
+      !record.leaked ? 'forced' : handedTo ? `forced; the provider did not confirm the delete, ${handedTo} retries it until the machine is gone` : 'forced; the provider did not confirm the delete, machine left for the sweep',
+    );
   }
 
   try {
     await lifecycle.run(async () => {
-      if (deleteRequest) {
-        moveTo('pending_delete', deleteRequest.reason);
-        return gracefulDelete(false);
+      if (!input.resume) {
+        if (deleteRequest) {
+          moveTo('pending_delete', deleteRequest.reason);
+          return gracefulDelete(false);
+        }
+        await createMachine();
       }
-      await createMachine();
       let unregister = true;
       if (record.status === 'running') {
         const leaving = await untilLeaving();
@@ -283,6 +382,9 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   await Promise.all([...reports]);
   return record.snapshot();
 }
+
+/** Well below Temporal's limits; the server may also suggest continuing earlier. */
+const DEFAULT_HISTORY_LIMIT = 2_000;
 
 type PoolPhase = 'starting' | 'idle' | 'busy' | 'leaving' | 'deleted';
 

@@ -1,7 +1,8 @@
 /**
  * runnerPool: holds a pool's settings and keeps the right number of
- * runnerInstance workflows alive. Instances are abandoned children: they outlive
- * the pool's continue-as-new and report back with `runnerChanged`.
+ * runnerInstance workflows alive. Instances are started as workflows of their
+ * own (activities/pool-activities.ts says why not children): they outlive the
+ * pool's continue-as-new and report back with `runnerChanged`.
  */
 import {
   allHandlersFinished,
@@ -9,15 +10,14 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
-  ParentClosePolicy,
+  proxyLocalActivities,
   setHandler,
-  startChild,
   upsertMemo,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import { instanceStartOptions } from './instance-options';
+import type { PoolActivities } from '../activities/pool-activities';
 import { deleteSignal, runnerWorkflowId, type RunnerInstanceInput } from './messages';
 import { PoolBook } from './pool-book';
 import { poolMemoOf } from './pool-memo';
@@ -25,6 +25,7 @@ import {
   deletePoolSignal,
   jobProgressSignal,
   jobQueuedSignal,
+  jobsQueuedSignal,
   POOL_MESSAGE_DESCRIPTIONS,
   poolStateQuery,
   runnerChangedSignal,
@@ -32,14 +33,29 @@ import {
   type PoolView,
   type RunnerPoolInput,
 } from './pool-messages';
-import { runnerInstance } from './runner-instance';
+import { PoolScaleSet } from './pool-scale-set';
+import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
+
+/** Runner workflows started by one local activity: a burst to a large maxRunners goes as several, side by side. */
+const START_BATCH = 50;
 
 /** Well below Temporal's limits; the server may also suggest continuing earlier. */
 const DEFAULT_HISTORY_LIMIT = 4_000;
 
+/**
+ * Retried until the server takes the starts: the runners are already counted
+ * against maxRunners, and an undecided start must not be forgotten (a runner
+ * counted nowhere could exceed the maximum). Starting is idempotent by id.
+ */
+const starter = proxyLocalActivities<PoolActivities>({
+  startToCloseTimeout: 60_000,
+  retry: { initialInterval: 200, backoffCoefficient: 2, maximumInterval: 10_000 },
+});
+
 export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   const book = new PoolBook(input.settings, input.timings, input.carried);
+  const scaleSet = new PoolScaleSet(input.timings);
   let dirty = true;
 
   upsertSearchAttributes([{ key: RUNNER_POOL, value: input.settings.name }]);
@@ -60,12 +76,19 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   setHandler(jobQueuedSignal, (job) => {
     if (book.jobQueued(job, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.jobQueued });
+  setHandler(jobsQueuedSignal, ({ jobs }) => {
+    const now = Date.now();
+    for (const job of Array.isArray(jobs) ? jobs : []) if (book.jobQueued(job, now)) dirty = true;
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.jobsQueued });
   setHandler(jobProgressSignal, (args) => {
     if (book.jobProgress(args, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.jobProgress });
   setHandler(runnerChangedSignal, (args) => {
     if (book.runnerChanged(args, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.runnerChanged });
+  setHandler(scaleSetDemandSignal, (args) => {
+    if (book.scaleSetDemand(args)) dirty = true;
+  }, { description: SCALE_SET_MESSAGE_DESCRIPTIONS.scaleSetDemand });
 
   function instanceInput(name: string): RunnerInstanceInput {
     const s = book.settings;
@@ -85,6 +108,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
         runnerGroupId: s.runnerGroupId,
         ephemeral: s.ephemeral,
         bootstrapTimeoutMs: s.bootstrapTimeout,
+        ...book.scaleSetRef(),
       },
       timings: input.timings,
       poolSettingsVersion: book.settingsVersion,
@@ -92,19 +116,34 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     };
   }
 
-  // Child starts are not awaited by the loop: under a burst the pool keeps deciding while
-  // dozens of starts are in flight, instead of one round trip per batch.
+  // Starts are not awaited by the loop: under a burst the pool keeps deciding while
+  // a batch is being started, instead of one round trip per batch.
   let startsInFlight = 0;
-  function createRunner(): void {
-    const name = book.nextRunnerName(uuid4().replace(/-/g, '').slice(0, 10));
-    book.runnerStarted(name, Date.now());
+  function createRunners(count: number): void {
+    if (count <= 0) return;
+    const now = Date.now();
+    const runners: RunnerInstanceInput[] = [];
+    for (let i = 0; i < count; i++) {
+      const name = book.nextRunnerName(uuid4().replace(/-/g, '').slice(0, 10));
+      book.runnerStarted(name, now);
+      runners.push(instanceInput(name));
+    }
+    for (let i = 0; i < runners.length; i += START_BATCH) startBatch(runners.slice(i, i + START_BATCH));
+  }
+
+  function startBatch(runners: RunnerInstanceInput[]): void {
     startsInFlight += 1;
-    startChild(runnerInstance, { ...instanceStartOptions(instanceInput(name)), parentClosePolicy: ParentClosePolicy.ABANDON })
-      .catch((err: unknown) => {
-        log.warn('runner workflow not started', { runner: name, error: String(err) });
-        book.runnerNotStarted(name);
-        dirty = true;
+    starter
+      .startRunners({ runners })
+      .then(({ notStarted }) => {
+        for (const { name, error } of notStarted) {
+          log.warn('runner workflow not started', { runner: name, error });
+          book.runnerNotStarted(name);
+        }
+        if (notStarted.length > 0) dirty = true;
       })
+      // Retried until the server answers; should it give up, the runners stay counted (never more than maxRunners).
+      .catch((err: unknown) => log.warn('runner starts undecided', { runners: runners.map((r) => r.name), error: String(err) }))
       .finally(() => (startsInFlight -= 1));
   }
 
@@ -117,9 +156,10 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
 
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
   while (!book.done) {
+    await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
     const plan = book.plan(Date.now());
     for (const { name, reason } of plan.remove) askToLeave(name, reason);
-    for (let i = 0; i < plan.create; i++) createRunner();
+    createRunners(plan.create);
     dirty = false;
 
     const info = workflowInfo();
@@ -131,5 +171,6 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (waitMs === undefined) await condition(() => dirty);
     else await condition(() => dirty, waitMs);
   }
+  if (book.settings.mode === 'scaleSet') await scaleSet.finish(book.settings, 'pool deleted');
   return book.view();
 }

@@ -4,7 +4,8 @@
  * sense is logged and ignored instead of corrupting the instance's state.
  */
 import { log } from '@temporalio/workflow';
-import type { JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
+import { HEALTH_FINDINGS, type HealthFinding } from '../domain/liveness';
+import type { HealthReportArgs, JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
 
 const REPORTABLE = ['installing', 'idle', 'failed'] as const;
 
@@ -30,5 +31,14 @@ export function runnerStatusArgs(args: unknown): RunnerStatusArgs | undefined {
     return { status: status as RunnerStatusArgs['status'], ...(typeof message === 'string' ? { message: message.slice(0, 1000) } : {}) };
   }
   log.warn(`ignored runnerStatus signal: status must be one of ${REPORTABLE.join(', ')}`, { got: JSON.stringify(args)?.slice(0, 200) });
+  return undefined;
+}
+
+export function healthReportArgs(args: unknown): HealthReportArgs | undefined {
+  const { finding, detail } = asObject(args);
+  if (typeof finding === 'string' && (HEALTH_FINDINGS as readonly string[]).includes(finding)) {
+    return { finding: finding as HealthFinding, ...(typeof detail === 'string' ? { detail: detail.slice(0, 500) } : {}) };
+  }
+  log.warn(`ignored healthReport signal: finding must be one of ${HEALTH_FINDINGS.join(', ')}`, { got: JSON.stringify(args)?.slice(0, 200) });
   return undefined;
 }

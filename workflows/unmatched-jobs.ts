@@ -3,18 +3,24 @@
  * (and fix a pool's labels) instead of finding out from a stuck CI queue.
  */
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
-import { POOL_MESSAGE_DESCRIPTIONS, unmatchedJobSignal, unmatchedJobsQuery, type UnmatchedJob } from './pool-messages';
+import { jobsUnmatchedSignal, POOL_MESSAGE_DESCRIPTIONS, unmatchedJobSignal, unmatchedJobsQuery, type UnmatchedJob } from './pool-messages';
 
 const KEEP = 500;
 
 export async function unmatchedJobs(carried: UnmatchedJob[] = []): Promise<void> {
   const jobs = [...carried];
   setHandler(unmatchedJobsQuery, () => [...jobs], { description: POOL_MESSAGE_DESCRIPTIONS.unmatchedJobs });
-  setHandler(unmatchedJobSignal, (job) => {
-    if (jobs.some((j) => j.jobId === job.jobId)) return;
+  const known = new Set(carried.map((j) => j.jobId));
+  function record(job: UnmatchedJob): void {
+    if (known.has(job.jobId)) return;
+    known.add(job.jobId);
     jobs.push({ ...job, recordedAt: job.recordedAt ?? new Date().toISOString() });
-    if (jobs.length > KEEP) jobs.splice(0, jobs.length - KEEP);
-  }, { description: POOL_MESSAGE_DESCRIPTIONS.unmatchedJob });
+    if (jobs.length > KEEP) for (const dropped of jobs.splice(0, jobs.length - KEEP)) known.delete(dropped.jobId);
+  }
+  setHandler(unmatchedJobSignal, record, { description: POOL_MESSAGE_DESCRIPTIONS.unmatchedJob });
+  setHandler(jobsUnmatchedSignal, ({ jobs: batch }) => {
+    if (Array.isArray(batch)) batch.forEach(record);
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.jobsUnmatched });
   await condition(() => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > 2_000);
   await condition(allHandlersFinished);
   await continueAsNew<typeof unmatchedJobs>(jobs);

@@ -1,5 +1,6 @@
 import { poolSettingsSchema } from '../../domain/pool';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
+import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { readJson, readValidJson } from '../http/body';
 import { badRequest, validationError } from '../http/errors';
 import { json } from '../http/responses';
@@ -45,12 +46,23 @@ export const poolRoutes: Route<Services>[] = [
     method: 'GET',
     path: '/api/v1/pools/:name',
     auth: 'admin',
-    doc: { tag: TAG, summary: 'Settings, runners (each with its phase: starting, idle, busy or leaving), their counts, queued jobs and target size of a pool', responses: { 200: 'The pool', 404: 'No such pool' } },
+    doc: {
+      tag: TAG,
+      summary:
+        'Settings, runners (each with its phase: starting, idle, busy or leaving), their counts, queued jobs and target size of a pool; scale-set pools add `scaleSet` (session, last message id, statistics, desired count)',
+      responses: { 200: 'The pool', 404: 'No such pool' },
+    },
     async handle({ params, services }) {
       const name = params.name!;
       await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
       const view = await services.query(poolWorkflowId(name), `pool ${name}`, poolStateQuery);
-      return json({ name, ...withCounts(view) });
+      if (view.settings.mode !== 'scaleSet') return json({ name, ...withCounts(view) });
+      // A listener that has not started yet (or already stopped) is shown as absent rather than failing the pool.
+      const scaleSet: ScaleSetView | null = await services.deps.client.workflow
+        .getHandle(scaleSetListenerId(name))
+        .query(scaleSetStateQuery)
+        .catch(() => null);
+      return json({ name, ...withCounts(view), scaleSet });
     },
   },
   {

@@ -18,7 +18,7 @@ export interface SimAgent {
   runnerName: string;
   state: AgentState;
   /** Why the agent ended: its ephemeral job finished, its runner was removed, or it was stopped. */
-  endReason?: 'job_completed' | 'runner_removed' | 'stopped';
+  endReason?: 'job_completed' | 'runner_removed' | 'stopped' | 'crashed';
   callbackUrl?: string;
   instanceToken?: string;
 }
@@ -38,7 +38,14 @@ export class AgentError extends Error {
   }
 }
 
+export interface SimJobEvents {
+  started(job: SimJob, runner: SimRunner): void;
+  completed(job: SimJob, runner: SimRunner | undefined, result: string): void;
+}
+
 export class SimAgents {
+  /** Told when a job starts or finishes (the Actions service turns them into scale-set messages). */
+  jobEvents?: SimJobEvents;
   private readonly agents = new Map<string, SimAgent>();
   private readonly waiters = new Map<string, (() => void)[]>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -106,6 +113,8 @@ export class SimAgents {
   stop(id: string): boolean {
     const agent = this.agents.get(id);
     if (!agent) return false;
+    // Already ended (its job done, its runner removed, its machine crashed): nothing is left to stop.
+    if (agent.state === 'done') return true;
     const runner = this.state.runners.get(agent.runnerId);
     if (runner) {
       runner.status = 'offline';
@@ -113,6 +122,34 @@ export class SimAgents {
       if (job && job.status === 'in_progress') this.complete(job, runner, 'cancelled');
     }
     this.end(agent, 'stopped');
+    return true;
+  }
+
+  /**
+   * The machine under the agent died without a word: the runner goes offline but GitHub
+   * still calls it busy with its job, as GitHub does until it gives the job up (about ten
+   * minutes on github.com; `failJobAfterMs` here). Then the job fails, with its
+   * completed webhook, and the runner is no longer busy; it stays registered, offline.
+   */
+  crash(id: string, options: { failJobAfterMs?: number } = {}): boolean {
+    const agent = this.agents.get(id);
+    if (!agent || agent.state === 'done') return false;
+    const runner = this.state.runners.get(agent.runnerId);
+    this.end(agent, 'crashed');
+    if (!runner) return true;
+    runner.status = 'offline';
+    const job = runner.jobId !== undefined ? this.state.jobs.get(runner.jobId) : undefined;
+    if (job && job.status === 'in_progress') {
+      // The job's own completion timer must not finish it: nothing runs it any more.
+      job.lost = true;
+      if (options.failJobAfterMs !== undefined) {
+        const timer = setTimeout(() => {
+          this.timers.delete(timer);
+          this.giveUp(job, runner);
+        }, options.failJobAfterMs);
+        this.timers.add(timer);
+      }
+    }
     return true;
   }
 
@@ -141,6 +178,7 @@ export class SimAgents {
     job.conclusion = 'cancelled';
     job.completedAt = new Date().toISOString();
     this.webhooks.send('workflow_job', workflowJobPayload('completed', job));
+    this.jobEvents?.completed(job, undefined, 'canceled');
   }
 
   close(): void {
@@ -160,11 +198,24 @@ export class SimAgents {
     job.runnerName = runner.name;
     job.runnerGroupId = runner.runnerGroupId;
     this.webhooks.send('workflow_job', workflowJobPayload('in_progress', job));
+    this.jobEvents?.started(job, runner);
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      this.complete(job, runner, job.plannedConclusion);
+      if (!job.lost) this.complete(job, runner, job.plannedConclusion);
     }, job.durationMs);
     this.timers.add(timer);
+  }
+
+  /** GitHub fails a job whose runner vanished: completed webhook, runner no longer busy, still registered (offline). */
+  private giveUp(job: SimJob, runner: SimRunner): void {
+    if (job.status === 'completed') return;
+    job.status = 'completed';
+    job.conclusion = 'failure';
+    job.completedAt = new Date().toISOString();
+    runner.busy = false;
+    runner.jobId = undefined;
+    this.webhooks.send('workflow_job', workflowJobPayload('completed', job));
+    this.dispatch();
   }
 
   private complete(job: SimJob, runner: SimRunner, conclusion: SimJob['conclusion']): void {
@@ -175,6 +226,7 @@ export class SimAgents {
     runner.busy = false;
     runner.jobId = undefined;
     this.webhooks.send('workflow_job', workflowJobPayload('completed', job));
+    this.jobEvents?.completed(job, runner, conclusion === 'success' ? 'succeeded' : (conclusion ?? 'failed'));
     const agent = [...this.agents.values()].find((a) => a.runnerId === runner.id && a.state !== 'done');
     if (runner.ephemeral) {
       this.state.runners.delete(runner.id);

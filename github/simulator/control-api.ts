@@ -35,7 +35,7 @@ const faultSchema = z
   })
   .refine((f) => f.kind !== 'latency' || f.ms !== undefined, { message: 'latency needs ms', path: ['ms'] })
   .refine((f) => f.kind !== 'primary-rate-limit' || f.resetInMs !== undefined, { message: 'primary-rate-limit needs resetInMs', path: ['resetInMs'] });
-const webhookSchema = z.object({ url: z.string().url().optional(), secret: z.string().optional() });
+const webhookSchema = z.object({ url: z.string().url().optional(), urls: z.array(z.string().url()).optional(), secret: z.string().optional() });
 
 const invalid = (error: z.ZodError): SimResponse => ({
   status: 400,
@@ -54,8 +54,17 @@ export async function handleControl(sim: GitHubSimulator, method: string, path: 
       return { status: 200, body: sim.runners() };
     case 'GET jobs':
       return { status: 200, body: sim.jobs() };
+    case 'GET scale-sets':
+      return { status: 200, body: sim.scaleSets() };
+    case 'POST runner-groups': {
+      const parsed = z.object({ name: z.string().min(1) }).safeParse(body);
+      return parsed.success ? { status: 201, body: { id: sim.addRunnerGroup(parsed.data.name) } } : invalid(parsed.error);
+    }
     case 'GET deliveries':
       return { status: 200, body: sim.deliveries() };
+    case 'POST deliveries/:id':
+      // Only `/_sim/deliveries/failed`: redeliver every failed delivery.
+      return id === 'failed' ? { status: 200, body: { redelivered: sim.redeliverFailedWebhooks() } } : notFound(`delivery action ${id}`);
     case 'POST jobs': {
       const parsed = queueJobSchema.safeParse(body);
       return parsed.success ? { status: 201, body: sim.queueJob(parsed.data) } : invalid(parsed.error);
@@ -83,6 +92,11 @@ export async function handleControl(sim: GitHubSimulator, method: string, path: 
       const timeoutMs = Math.min(60_000, Math.max(0, Number(query.get('timeoutMs') ?? 25_000) || 0));
       const state = await sim.waitForAgent(id ?? '', timeoutMs);
       return state ? { status: 200, body: { state } } : notFound(`agent ${id}`);
+    }
+    case 'POST agents/:id/crash': {
+      const failJobAfterMs = (body as { failJobAfterMs?: unknown } | undefined)?.failJobAfterMs;
+      const options = typeof failJobAfterMs === 'number' && failJobAfterMs >= 0 ? { failJobAfterMs } : {};
+      return sim.crashAgent(id ?? '', options) ? { status: 200, body: { crashed: true } } : notFound(`running agent ${id}`);
     }
     case 'DELETE agents/:id':
       return sim.stopAgent(id ?? '') ? { status: 204 } : notFound(`agent ${id}`);

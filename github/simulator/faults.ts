@@ -4,9 +4,11 @@
  * deliveries; without it a fault stays until cleared (a primary rate limit
  * lasts until its reset time, as GitHub's does).
  */
+import type { ActionsOperationName } from './actions-routes';
 import type { OperationName } from './served-operations';
 
-type OperationFilter = { operation?: OperationName | '*' };
+type AnyOperation = OperationName | ActionsOperationName;
+type OperationFilter = { operation?: AnyOperation | '*' };
 type WebhookFilter = { action?: 'queued' | 'in_progress' | 'completed' };
 
 export type SimFault =
@@ -15,7 +17,15 @@ export type SimFault =
   | ({ kind: 'primary-rate-limit'; resetInMs: number; status?: 403 | 429 } & OperationFilter)
   | ({ kind: 'secondary-rate-limit'; retryAfterSeconds?: number | null; status?: 403 | 429; times?: number } & OperationFilter)
   | ({ kind: 'lose-webhooks'; times?: number } & WebhookFilter)
-  | ({ kind: 'duplicate-webhooks'; times?: number } & WebhookFilter);
+  | ({ kind: 'duplicate-webhooks'; times?: number } & WebhookFilter)
+  /** Actions service: session creation answers 409 as if another listener held the scale set. */
+  | { kind: 'session-conflict'; times?: number }
+  /** Actions service: the presented admin or queue token is refused with 401 (it expired). */
+  | ({ kind: 'expire-token'; times?: number } & OperationFilter)
+  /** Actions service: the scale set's session is dropped before the next long poll answers. */
+  | { kind: 'lose-session'; times?: number }
+  /** Actions service: the next long poll delivers the newest delivered message again. */
+  | { kind: 'redeliver-message'; times?: number };
 
 type ActiveFault = SimFault & { remaining: number; resetAtEpochSeconds?: number };
 
@@ -26,6 +36,10 @@ export const FAULT_KINDS: readonly SimFault['kind'][] = [
   'secondary-rate-limit',
   'lose-webhooks',
   'duplicate-webhooks',
+  'session-conflict',
+  'expire-token',
+  'lose-session',
+  'redeliver-message',
 ];
 
 export class FaultPlan {
@@ -44,9 +58,9 @@ export class FaultPlan {
   }
 
   /** Takes one use of the first matching fault of `kind` for an API operation. */
-  forRequest<K extends 'latency' | 'server-error' | 'primary-rate-limit' | 'secondary-rate-limit'>(
+  forRequest<K extends 'latency' | 'server-error' | 'primary-rate-limit' | 'secondary-rate-limit' | 'session-conflict' | 'expire-token' | 'lose-session' | 'redeliver-message'>(
     kind: K,
-    operation: OperationName,
+    operation: AnyOperation,
   ): (Extract<SimFault, { kind: K }> & { resetAtEpochSeconds?: number }) | undefined {
     this.expire();
     const fault = this.faults.find(

@@ -7,12 +7,15 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isActionsPath } from './actions-routes';
+import { SimActionsService } from './actions-service';
 import { SimAgents, type AgentState, type SimAgent, type StartAgentInput } from './agents';
 import { handleControl } from './control-api';
 import { FaultPlan, type SimFault } from './faults';
 import { githubError, matchRoute, SimGitHubApi } from './github-api';
 import { BadRequest, readJsonBody, sleep, writeResponse, type SimResponse } from './http-util';
 import { RateLimitWindow, rateLimitHeaders } from './rate-limit';
+import { SimScaleSets, type ScaleSetView } from './scale-sets';
 import { operationKey, type OperationName } from './served-operations';
 import { SimState, type QueueJobInput, type SimJob } from './sim-state';
 import { WebhookSender, type SentDelivery, type WebhookStats, type WebhookTarget } from './webhook-sender';
@@ -33,6 +36,12 @@ export interface GitHubSimulatorOptions {
   recordResponses?: boolean;
   /** Where delivery and callback failures are reported; console.warn by default. */
   onError?: (message: string) => void;
+  /** Actions service: how long a message poll waits before answering 202 (50 s by default, as GitHub's). */
+  longPollMs?: number;
+  /** Actions service: a session not polled for this long stops blocking a new one (2 minutes by default). */
+  sessionIdleTimeoutMs?: number;
+  /** Actions service: lifetime of admin and queue tokens (1 hour by default). */
+  actionsTokenTtlMs?: number;
 }
 
 export interface ServedResponse {
@@ -54,6 +63,8 @@ export interface SimulatorStats {
   jobs: { queued: number; inProgress: number; completed: number };
   runners: number;
   agents: number;
+  /** Actions-service (scale set) calls per operation; long polls are `get-message`. */
+  actionsCalls: Record<string, number>;
 }
 
 export interface GitHubSimulator {
@@ -67,18 +78,28 @@ export interface GitHubSimulator {
   startAgent(input: StartAgentInput): Promise<SimAgent>;
   waitForAgent(id: string, timeoutMs: number): Promise<AgentState | undefined>;
   stopAgent(id: string): boolean;
+  /** The agent's machine died silently: runner offline, its job kept busy until `failJobAfterMs` (then it fails). */
+  crashAgent(id: string, options?: { failJobAfterMs?: number }): boolean;
   agents(): SimAgent[];
   setFault(fault: SimFault): void;
   clearFaults(): void;
   setWebhook(target: WebhookTarget): void;
   stats(): SimulatorStats;
-  /** Registered runners as GitHub's API shows them, with their scope. */
+  /** Registered runners as GitHub's API shows them, with their scope (and scale set, for a scale set's runners). */
   runners(): Record<string, unknown>[];
   jobs(): SimJob[];
   deliveries(): SentDelivery[];
   servedResponses(): ServedResponse[];
+  /** Redelivers every failed webhook delivery (GitHub's "redeliver"); returns how many. */
+  redeliverFailedWebhooks(): number;
   /** Resolves once every webhook so far has been delivered (or failed). */
   webhooksIdle(): Promise<void>;
+  /** Scale sets with their session, statistics and queue. */
+  scaleSets(): ScaleSetView[];
+  /** The X-ScaleSetMaxCapacity last sent by a scale set's listener. */
+  scaleSetMaxCapacity(scaleSetId: number): number | undefined;
+  /** Adds a runner group (GitHub has `Default`, id 1); returns its id. */
+  addRunnerGroup(name: string): number;
   close(): Promise<void>;
 }
 
@@ -99,6 +120,31 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   let callsDuringPrimaryRateLimit = 0;
   let baseUrl = '';
   const api = new SimGitHubApi(state, agents, () => baseUrl);
+  const scaleSets = new SimScaleSets(state, { sessionIdleTimeoutMs: options.sessionIdleTimeoutMs ?? 120_000 }, () => agents.dispatch(), () => baseUrl);
+  agents.jobEvents = {
+    started: (job, runner) => scaleSets.jobStarted(job, runner),
+    completed: (job, runner, result) => scaleSets.jobCompleted(job, runner, result),
+  };
+  const tokenTtl = options.actionsTokenTtlMs ?? 3_600_000;
+  const actions = new SimActionsService(
+    state,
+    scaleSets,
+    faults,
+    { longPollMs: options.longPollMs ?? 50_000, adminTokenTtlMs: tokenTtl, queueTokenTtlMs: tokenTtl },
+    () => baseUrl,
+    (runnerId) => agents.runnerRemoved(runnerId),
+  );
+  const actionsCalls: Record<string, number> = {};
+
+  async function answerActions(req: IncomingMessage, url: URL, path: string): Promise<SimResponse> {
+    const method = req.method ?? 'GET';
+    const op = actions.operationOf(method, path) ?? 'unknown';
+    actionsCalls[op] = (actionsCalls[op] ?? 0) + 1;
+    const body = method === 'GET' || method === 'DELETE' ? {} : await readJsonBody(req);
+    const answer = await actions.handle(req, url, path, body);
+    if (options.recordResponses) served.push({ operation: op as OperationName, key: `ACTIONS ${op}`, status: answer.status, body: answer.body });
+    return answer;
+  }
 
   async function answerApi(req: IncomingMessage, url: URL, path: string): Promise<{ answer: SimResponse; key?: string; op?: OperationName }> {
     const method = req.method ?? 'GET';
@@ -153,6 +199,10 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
         writeResponse(res, await handleControl(sim, req.method ?? 'GET', path, url.searchParams, body));
         return;
       }
+      if (isActionsPath(path)) {
+        writeResponse(res, await answerActions(req, url, path));
+        return;
+      }
       const { answer, key, op } = await answerApi(req, url, path);
       const headers: Record<string, string> = {
         ...rateLimitHeaders(window.snapshot()),
@@ -185,6 +235,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     queueJob(input) {
       const job = state.queueJob(input, jobDurationMs);
       webhooks.send('workflow_job', workflowJobPayload('queued', job));
+      scaleSets.offer(job);
       agents.dispatch();
       return job;
     },
@@ -197,6 +248,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     startAgent: (input) => agents.start(input),
     waitForAgent: (id, timeoutMs) => agents.waitUntilDone(id, timeoutMs),
     stopAgent: (id) => agents.stop(id),
+    crashAgent: (id, crashOptions) => agents.crash(id, crashOptions),
     agents: () => agents.list(),
     setFault: (fault) => faults.add(fault),
     clearFaults: () => faults.clear(),
@@ -218,13 +270,18 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
         },
         runners: state.runners.size,
         agents: agents.list().filter((a) => a.state !== 'done').length,
+        actionsCalls: { ...actionsCalls },
       };
     },
-    runners: () => [...state.runners.values()].map((r) => ({ ...state.runnerJson(r), scope: r.scope })),
+    runners: () => [...state.runners.values()].map((r) => ({ ...state.runnerJson(r), scope: r.scope, ...(r.scaleSetId !== undefined ? { scaleSetId: r.scaleSetId } : {}) })),
     jobs: () => [...state.jobs.values()].map((j) => ({ ...j })),
     deliveries: () => [...webhooks.log],
     servedResponses: () => [...served],
+    redeliverFailedWebhooks: () => webhooks.redeliverFailed(),
     webhooksIdle: () => webhooks.idle(),
+    scaleSets: () => scaleSets.view(),
+    scaleSetMaxCapacity: (id) => actions.maxCapacity.get(id),
+    addRunnerGroup: (name) => scaleSets.addGroup(name),
     async close() {
       agents.close();
       await webhooks.idle();

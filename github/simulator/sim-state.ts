@@ -18,6 +18,8 @@ export interface SimRunner {
   /** Secret inside the runner's JIT config; absent for runners made otherwise. */
   jitSecret?: string;
   jobId?: number;
+  /** Set for runners made by a scale set's generatejitconfig: they take only jobs assigned to it. */
+  scaleSetId?: number;
 }
 
 export type JobConclusion = 'success' | 'failure' | 'cancelled' | 'skipped' | 'timed_out' | 'neutral';
@@ -39,8 +41,13 @@ export interface SimJob {
   runnerName?: string;
   runnerGroupId?: number;
   createdAt: string;
+  /** Its runner's machine died mid-job: only GitHub giving up on it ends it now. */
+  lost?: boolean;
   startedAt?: string;
   completedAt?: string;
+  /** The scale set the job targets (`runs-on: <scale set name>`), and whether a listener acquired it. */
+  scaleSetId?: number;
+  acquired?: boolean;
 }
 
 export interface QueueJobInput {
@@ -109,6 +116,8 @@ export class SimState {
 
   /** GitHub's rule: every job label on the runner (case-insensitive, self-hosted implied), and the runner's scope covers the repository. */
   canRun(runner: SimRunner, job: SimJob): boolean {
+    // A scale set's runners take only the jobs assigned to it, and such jobs go nowhere else.
+    if (runner.scaleSetId !== undefined || job.scaleSetId !== undefined) return runner.scaleSetId === job.scaleSetId && job.acquired === true;
     const have = new Set(runner.labels.map((l) => l.toLowerCase()));
     have.add('self-hosted');
     if (!job.labels.every((l) => have.has(l.toLowerCase()))) return false;

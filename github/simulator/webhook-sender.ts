@@ -10,6 +10,8 @@ import type { FaultPlan } from './faults';
 
 export interface WebhookTarget {
   url?: string;
+  /** Several receivers (e.g. API processes behind no load balancer): deliveries go round robin. */
+  urls?: string[];
   secret?: string;
 }
 
@@ -26,6 +28,8 @@ export interface SentDelivery {
   event: string;
   action: string;
   status: number | 'error' | 'lost';
+  /** Where it went (absent when lost). */
+  url?: string;
 }
 
 export function signWebhookBody(secret: string, body: string): { sha256: string; sha1: string } {
@@ -43,6 +47,9 @@ export class WebhookSender {
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
   private readonly hookId = 400_000_000 + Math.floor(Math.random() * 1_000_000);
+  private deliveries = 0;
+  /** Failed deliveries, kept so they can be redelivered as GitHub's "redeliver" does. */
+  private readonly failedDeliveries = new Map<string, { event: string; action: string; body: string }>();
 
   constructor(
     public target: WebhookTarget,
@@ -97,8 +104,27 @@ export class WebhookSender {
     }
   }
 
+  /** Sends every failed delivery once more (same delivery GUID, as GitHub's redelivery); returns how many. */
+  redeliverFailed(): number {
+    const failed = [...this.failedDeliveries];
+    this.failedDeliveries.clear();
+    for (const [id, { event, action, body }] of failed) {
+      const next = this.withSlot(() => this.deliver(id, event, action, body));
+      this.chain = Promise.all([this.chain, next]).then(() => undefined);
+    }
+    return failed.length;
+  }
+
+  private nextUrl(): string | undefined {
+    const { url, urls } = this.target;
+    if (!urls || urls.length === 0) return url;
+    this.deliveries += 1;
+    return urls[this.deliveries % urls.length];
+  }
+
   private async deliver(id: string, event: string, action: string, body: string): Promise<void> {
-    const { url, secret } = this.target;
+    const { secret } = this.target;
+    const url = this.nextUrl();
     if (!url) return;
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -117,15 +143,17 @@ export class WebhookSender {
       // GitHub gives up on a receiver after 10 seconds.
       const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
       await res.arrayBuffer();
-      this.log.push({ id, event, action, status: res.status });
+      this.log.push({ id, event, action, status: res.status, url });
       if (res.ok) this.stats.delivered += 1;
       else {
         this.stats.failed += 1;
+        this.failedDeliveries.set(id, { event, action, body });
         this.onError(`webhook ${event}/${action} delivery ${id} answered ${res.status}`);
       }
     } catch (err) {
       this.stats.failed += 1;
-      this.log.push({ id, event, action, status: 'error' });
+      this.failedDeliveries.set(id, { event, action, body });
+      this.log.push({ id, event, action, status: 'error', url });
       this.onError(`webhook ${event}/${action} delivery ${id} failed: ${(err as Error).message}`);
     }
   }

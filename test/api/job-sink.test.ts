@@ -41,7 +41,8 @@ async function createPool(labels: string[], overrides: Record<string, unknown> =
   return name;
 }
 
-const jobQueuedSignals = async (pool: string) => (await signalsOf(client, poolWorkflowId(pool))).filter((s) => s.name === 'jobQueued');
+/** The intake batches queued jobs per pool: one `jobsQueued` signal may carry several. */
+const jobQueuedSignals = async (pool: string) => (await signalsOf(client, poolWorkflowId(pool))).filter((s) => s.name === 'jobsQueued');
 
 describe('jobQueued', () => {
   it('goes to the enabled matching pool of the highest priority', async () => {
@@ -52,7 +53,7 @@ describe('jobQueued', () => {
     const other = await createPool([uniqueName('elsewhere')], { priority: 10 });
     const jobId = ++jobIds;
     await sink.jobQueued({ jobId, labels: ['self-hosted', label.toUpperCase(), 'gpu'], repository: 'acme/widgets', deliveryId: 'd-1' });
-    expect(await jobQueuedSignals(high)).toEqual([{ name: 'jobQueued', input: { jobId, labels: ['self-hosted', label.toUpperCase(), 'gpu'], repository: 'acme/widgets' } }]);
+    expect(await jobQueuedSignals(high)).toEqual([{ name: 'jobsQueued', input: { jobs: [{ jobId, labels: ['self-hosted', label.toUpperCase(), 'gpu'], repository: 'acme/widgets' }] } }]);
     for (const pool of [low, off, other]) expect(await jobQueuedSignals(pool)).toEqual([]);
   });
 
@@ -63,7 +64,9 @@ describe('jobQueued', () => {
     const disabled = ++jobIds;
     await sink.jobQueued({ jobId: noMatch, labels: [uniqueName('nobody-has-this')], deliveryId: 'd-2' });
     await sink.jobQueued({ jobId: disabled, labels: [label], deliveryId: 'd-3' });
-    const recorded = (await signalsOf(client, unmatchedJobsWorkflowId(taskQueue))).filter((s) => s.name === 'unmatchedJob').map((s) => s.input as { jobId: number; reason: string });
+    const recorded = (await signalsOf(client, unmatchedJobsWorkflowId(taskQueue)))
+      .filter((s) => s.name === 'jobsUnmatched')
+      .flatMap((s) => (s.input as { jobs: { jobId: number; reason: string }[] }).jobs);
     expect(recorded.find((j) => j.jobId === noMatch)?.reason).toMatch(/^no pool has the labels/);
     expect(recorded.find((j) => j.jobId === disabled)?.reason).toContain(`disabled: ${off}`);
     expect(await jobQueuedSignals(off)).toEqual([]);
@@ -82,7 +85,7 @@ describe('jobStarted / jobCompleted', () => {
     return name;
   }
 
-  it('signal the runner and report progress to its pool', async () => {
+  it('signal the runner only: the runner reports the job to its pool itself', async () => {
     const pool = await createPool([uniqueName('lbl')]);
     const runner = await startRunner(pool);
     const jobId = ++jobIds;
@@ -92,10 +95,7 @@ describe('jobStarted / jobCompleted', () => {
       { name: 'jobStarted', input: { jobId, runId: 9 } },
       { name: 'jobCompleted', input: { jobId, conclusion: 'success' } },
     ]);
-    expect(await signalsOf(client, poolWorkflowId(pool))).toEqual([
-      { name: 'jobProgress', input: { jobId, action: 'in_progress', runnerName: runner } },
-      { name: 'jobProgress', input: { jobId, action: 'completed', runnerName: runner } },
-    ]);
+    expect(await signalsOf(client, poolWorkflowId(pool))).toEqual([]);
   });
 
   it('answer not_owned for a runner that is not ours or has ended', async () => {
@@ -134,7 +134,7 @@ describe('POST /webhooks/github', () => {
     const response = await delivery({ action: 'queued', workflow_job: { id: jobId, run_id: 5, labels: ['self-hosted', label] }, repository: { full_name: 'acme/widgets' } });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ result: 'queued' });
-    expect(await jobQueuedSignals(pool)).toEqual([{ name: 'jobQueued', input: expect.objectContaining({ jobId, runId: 5, repository: 'acme/widgets' }) }]);
+    expect(await jobQueuedSignals(pool)).toEqual([{ name: 'jobsQueued', input: { jobs: [expect.objectContaining({ jobId, runId: 5, repository: 'acme/widgets' })] } }]);
   });
 
   it('refuses a delivery signed with another secret', async () => {

@@ -19,13 +19,20 @@ export const E2E_TIMINGS = {
   poolCreateBackoffMax: 4_000,
 };
 
-export async function startE2EStack(simulator: { jobDurationMs?: number } = {}): Promise<DevStack & { machines: FakeProviderControl }> {
+export interface E2EStackOptions {
+  /** Config merged over the e2e defaults (sweep and liveness off: their schedules are per provider name). */
+  config?: Record<string, unknown>;
+  simulatedProvider?: string;
+}
+
+export async function startE2EStack(simulator: { jobDurationMs?: number } = {}, options: E2EStackOptions = {}): Promise<DevStack & { machines: FakeProviderControl }> {
   const stack = await startDevStack({
     temporalAddress: inject('temporalAddress'),
     taskQueue: uniqueName('tq-e2e'),
     machines: 'simulated',
+    ...(options.simulatedProvider ? { simulatedProvider: options.simulatedProvider } : {}),
     workflowBundlePath: inject('workflowBundlePath'),
-    config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false } },
+    config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false }, liveness: { enabled: false }, ...options.config },
     simulator: { onError: () => undefined, webhookConcurrency: 8, ...simulator },
   });
   return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
@@ -50,10 +57,10 @@ export function e2ePool(repo: string, overrides: Partial<PoolSettingsInput> = {}
 export type E2EStack = Awaited<ReturnType<typeof startE2EStack>>;
 
 /** One stack for the whole file, stopped after its last test. */
-export function useE2EStack(simulator: { jobDurationMs?: number } = {}): E2EStack {
+export function useE2EStack(simulator: { jobDurationMs?: number } = {}, options: E2EStackOptions = {}): E2EStack {
   const stack = {} as E2EStack;
   beforeAll(async () => {
-    Object.assign(stack, await startE2EStack(simulator));
+    Object.assign(stack, await startE2EStack(simulator, options));
   });
   afterAll(async () => {
     await stack.stop?.();

@@ -65,6 +65,11 @@ export class GitHubDouble implements GitHubPort {
     return this.runners.get(name);
   }
 
+  async listRunners(): Promise<GitHubRunner[]> {
+    this.calls.push({ op: 'list', at: Date.now(), outcome: 'ok' });
+    return [...this.runners.values()].map((r) => ({ ...r, busy: r.busy || this.busy.has(r.name) }));
+  }
+
   async listRunnerDownloads() {
     this.calls.push({ op: 'downloads', at: Date.now(), outcome: 'ok' });
     return [{ os: 'linux', architecture: 'x64', download_url: 'https://example.invalid/runner.tar.gz', filename: 'runner.tar.gz' }];

@@ -8,7 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { freePort } from '../../devstack/temporal-server';
+import { freePort } from '../../devstack/free-port';
+
+export { freePort };
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -19,8 +21,6 @@ declare module 'vitest' {
 }
 
 const ROOT = resolve(import.meta.dirname, '../..');
-
-export { freePort };
 
 let server: ChildProcess | undefined;
 let stateDir: string | undefined;

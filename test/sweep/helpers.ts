@@ -15,6 +15,7 @@ import { forceDeleteSignal, RUNNER_INSTANCE_WORKFLOW } from '../../workflows/mes
 import { providerSweep } from '../../workflows/provider-sweep';
 import { startInstance, waitForStatus } from '../instance/helpers';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
 
 export const CONTROLLER = 'test-controller';
 
@@ -102,7 +103,8 @@ export async function runningInstance(rig: SweepRig, provider: string, name = un
 
 /**
  * A forced delete against a provider whose deletes fail: the workflow ends with
- * the machine still there and RunnerLeaked set. Then the provider is fixed.
+ * the machine still there and RunnerLeaked set, and its clean-up workflow is
+ * terminated (as an operator might). Then the provider is fixed.
  * Returns the machine's name once visibility shows the closed, leaked workflow.
  */
 export async function leakMachine(rig: SweepRig, provider: TestProvider): Promise<string> {
@@ -112,6 +114,9 @@ export async function leakMachine(rig: SweepRig, provider: TestProvider): Promis
   await handle.signal(forceDeleteSignal, { reason: 'operator gave up' });
   const final = await handle.result();
   if (!final.leaked || !provider.fake.instance(name)) throw new Error(`expected ${name} to leak, got ${JSON.stringify(final)}`);
+  // The machine's clean-up workflow would delete it once the provider works again; terminated,
+  // it leaves the machine to the sweep, the safety net these tests are about.
+  await rig.client.workflow.getHandle(cleanupWorkflowId(name)).terminate('leaving the machine to the sweep');
   provider.fake.clearFaults('delete');
   await waitUntilListed(rig, name, `ExecutionStatus != 'Running' AND RunnerLeaked = true`);
   return name;

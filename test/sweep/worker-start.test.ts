@@ -6,6 +6,7 @@ import { parseConfig } from '../../config/load';
 import { createGitHubRegistry } from '../../github/registry';
 import { FakeProviderControl } from '../../providers/fake';
 import { startWorker } from '../../worker/start';
+import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { sweepScheduleId } from '../../worker/sweep-schedule';
 import { connectClient, temporalAddress, uniqueName } from '../support/temporal';
 import { CONTROLLER, triggerSweep } from './helpers';
@@ -31,12 +32,15 @@ describe('startWorker', () => {
     });
     const { client, connection } = await connectClient();
     const schedule = client.schedule.getHandle(sweepScheduleId(provider));
+    const liveness = [livenessScheduleId(provider, 'machines'), livenessScheduleId(provider, 'github')];
     try {
       expect(logged).toContain(`sweep schedule sweep/${provider}: created`);
+      expect(logged).toEqual(expect.arrayContaining([`liveness schedule liveness/${provider}: created`, `liveness schedule liveness/${provider}/github: created`]));
       const report = await triggerSweep(client, schedule);
       expect(report).toEqual({ provider, listed: 1, owned: 0, deleted: [{ name: orphan.name, providerId: orphan.providerId, reason: 'untracked' }], skipped: [], failed: [] });
     } finally {
       await schedule.delete();
+      await Promise.all(liveness.map((id) => client.schedule.getHandle(id).delete()));
       await started.stop();
       await connection.close();
     }

@@ -1,0 +1,114 @@
+/**
+ * The forced delete's one step, run as a local activity so the instance
+ * workflow can close within its bound even when the provider hangs:
+ *
+ * 1. one provider delete and one GitHub removal, together bounded by
+ *    `boundMs` (a working provider confirms within it; a hanging one is left);
+ * 2. when the provider did not confirm, a machineCleanup workflow is started
+ *    (idempotent by its id, `cleanup/<name>`) that retries the delete with the
+ *    usual backoff until the machine is gone, marked RunnerLeaked meanwhile.
+ *
+ * Started here, through the client, rather than as a child of the closing
+ * instance: a child started with ABANDON is not reliably started when the
+ * parent closes in the same task, and a local activity's result is recorded
+ * before the workflow goes on, so a crash in between only repeats the step.
+ */
+import { Context } from '@temporalio/activity';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import type { ProviderPort } from '../providers/port';
+import { isNotFound } from '../providers/port';
+import { cleanupWorkflowId, MACHINE_CLEANUP_WORKFLOW, type MachineCleanupInput } from '../workflows/cleanup-messages';
+import { removeRunnerAtGitHub, type GitHubClients } from './remove-runner';
+import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
+
+export interface ForceDeleteDeps {
+  controllerId: string;
+  providers: ReadonlyMap<string, ProviderPort>;
+  github: GitHubClients;
+  client: Client;
+}
+
+export interface ForceDeleteArgs extends Omit<MachineCleanupInput, 'githubRemoved'> {
+  /** How long the provider and GitHub get before the machine is handed to its clean-up workflow. */
+  boundMs: number;
+}
+
+export interface ForceDeleteOutcome {
+  /** The provider confirmed the machine is gone (or was never there). */
+  machineGone: boolean;
+  githubRemoved: boolean;
+  /** Why the provider did not confirm; the clean-up workflow is then running. */
+  error?: string;
+  cleanupWorkflowId?: string;
+}
+
+type Attempt = { ok: true } | { ok: false; error: string };
+
+/** Runs `work` with an abort signal, giving up (and aborting it) after `ms`. */
+async function bounded(ms: number, work: (signal: AbortSignal) => Promise<unknown>): Promise<Attempt> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<Attempt>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort(new Error(`no answer within ${ms} ms`));
+      resolve({ ok: false, error: `no answer within ${ms} ms` });
+    }, ms);
+  });
+  const attempt = work(controller.signal).then(
+    (): Attempt => ({ ok: true }),
+    (err: unknown): Attempt => ({ ok: false, error: err instanceof Error ? err.message : String(err) }),
+  );
+  try {
+    return await Promise.race([attempt, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function createForceDeleteActivities(deps: ForceDeleteDeps) {
+  return {
+    async forceDeleteMachine(args: ForceDeleteArgs): Promise<ForceDeleteOutcome> {
+      const { boundMs, ...machine } = args;
+      const provider = deps.providers.get(machine.provider);
+      const [deleted, unregistered] = await Promise.all([
+        provider
+          ? bounded(boundMs, async (signal) => {
+              try {
+                await provider.deleteInstance(machine.providerId ?? machine.name, { controllerId: deps.controllerId, poolId: machine.pool, signal });
+              } catch (err) {
+                if (!isNotFound(err)) throw err;
+              }
+            })
+          : Promise.resolve<Attempt>({ ok: false, error: `provider "${machine.provider}" is not configured on this worker` }),
+        bounded(boundMs, () => removeRunnerAtGitHub(deps.github, machine)),
+      ]);
+      if (deleted.ok) return { machineGone: true, githubRemoved: unregistered.ok };
+
+      const workflowId = cleanupWorkflowId(machine.name);
+      const input: MachineCleanupInput = { ...machine, githubRemoved: unregistered.ok };
+      try {
+        await deps.client.workflow.start(MACHINE_CLEANUP_WORKFLOW, {
+          workflowId,
+          taskQueue: Context.current().info.taskQueue,
+          args: [input],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: new TypedSearchAttributes([
+            { key: RUNNER_LEAKED, value: true },
+            { key: RUNNER_STATUS, value: 'deleting' },
+            { key: RUNNER_NAME, value: machine.name },
+            { key: RUNNER_POOL, value: machine.pool },
+            { key: RUNNER_PROVIDER, value: machine.provider },
+          ]),
+        });
+      } catch (err) {
+        // Already started and finished by an earlier attempt of this step: the machine is in hand.
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
+      return { machineGone: false, githubRemoved: unregistered.ok, error: deleted.error, cleanupWorkflowId: workflowId };
+    },
+  };
+}
+
+export type ForceDeleteActivities = ReturnType<typeof createForceDeleteActivities>;

@@ -1,0 +1,178 @@
+/**
+ * The liveness reconciler: one pass over every running instance of one provider.
+ * Its cost is flat in the number of runners: one visibility listing plus ONE
+ * provider ListInstances (machine pass), or one paginated list-runners per GitHub
+ * scope (GitHub pass). Only instances found dead get a signal; a healthy fleet
+ * costs no signal, no workflow task and no history event in any instance.
+ *
+ * Signals are idempotent (an instance keeps its first finding), so a pass killed
+ * half-way is simply redone by the next one.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { log } from '@temporalio/activity';
+import { andQuery, quote } from '../api/temporal/visibility';
+import { machineFinding, runnerFinding, type HealthFinding } from '../domain/liveness';
+import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
+import type { ProviderInstance, ProviderPort } from '../providers/port';
+import type { InstanceMemo } from '../workflows/instance-options';
+import { healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
+import { RUNNER_NAME, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
+import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { whileHeartbeating } from './heartbeat';
+
+export type LivenessCheck = 'machines' | 'github';
+
+export interface LivenessArgs {
+  provider: string;
+  check: LivenessCheck;
+}
+
+export interface LivenessReport {
+  provider: string;
+  check: LivenessCheck;
+  /** Running instances of this provider that visibility listed. */
+  instances: number;
+  /** Provider ListInstances calls (machine pass) or GitHub scopes listed (GitHub pass). */
+  listings: number;
+  signalled: { name: string; finding: HealthFinding }[];
+  failed: { target: string; error: string }[];
+}
+
+export interface LivenessActivityDeps {
+  controllerId: string;
+  providers: ReadonlyMap<string, ProviderPort>;
+  github: { get(credentials: string): GitHubPort };
+  client: Client;
+  namespace: string;
+  /** Signals in flight at once, so a mass failure (a whole zone gone) does not flood the frontend. */
+  signalConcurrency?: number;
+}
+
+interface LiveInstance {
+  name: string;
+  github?: InstanceMemo['github'];
+}
+
+const MAX_ERROR_LENGTH = 300;
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, MAX_ERROR_LENGTH);
+
+export function createLivenessActivities(deps: LivenessActivityDeps) {
+  const client = deps.client.options.namespace === deps.namespace ? deps.client : new Client({ connection: deps.client.connection, namespace: deps.namespace });
+
+  /**
+   * Instances whose status is `running`: `creating` ones are left to their create activity,
+   * leaving ones are already on their way out.
+   */
+  async function runningInstances(provider: string): Promise<LiveInstance[]> {
+    const query = andQuery([
+      `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
+      `ExecutionStatus = 'Running'`,
+      `${RUNNER_PROVIDER.name} = ${quote(provider)}`,
+      `${RUNNER_STATUS.name} = 'running'`,
+    ]);
+    const found: LiveInstance[] = [];
+    for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
+      const name = info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId);
+      if (!name) continue;
+      const memo = info.memo as Partial<InstanceMemo> | undefined;
+      found.push({ name, ...(memo?.github ? { github: memo.github } : {}) });
+    }
+    return found;
+  }
+
+  async function signalAll(reports: { name: string; args: HealthReportArgs }[], report: LivenessReport): Promise<void> {
+    const queue = [...reports];
+    const worker = async (): Promise<void> => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        try {
+          await client.workflow.getHandle(runnerWorkflowId(next.name)).signal(healthReportSignal, next.args);
+          report.signalled.push({ name: next.name, finding: next.args.finding });
+          log.info('liveness finding reported', { provider: report.provider, name: next.name, finding: next.args.finding, detail: next.args.detail });
+        } catch (err) {
+          // Closed since visibility listed it: nothing left to tell.
+          if (err instanceof WorkflowNotFoundError) continue;
+          report.failed.push({ target: next.name, error: errorText(err) });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, deps.signalConcurrency ?? 20) }, worker));
+  }
+
+  /**
+   * Visibility is read BEFORE the provider: an instance listed as running already had its
+   * machine created, so a machine missing from the later listing really is gone.
+   */
+  async function machinePass(target: ProviderPort, instances: LiveInstance[], report: LivenessReport, signal: AbortSignal): Promise<void> {
+    const machines = await target.listInstances({ controllerId: deps.controllerId, signal });
+    report.listings += 1;
+    const byName = new Map<string, ProviderInstance>(machines.map((m) => [m.name, m]));
+    const findings: { name: string; args: HealthReportArgs }[] = [];
+    for (const { name } of instances) {
+      const machine = byName.get(name);
+      const finding = machine ? machineFinding(machine.status) : 'machine_gone';
+      if (!finding) continue;
+      const detail = machine ? (machine.providerFault ? `${target.name}: ${machine.providerFault}` : undefined) : `not listed by provider ${target.name}`;
+      findings.push({ name, args: { finding, ...(detail ? { detail: detail.slice(0, MAX_ERROR_LENGTH) } : {}) } });
+    }
+    await signalAll(findings, report);
+  }
+
+  /** One paginated list-runners per GitHub scope (and credentials) these instances register in. */
+  async function githubPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
+    const groups = new Map<string, { credentials: string; scope: GitHubScope; names: string[] }>();
+    for (const instance of instances) {
+      if (!instance.github) continue;
+      const key = `${instance.github.credentials}|${scopeKey(instance.github.scope)}`;
+      const group = groups.get(key) ?? { credentials: instance.github.credentials, scope: instance.github.scope, names: [] };
+      group.names.push(instance.name);
+      groups.set(key, group);
+    }
+    const findings: { name: string; args: HealthReportArgs }[] = [];
+    for (const group of groups.values()) {
+      let runners: GitHubRunner[];
+      try {
+        runners = await deps.github.get(group.credentials).listRunners(group.scope);
+        report.listings += 1;
+      } catch (err) {
+        // One scope's failure (rate limit, revoked credentials) must not hide the others' findings.
+        report.failed.push({ target: scopeKey(group.scope), error: errorText(err) });
+        continue;
+      }
+      const byName = new Map(runners.map((r) => [r.name.toLowerCase(), r]));
+      for (const name of group.names) {
+        const runner = byName.get(name.toLowerCase());
+        const finding = runner ? runnerFinding(runner.status) : runnerFinding('missing');
+        if (!finding) continue;
+        findings.push({ name, args: { finding, detail: `${scopeKey(group.scope)}${runner?.busy ? ', busy' : ''}` } });
+      }
+    }
+    await signalAll(findings, report);
+  }
+
+  return {
+    async reconcileLiveness(args: LivenessArgs): Promise<LivenessReport> {
+      const target = deps.providers.get(args.provider);
+      if (!target) {
+        throw ApplicationFailure.nonRetryable(`provider "${args.provider}" is not configured on this worker`, FAILURE_TYPES.unknownProvider);
+      }
+      if (args.check !== 'machines' && args.check !== 'github') {
+        throw ApplicationFailure.nonRetryable(`check must be "machines" or "github", got ${JSON.stringify(args.check)}`, 'InvalidLivenessArgs');
+      }
+      try {
+        return await whileHeartbeating(async (signal) => {
+          const instances = await runningInstances(args.provider);
+          const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], failed: [] };
+          if (instances.length === 0) return report;
+          if (args.check === 'machines') await machinePass(target, instances, report, signal);
+          else await githubPass(instances, report);
+          return report;
+        });
+      } catch (err) {
+        throw toActivityFailure(err);
+      }
+    },
+  };
+}
+
+export type LivenessActivities = ReturnType<typeof createLivenessActivities>;

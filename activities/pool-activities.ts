@@ -1,0 +1,52 @@
+/**
+ * How a pool starts its runner workflows: through the client, from a local
+ * activity, rather than as child workflows. A child start is a task the
+ * server runs later and then records in the pool's history (initiated,
+ * started, completed: three events per runner, each a write to the one pool
+ * workflow every job already passes through); measured under load, children
+ * started up to a minute and a half after the pool asked. A direct start is one
+ * call that is done when it returns, and the pool's history gets one marker
+ * per batch. Idempotent by workflow id (`runner/<name>`, the name chosen
+ * deterministically by the pool), so a retried or replayed step starts nothing
+ * twice.
+ */
+import { Context } from '@temporalio/activity';
+import { WorkflowExecutionAlreadyStartedError, isGrpcServiceError, type Client } from '@temporalio/client';
+import { instanceStartOptions } from '../workflows/instance-options';
+import { RUNNER_INSTANCE_WORKFLOW, type RunnerInstanceInput } from '../workflows/messages';
+
+export interface StartRunnersArgs {
+  runners: RunnerInstanceInput[];
+}
+
+export interface StartRunnersResult {
+  /** Runners whose workflow could not be started for a reason a retry will not fix. */
+  notStarted: { name: string; error: string }[];
+}
+
+/** gRPC codes worth retrying the whole step for: the server was briefly unreachable or slow. */
+const TRANSIENT = new Set([4, 8, 14]);
+
+export function createPoolActivities(deps: { client: Client }) {
+  return {
+    async startRunners({ runners }: StartRunnersArgs): Promise<StartRunnersResult> {
+      const taskQueue = Context.current().info.taskQueue;
+      const notStarted: StartRunnersResult['notStarted'] = [];
+      const outcomes = await Promise.allSettled(
+        runners.map((input) => deps.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input) })),
+      );
+      let transient: unknown;
+      outcomes.forEach((outcome, i) => {
+        if (outcome.status === 'fulfilled' || outcome.reason instanceof WorkflowExecutionAlreadyStartedError) return;
+        const err: unknown = outcome.reason;
+        if (isGrpcServiceError(err) && TRANSIENT.has(err.code)) transient ??= err;
+        else notStarted.push({ name: runners[i]!.name, error: err instanceof Error ? err.message : String(err) });
+      });
+      // Those that did start are found by id on the retry.
+      if (transient) throw transient;
+      return { notStarted };
+    },
+  };
+}
+
+export type PoolActivities = ReturnType<typeof createPoolActivities>;

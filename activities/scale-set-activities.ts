@@ -1,0 +1,140 @@
+/**
+ * Activities of the scaleSetListener workflow: short, idempotent steps over the
+ * Actions-service port. They return only ids, counts and runner names: the
+ * queue token and JIT configs never reach workflow history (the port keeps the
+ * token in memory and refreshes the session when a restarted worker lacks it).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { ActionsServicePort } from '../github/actions/port';
+import { isActionsError } from '../github/actions/port';
+import type { RunnerScaleSetStatistic } from '../github/actions/types';
+import type { GitHubScope } from '../github/port';
+import type { ScaleSetTarget } from '../workflows/scale-set-messages';
+import { toActivityFailure } from './failures';
+import { whileHeartbeating } from './heartbeat';
+
+export interface ScaleSetActivityDeps {
+  github: { actions?(credentials: string, scope: GitHubScope): ActionsServicePort };
+}
+
+export interface SessionRef {
+  target: ScaleSetTarget;
+  scaleSetId: number;
+  sessionId: string;
+}
+
+export type OpenSessionResult =
+  | { outcome: 'opened'; sessionId: string; statistics: RunnerScaleSetStatistic | null }
+  | { outcome: 'conflict'; message: string }
+  | { outcome: 'scale_set_gone' };
+
+export type PollResult =
+  | { kind: 'empty' }
+  | { kind: 'session_lost' }
+  | {
+      kind: 'message';
+      messageId: number;
+      statistics: RunnerScaleSetStatistic | null;
+      available: number[];
+      started: { requestId: number; runnerName: string }[];
+      completed: { requestId: number; runnerName: string; result: string }[];
+    };
+
+export const SCALE_SET_FAILURES = { notConfigured: 'ScaleSetsNotConfigured' } as const;
+
+export function createScaleSetActivities(deps: ScaleSetActivityDeps) {
+  function actions(target: ScaleSetTarget): ActionsServicePort {
+    if (!deps.github.actions) {
+      throw ApplicationFailure.nonRetryable('this worker has no Actions-service client for runner scale sets', SCALE_SET_FAILURES.notConfigured);
+    }
+    return deps.github.actions(target.credentials, target.scope);
+  }
+
+  async function guarded<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    try {
+      return await whileHeartbeating(work);
+    } catch (err) {
+      throw toActivityFailure(err);
+    }
+  }
+
+  return {
+    async ensureScaleSet(args: { target: ScaleSetTarget; name: string; runnerGroup: string; labels: string[] }): Promise<{ id: number; name: string }> {
+      return guarded(async () => {
+        const set = await actions(args.target).ensureScaleSet({ name: args.name, runnerGroup: args.runnerGroup, labels: args.labels });
+        return { id: set.id, name: set.name };
+      });
+    },
+
+    /** A new session; a conflict is an answer (another listener holds the scale set), not an error. */
+    async openScaleSetSession(args: { target: ScaleSetTarget; scaleSetId: number; ownerName: string }): Promise<OpenSessionResult> {
+      return guarded(async () => {
+        try {
+          const session = await actions(args.target).createSession(args.scaleSetId, args.ownerName);
+          return { outcome: 'opened', sessionId: session.sessionId, statistics: session.statistics };
+        } catch (err) {
+          if (isActionsError(err, 'session_conflict')) return { outcome: 'conflict', message: err.message };
+          if (isActionsError(err, 'not_found')) return { outcome: 'scale_set_gone' };
+          throw err;
+        }
+      });
+    },
+
+    /**
+     * One long poll. Heartbeats so a stop reaches it at once; a restarted worker
+     * resumes the recorded session (the port refreshes it for a new queue token).
+     */
+    async pollScaleSetMessage(args: SessionRef & { lastMessageId: number; maxCapacity: number }): Promise<PollResult> {
+      return guarded(async (signal) => {
+        try {
+          const message = await actions(args.target).getMessage({ ...args, signal });
+          if (!message) return { kind: 'empty' };
+          const result: PollResult = { kind: 'message', messageId: message.messageId, statistics: message.statistics, available: [], started: [], completed: [] };
+          for (const job of message.jobs) {
+            if (job.messageType === 'JobAvailable') result.available.push(job.runnerRequestId);
+            else if (job.messageType === 'JobStarted') result.started.push({ requestId: job.runnerRequestId, runnerName: job.runnerName });
+            else if (job.messageType === 'JobCompleted') result.completed.push({ requestId: job.runnerRequestId, runnerName: job.runnerName, result: job.result });
+          }
+          return result;
+        } catch (err) {
+          if (isActionsError(err, 'not_found')) return { kind: 'session_lost' };
+          throw err;
+        }
+      });
+    },
+
+    async acquireScaleSetJobs(args: SessionRef & { requestIds: number[] }): Promise<{ acquired: number[] } | { sessionLost: true }> {
+      return guarded(async () => {
+        try {
+          return { acquired: await actions(args.target).acquireJobs(args) };
+        } catch (err) {
+          if (isActionsError(err, 'not_found')) return { sessionLost: true as const };
+          throw err;
+        }
+      });
+    },
+
+    /** Acknowledges a message whose effect is already recorded; a lost session means the queue forgot it too. */
+    async ackScaleSetMessage(args: SessionRef & { messageId: number }): Promise<'acked' | 'session_lost'> {
+      return guarded(async () => {
+        try {
+          await actions(args.target).deleteMessage(args);
+          return 'acked';
+        } catch (err) {
+          if (isActionsError(err, 'not_found')) return 'session_lost';
+          throw err;
+        }
+      });
+    },
+
+    async closeScaleSetSession(args: SessionRef): Promise<'deleted' | 'not_found'> {
+      return guarded(() => actions(args.target).deleteSession(args.scaleSetId, args.sessionId));
+    },
+
+    async deleteScaleSet(args: { target: ScaleSetTarget; scaleSetId: number }): Promise<'deleted' | 'not_found'> {
+      return guarded(() => actions(args.target).deleteScaleSet(args.scaleSetId));
+    },
+  };
+}
+
+export type ScaleSetActivities = ReturnType<typeof createScaleSetActivities>;

@@ -1,0 +1,69 @@
+/**
+ * The chaos campaign (see bench/chaos/campaign.ts), on its own Temporal dev
+ * server with a persistent SQLite file so that the server restart keeps state.
+ *
+ *   npx tsx bench/chaos.ts [--jobs 200] [--full] [--seed N] [--minutes M] [--no-machine-kills]
+ *
+ * --full runs 1,000 lifecycles. Loopback only; the dev server listens on
+ * CHAOS_TEMPORAL_PORT (a free port by default) and is stopped at the end.
+ */
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { devServer, temporalAnswers } from '../devstack/temporal-server';
+import { freePort } from '../devstack/free-port';
+import { runChaosCampaign } from './chaos/campaign';
+import { printChaosReport } from './chaos/report';
+import { exitAfter, intArg, quietTemporal, runBench } from './common';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const has = (flag: string): boolean => process.argv.slice(2).includes(`--${flag}`);
+
+runBench('chaos', async () => {
+  quietTemporal();
+  const lifecycles = has('full') ? 1_000 : intArg('jobs', 200);
+  const seed = intArg('seed', Math.floor(Math.random() * 1_000_000_000) + 1);
+  const minutes = intArg('minutes', has('full') ? 60 : 20);
+  exitAfter((minutes + 3) * 60_000, 'chaos');
+  const log = (m: string) => console.log(m);
+  log(`chaos campaign: seed ${seed} (--seed ${seed} repeats it), ${lifecycles} lifecycles, at most ${minutes} min`);
+
+  const stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-chaos-temporal-'));
+  const port = String(process.env.CHAOS_TEMPORAL_PORT ?? (await freePort()));
+  const cli = execFileSync('bash', [join(ROOT, 'temporal-dev.sh'), 'path'], { encoding: 'utf8' }).trim();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: `${dirname(cli)}:${process.env.PATH ?? ''}`,
+    TEMPORAL_STATE_DIR: stateDir,
+    TEMPORAL_UI_PORT: 'off',
+    TEMPORAL_HTTP_PORT: String(await freePort()),
+    TEMPORAL_METRICS_PORT: String(await freePort()),
+  };
+  const address = `127.0.0.1:${port}`;
+  devServer('start', port, 'quiet', env);
+  try {
+    const bundle = await bundleWorkflowCode({ workflowsPath: join(ROOT, 'workflows/index.ts'), logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => console.error(m) } });
+    const bundlePath = join(stateDir, 'workflow-bundle.js');
+    writeFileSync(bundlePath, bundle.code);
+    const report = await runChaosCampaign({
+      temporalAddress: address,
+      lifecycles,
+      seed,
+      killMachines: !has('no-machine-kills'),
+      workflowBundlePath: bundlePath,
+      timeLimitMs: minutes * 60_000,
+      log,
+      async restartTemporal() {
+        devServer('stop', port, 'quiet', env);
+        devServer('start', port, 'quiet', env);
+        if (!(await temporalAnswers(address))) throw new Error('Temporal did not come back after the restart');
+      },
+    });
+    printChaosReport(report);
+  } finally {
+    devServer('stop', port, 'quiet', env);
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+});

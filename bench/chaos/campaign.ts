@@ -1,0 +1,271 @@
+/**
+ * The chaos campaign: ephemeral job lifecycles on simulated machines while a
+ * seeded driver breaks things: SIGKILLs and restarts the worker process,
+ * restarts the Temporal server once (when the caller can), makes provider
+ * creates and deletes fail (and some deletes hang), loses and duplicates
+ * webhooks, answers GitHub calls with 5xx and a secondary rate limit, and
+ * (optionally) kills machines under their runners. Then it lets the system
+ * settle, deletes the pool and measures what is left.
+ */
+import { measureOutcome, type RunOutcome } from '../../devstack/outcome';
+import { processStackRequest, startProcessStack, type ProcessStack } from '../../devstack/process-stack';
+import { SIMULATED_PROVIDER } from '../../devstack/stack';
+import type { SimFault } from '../../github/simulator/faults';
+import type { PoolSettingsInput } from '../../domain/pool';
+import { poolWorkflowId } from '../../workflows/pool-messages';
+import { sleep, until, uniqueName } from '../common';
+import { SeededRandom } from './random';
+
+export interface ChaosOptions {
+  temporalAddress: string;
+  lifecycles: number;
+  seed: number;
+  /** Stops and starts the Temporal server on the same database; without it the restart step is skipped. */
+  restartTemporal?: () => Promise<void>;
+  /** Kill machines under idle and busy runners (needs the instances' liveness checks to converge). */
+  killMachines: boolean;
+  /** Provider create and delete failure rate (0.3 by default). */
+  providerFailureRate?: number;
+  workflowBundlePath?: string;
+  /** The whole campaign, settling included, ends within this. */
+  timeLimitMs: number;
+  log: (message: string) => void;
+}
+
+export interface ChaosReport {
+  seed: number;
+  lifecycles: number;
+  elapsedMs: number;
+  injected: {
+    workerKills: number;
+    temporalRestarts: number | 'skipped';
+    machineKills: number;
+    githubFaults: Partial<Record<SimFault['kind'], number>>;
+    providerCreateFaults: number;
+    providerDeleteFaults: number;
+    providerDeleteHangs: number;
+    webhooksLost: number;
+    webhooksDuplicated: number;
+    failedDeliveriesRedelivered: number;
+  };
+  outcome: RunOutcome;
+}
+
+const LABEL = 'chaos';
+const TIMINGS = {
+  createInitialInterval: 200,
+  createMaxInterval: 1_000,
+  createAttemptTimeout: 10_000,
+  deleteInitialInterval: 200,
+  deleteMaxInterval: 1_000,
+  deleteAttemptTimeout: 2_000,
+  githubInitialInterval: 200,
+  githubMaxInterval: 2_000,
+  githubAttemptTimeout: 5_000,
+  forceDeleteAttemptTimeout: 500,
+  busyRetryInterval: 500,
+  heartbeatTimeout: 2_000,
+  poolCreateBackoffInitial: 500,
+  poolCreateBackoffMax: 2_000,
+};
+
+/** GitHub faults the driver picks from; each lasts a few requests or deliveries. */
+function githubFault(random: SeededRandom): SimFault {
+  const kind = random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks'] as const);
+  switch (kind) {
+    case 'server-error':
+      return { kind, status: random.pick([500, 502, 503] as const), operation: '*', times: random.int(1, 4) };
+    case 'secondary-rate-limit':
+      return { kind, retryAfterSeconds: random.int(1, 2), operation: '*', times: random.int(1, 3) };
+    case 'lose-webhooks':
+      return { kind, action: random.pick(['queued', 'in_progress', 'completed'] as const), times: 1 };
+    case 'duplicate-webhooks':
+      return { kind, times: random.int(1, 3) };
+  }
+}
+
+export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosReport> {
+  const started = Date.now();
+  const deadline = started + options.timeLimitMs;
+  const random = new SeededRandom(options.seed);
+  const log = options.log;
+  const taskQueue = uniqueName('chaos-tq');
+  const failureRate = options.providerFailureRate ?? 0.3;
+  const injected: ChaosReport['injected'] = {
+    workerKills: 0,
+    temporalRestarts: options.restartTemporal ? 0 : 'skipped',
+    machineKills: 0,
+    githubFaults: {},
+    providerCreateFaults: 0,
+    providerDeleteFaults: 0,
+    providerDeleteHangs: 0,
+    webhooksLost: 0,
+    webhooksDuplicated: 0,
+    failedDeliveriesRedelivered: 0,
+  };
+
+  const stack = await startProcessStack({
+    temporalAddress: options.temporalAddress,
+    taskQueue,
+    workers: 1,
+    apis: 1,
+    ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
+    config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' } },
+    simulator: { jobDurationMs: 500, webhookConcurrency: 8 },
+  });
+  const jobIds = new Set<number>();
+  try {
+    const pool: PoolSettingsInput = {
+      name: uniqueName('chaos').toLowerCase().slice(0, 40),
+      github: { credentials: 'default', scope: { kind: 'repo', owner: 'chaos', repo: 'app' } },
+      labels: ['self-hosted', 'linux', LABEL],
+      provider: SIMULATED_PROVIDER,
+      // Idle runners take jobs whose `queued` webhook was lost, as they would on GitHub.
+      minIdleRunners: 2,
+      maxRunners: 12,
+      bootstrapTimeout: '30s',
+      idleTimeout: '60s',
+    };
+    const created = await processStackRequest(stack, 'POST', '/api/v1/pools', pool);
+    if (created.status !== 201) throw new Error(`chaos pool not created (${created.status}): ${JSON.stringify(created.body)}`);
+    stack.machines.setFault('create', { failRate: failureRate, seed: options.seed, message: 'chaos: create failed' });
+    stack.machines.setFault('delete', { failRate: failureRate, hangRate: 0.05, seed: options.seed + 1, message: 'chaos: delete failed' });
+    log(`chaos: pool ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
+
+    const driver = new ChaosDriver(stack, random, options, injected);
+    const queueing = (async () => {
+      for (let i = 0; i < options.lifecycles && Date.now() < deadline; i++) {
+        jobIds.add(stack.sim.queueJob({ repository: 'chaos/app', labels: [LABEL], durationMs: random.int(200, 1_500) }).id);
+        await sleep(random.int(10, 120));
+      }
+    })();
+    const done = () => completedJobs(stack, jobIds) >= options.lifecycles;
+    // Chaos while jobs are queued and until most have run; the last ones run in calm weather.
+    await driver.run(() => Date.now() > deadline || (jobIds.size >= options.lifecycles && completedJobs(stack, jobIds) >= options.lifecycles * 0.9));
+    await queueing;
+    stack.sim.clearFaults();
+    stack.machines.clearFaults();
+    await driver.ensureWorker();
+    log(`chaos: faults stopped after ${Math.round((Date.now() - started) / 1000)} s; ${completedJobs(stack, jobIds)}/${jobIds.size} jobs done`);
+
+    await until(() => (done() ? true : undefined), Math.max(0, deadline - Date.now() - 60_000), 500);
+    const deleted = await processStackRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
+    if (deleted.status >= 300) log(`chaos: pool delete answered ${deleted.status}`);
+    await until(async () => ((await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).describe()).status.name === 'RUNNING' ? undefined : true), Math.max(0, deadline - Date.now()), 500);
+    // The sweep needs a grace period and a round to collect machines a forced delete could not remove.
+    await until(async () => {
+      const o = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
+      return o.openWorkflows.length === 0 && o.leakedMachines.length === 0 && o.registeredRunners.length === 0 ? true : undefined;
+    }, Math.max(0, deadline - Date.now()), 1_000);
+
+    const calls = stack.machines.calls();
+    injected.providerCreateFaults = calls.filter((c) => c.op === 'create' && c.outcome === 'fault').length;
+    injected.providerDeleteFaults = calls.filter((c) => c.op === 'delete' && c.outcome === 'fault').length;
+    injected.providerDeleteHangs = calls.filter((c) => c.op === 'delete' && c.outcome === 'timeout').length;
+    const webhooks = stack.sim.stats().webhooks;
+    injected.webhooksLost = webhooks.lost;
+    injected.webhooksDuplicated = webhooks.duplicated;
+    const outcome = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
+    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, outcome };
+  } finally {
+    await stack.stop();
+  }
+}
+
+function completedJobs(stack: ProcessStack, ids: ReadonlySet<number>): number {
+  return stack.sim.jobs().filter((j) => ids.has(j.id) && j.status === 'completed').length;
+}
+
+/** Breaks things at seeded moments until told to stop. */
+class ChaosDriver {
+  private restarting?: Promise<void>;
+  private temporalRestarted = false;
+
+  constructor(
+    private readonly stack: ProcessStack,
+    private readonly random: SeededRandom,
+    private readonly options: ChaosOptions,
+    private readonly injected: ChaosReport['injected'],
+  ) {}
+
+  async run(stop: () => boolean): Promise<void> {
+    let nextWorkerKill = Date.now() + this.random.int(3_000, 10_000);
+    const temporalRestartAt = Date.now() + this.random.int(15_000, 30_000);
+    while (!stop()) {
+      await sleep(250);
+      const now = Date.now();
+      if (this.random.chance(0.05)) this.injectGitHubFault();
+      if (this.options.killMachines && this.random.chance(0.03)) this.killMachine();
+      if (this.restarting) continue;
+      if (now >= nextWorkerKill) {
+        nextWorkerKill = now + this.random.int(5_000, 15_000);
+        this.restarting = this.killWorker().finally(() => (this.restarting = undefined));
+      } else if (this.options.restartTemporal && !this.temporalRestarted && now >= temporalRestartAt) {
+        this.temporalRestarted = true;
+        this.restarting = this.restartTemporal().finally(() => (this.restarting = undefined));
+      } else if (this.stack.workers[0]!.child.exitCode !== null || this.stack.workers[0]!.child.signalCode !== null) {
+        // A worker that died on its own (e.g. while Temporal was away) is restarted like a killed one.
+        this.restarting = this.startWorker().finally(() => (this.restarting = undefined));
+      }
+    }
+    await this.restarting;
+  }
+
+  /** Makes sure a worker runs (after the last kill). */
+  async ensureWorker(): Promise<void> {
+    await this.restarting;
+    const worker = this.stack.workers[0]!;
+    if (worker.child.exitCode !== null || worker.child.signalCode !== null) await this.startWorker();
+  }
+
+  private injectGitHubFault(): void {
+    const fault = githubFault(this.random);
+    this.stack.sim.setFault(fault);
+    this.injected.githubFaults[fault.kind] = (this.injected.githubFaults[fault.kind] ?? 0) + 1;
+  }
+
+  private async killWorker(): Promise<void> {
+    await this.stack.workers[0]!.kill('SIGKILL');
+    this.injected.workerKills += 1;
+    this.options.log(`chaos: worker SIGKILLed (${this.injected.workerKills})`);
+    await sleep(this.random.int(500, 3_000));
+    await this.startWorker();
+  }
+
+  private async startWorker(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.stack.startWorker(0);
+        return;
+      } catch (err) {
+        if (attempt >= 5) throw err;
+        await sleep(1_000);
+      }
+    }
+  }
+
+  private async restartTemporal(): Promise<void> {
+    this.options.log('chaos: restarting the Temporal server');
+    await this.options.restartTemporal!();
+    this.injected.temporalRestarts = 1;
+    // Deliveries that failed while the server was down are redelivered, as an operator does after an outage.
+    await sleep(2_000);
+    this.injected.failedDeliveriesRedelivered += this.stack.sim.redeliverFailedWebhooks();
+    this.options.log('chaos: Temporal server back');
+  }
+
+  /** A machine dies under its runner: its agent stops (the runner goes offline) and the provider shows it stopped. */
+  private killMachine(): void {
+    const machines = this.stack.machines.instances().filter((m) => m.status === 'running');
+    if (machines.length === 0) return;
+    const victim = this.random.pick(machines);
+    const agent = this.stack.sim.agents().find((a) => a.runnerName === victim.name && a.state !== 'done');
+    if (agent) this.stack.sim.stopAgent(agent.id);
+    try {
+      this.stack.machines.setStatus(victim.name, 'stopped', 'chaos: machine killed');
+      this.injected.machineKills += 1;
+    } catch {
+      // Deleted in the meantime: nothing to kill.
+    }
+  }
+}

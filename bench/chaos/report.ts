@@ -1,0 +1,28 @@
+import { ms, printTable, type Figure } from '../common';
+import type { ChaosReport } from './campaign';
+
+const list = (items: readonly (string | number)[]): string => (items.length === 0 ? '0' : `${items.length} (${items.slice(0, 3).join(', ')}${items.length > 3 ? ', …' : ''})`);
+
+/** The campaign's figures against its targets, then what was injected. */
+export function printChaosReport(report: ChaosReport): number {
+  const { outcome, injected } = report;
+  const figures: Figure[] = [
+    { figure: 'jobs run (got a runner and finished)', value: `${outcome.jobsRun}/${outcome.jobs}`, target: 'every job', met: outcome.jobsRun === outcome.jobs && outcome.jobs === report.lifecycles },
+    { figure: 'jobs succeeded (others: machine killed mid-job)', value: `${outcome.jobsSucceeded}/${outcome.jobs}` },
+    { figure: 'machines leaked (no live workflow)', value: list(outcome.leakedMachines), target: '0', met: outcome.leakedMachines.length === 0 },
+    { figure: 'duplicate machines per runner name', value: list(outcome.duplicateMachines), target: '0', met: outcome.duplicateMachines.length === 0 },
+    { figure: 'runners still registered at GitHub', value: list(outcome.registeredRunners), target: '0', met: outcome.registeredRunners.length === 0 },
+    { figure: 'workflows still open (stuck)', value: list(outcome.openWorkflows), target: '0', met: outcome.openWorkflows.length === 0 },
+    { figure: 'worst queue-to-start time', value: ms(outcome.worstQueueToStartMs) },
+    { figure: 'worker SIGKILLs', value: String(injected.workerKills) },
+    { figure: 'Temporal server restarts', value: String(injected.temporalRestarts) },
+    { figure: 'machines killed', value: String(injected.machineKills) },
+    { figure: 'GitHub faults injected', value: Object.entries(injected.githubFaults).map(([k, n]) => `${k} ${n}`).join(', ') || '0' },
+    { figure: 'provider create / delete failures', value: `${injected.providerCreateFaults} / ${injected.providerDeleteFaults}` },
+    { figure: 'provider deletes that hung', value: String(injected.providerDeleteHangs) },
+    { figure: 'webhooks lost / duplicated', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated}` },
+    { figure: 'failed deliveries redelivered after the restart', value: String(injected.failedDeliveriesRedelivered) },
+    { figure: 'elapsed', value: `${Math.round(report.elapsedMs / 1000)} s` },
+  ];
+  return printTable(`chaos campaign, seed ${report.seed}, ${report.lifecycles} lifecycles`, figures);
+}

@@ -1,0 +1,149 @@
+/**
+ * Where one job's time goes, read from the server's own event timestamps (no
+ * instrumentation in the code under test):
+ *
+ *   GitHub queues the job (simulator's createdAt)
+ *   → pool signalled      jobQueued signal event in the pool's history (webhook delivery + intake)
+ *   → pool decides        the child-start command for the runner made for this job (pool workflow tasks)
+ *   → child started       that runner's WorkflowExecutionStarted
+ *   → create started      its createInstance activity started (worker activity slots)
+ *   → runner online       its runnerStatus signal (JIT config, provider, agent's idle callback)
+ *   → job started         simulator's startedAt (GitHub hands the job to an idle runner)
+ *
+ * Pools count jobs rather than tie a job to a runner, so the runner "made for"
+ * the k-th queued job is the k-th child the pool started (FIFO). When the
+ * pool is shared by queued signals from a batch, the batch's jobs share its time.
+ */
+import type { Client } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import type { SimJob } from '../github/simulator/sim-state';
+import { runnerWorkflowId } from '../workflows/messages';
+import { ms, percentile, type Figure } from './common';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+export const eventMs = (e: HistoryEvent): number => {
+  const t = e.eventTime;
+  return t ? Number(String(t.seconds ?? 0)) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : NaN;
+};
+
+function payloadJson(data: Uint8Array | null | undefined): unknown {
+  if (!data) return undefined;
+  try {
+    return JSON.parse(Buffer.from(data).toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every event of every run of a workflow id, oldest run first. */
+export async function allRuns(client: Client, workflowId: string): Promise<HistoryEvent[][]> {
+  const runs: { runId: string; start: number }[] = [];
+  for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) runs.push({ runId: run.runId, start: run.startTime.getTime() });
+  runs.sort((a, b) => a.start - b.start);
+  const out: HistoryEvent[][] = [];
+  for (const { runId } of runs) out.push((await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? []);
+  return out;
+}
+
+export interface WorkflowTaskStats {
+  tasks: number;
+  scheduleToStart: number[];
+  startToComplete: number[];
+}
+
+export function workflowTaskStats(events: HistoryEvent[]): WorkflowTaskStats {
+  const scheduled = new Map<string, number>();
+  const started = new Map<string, number>();
+  const stats: WorkflowTaskStats = { tasks: 0, scheduleToStart: [], startToComplete: [] };
+  for (const e of events) {
+    const id = String(e.eventId);
+    if (e.workflowTaskScheduledEventAttributes) scheduled.set(id, eventMs(e));
+    const s = e.workflowTaskStartedEventAttributes;
+    if (s) {
+      started.set(id, eventMs(e));
+      const at = scheduled.get(String(s.scheduledEventId));
+      if (at !== undefined) stats.scheduleToStart.push(eventMs(e) - at);
+    }
+    const c = e.workflowTaskCompletedEventAttributes;
+    if (c) {
+      stats.tasks += 1;
+      const at = started.get(String(c.startedEventId));
+      if (at !== undefined) stats.startToComplete.push(eventMs(e) - at);
+    }
+  }
+  return stats;
+}
+
+interface RunnerMarks {
+  started: number;
+  createStarted: number;
+  online: number;
+}
+
+async function runnerMarks(client: Client, name: string): Promise<RunnerMarks | undefined> {
+  const events = (await client.workflow.getHandle(runnerWorkflowId(name)).fetchHistory()).events ?? [];
+  const createScheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createInstance');
+  const createStarted = events.find((e) => createScheduled && String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(createScheduled.eventId));
+  const online = events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'runnerStatus');
+  if (!events[0] || !createStarted || !online) return undefined;
+  return { started: eventMs(events[0]), createStarted: eventMs(createStarted), online: eventMs(online) };
+}
+
+export interface JobPathBreakdown {
+  stages: { stage: string; values: number[] }[];
+  pool: WorkflowTaskStats & { events: number; runs: number; signals: number };
+}
+
+/**
+ * The breakdown for `sample` jobs (spread over the run) of one pool. Pool events
+ * are read from every run of its history; runner events from each matched runner.
+ */
+export async function jobPathBreakdown(client: Client, poolWorkflowId: string, jobs: SimJob[], sample: number): Promise<JobPathBreakdown> {
+  const runs = await allRuns(client, poolWorkflowId);
+  const events = runs.flat();
+  const signalledAt = new Map<number, number>();
+  const childOrder: { name: string; at: number }[] = [];
+  let signals = 0;
+  for (const e of events) {
+    const sig = e.workflowExecutionSignaledEventAttributes;
+    if (sig) {
+      signals += 1;
+      const input = payloadJson(sig.input?.payloads?.[0]?.data);
+      const queued = sig.signalName === 'jobQueued' ? [input] : sig.signalName === 'jobsQueued' ? ((input as { jobs?: unknown[] } | undefined)?.jobs ?? []) : [];
+      for (const job of queued) {
+        const id = (job as { jobId?: number } | undefined)?.jobId;
+        if (typeof id === 'number' && !signalledAt.has(id)) signalledAt.set(id, eventMs(e));
+      }
+    }
+    const child = e.startChildWorkflowExecutionInitiatedEventAttributes;
+    if (child?.workflowId) childOrder.push({ name: child.workflowId.replace(/^runner\//, ''), at: eventMs(e) });
+  }
+  const byId = new Map(jobs.map((j) => [j.id, j]));
+  const queuedOrder = [...signalledAt.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id).filter((id) => byId.has(id));
+  const stages = ['job queued → pool signalled', 'pool signalled → pool decides', 'pool decides → child started', 'child started → create activity started', 'create started → runner online', 'runner online → job started', 'total (queued → started)'].map((stage) => ({ stage, values: [] as number[] }));
+  const step = Math.max(1, Math.floor(queuedOrder.length / sample));
+  for (let k = 0; k < queuedOrder.length && k < childOrder.length; k += step) {
+    const job = byId.get(queuedOrder[k]!)!;
+    const child = childOrder[k]!;
+    const marks = await runnerMarks(client, child.name).catch(() => undefined);
+    const ranOn = job.runnerName ? await runnerMarks(client, job.runnerName).catch(() => undefined) : undefined;
+    if (!marks || !job.startedAt) continue;
+    const created = Date.parse(job.createdAt);
+    const signalled = signalledAt.get(job.id)!;
+    const values = [signalled - created, child.at - signalled, marks.started - child.at, marks.createStarted - marks.started, marks.online - marks.createStarted, Date.parse(job.startedAt) - (ranOn ?? marks).online, Date.parse(job.startedAt) - created];
+    values.forEach((v, i) => stages[i]!.values.push(v));
+  }
+  return { stages, pool: { ...workflowTaskStats(events), events: events.length, runs: runs.length, signals } };
+}
+
+export function breakdownFigures(b: JobPathBreakdown): Figure[] {
+  const n = b.stages[0]?.values.length ?? 0;
+  return [
+    ...b.stages.map((s) => ({ figure: `path: ${s.stage} (p50 / p95)`, value: `${ms(percentile(s.values, 50))} / ${ms(percentile(s.values, 95))}` })),
+    { figure: 'path: jobs sampled', value: String(n) },
+    { figure: 'pool: runs / events / signals / workflow tasks', value: `${b.pool.runs} / ${b.pool.events} / ${b.pool.signals} / ${b.pool.tasks}` },
+    { figure: 'pool task: scheduled → started (p50 / p95)', value: `${ms(percentile(b.pool.scheduleToStart, 50))} / ${ms(percentile(b.pool.scheduleToStart, 95))}` },
+    { figure: 'pool task: started → completed (p50 / p95)', value: `${ms(percentile(b.pool.startToComplete, 50))} / ${ms(percentile(b.pool.startToComplete, 95))}` },
+  ];
+}

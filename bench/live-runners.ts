@@ -1,0 +1,95 @@
+/**
+ * Many idle runners held by one worker. Targets: 5,000 live idle runners with
+ * worker RSS ≤ 1 GiB, RSS growing sublinearly with N (run N = 1,000, 2,500,
+ * 5,000), and scale-up ≥ 50 runners/s from an empty pool.
+ *
+ * A pool with `minIdleRunners` N (and `maxRunners` N) is created on simulated
+ * machines; the bench waits until N runner agents are online and idle, then
+ * for the worker to settle. RSS is this process's: worker, API and GitHub
+ * simulator together (the latter two a constant measured before the pool).
+ *
+ *   npx tsx bench/live-runners.ts --runners 1000
+ *   npx tsx bench/live-runners.ts --runners 5000
+ */
+import { exitAfter, intArg, mb, ms, printTable, quietTemporal, runBench, sleep, temporalServer, until } from './common';
+import { api, poolView, startBenchStack, stopBenchStack, terminatePoolWorkflows } from './stack';
+import { SIMULATED_PROVIDER } from '../devstack/stack';
+import type { PoolSettingsInput } from '../domain/pool';
+import { uniqueName } from './common';
+
+const RSS_TARGET = 1024 * 1024 * 1024;
+const RATE_TARGET = 50;
+
+async function main(): Promise<void> {
+  const n = intArg('runners', 1_000);
+  const settleMs = intArg('settle-ms', 10_000);
+  const timeoutMs = 60_000 + n * 200;
+  exitAfter(timeoutMs + settleMs + 300_000, 'live-runners');
+  quietTemporal();
+  const temporal = await temporalServer(console.log);
+  const stack = await startBenchStack(temporal.address, 1_000, 64);
+  const name = uniqueName('live').toLowerCase().slice(0, 40);
+  const pool = { name, repository: `bench/${name}`, labels: ['self-hosted', 'linux', name] };
+  try {
+    global.gc?.();
+    await sleep(1_000);
+    const rssBefore = process.memoryUsage().rss;
+    let peakRss = rssBefore;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+        await sleep(200);
+      }
+    })();
+    const settings: PoolSettingsInput = {
+      name,
+      github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo: name } },
+      labels: pool.labels,
+      provider: SIMULATED_PROVIDER,
+      minIdleRunners: n,
+      maxRunners: n,
+      idleTimeout: 24 * 3_600_000,
+      bootstrapTimeout: 30 * 60_000,
+    };
+    console.log(`live-runners: pool ${name} with ${n} idle runners on ${temporal.address}`);
+    const started = Date.now();
+    const res = await api(stack, 'POST', '/api/v1/pools', settings);
+    if (res.status !== 201) throw new Error(`pool not created (${res.status}): ${JSON.stringify(res.body)}`);
+    const idleAgents = () => stack.sim.agents().filter((a) => a.state === 'idle' && a.runnerName.startsWith(name)).length;
+    let half: number | undefined;
+    const allIdle = await until(() => {
+      const idle = idleAgents();
+      if (half === undefined && idle >= n / 2) half = Date.now();
+      return idle >= n ? Date.now() : undefined;
+    }, timeoutMs, 200);
+    const idleCount = idleAgents();
+    const poolIdle = allIdle ? await until(async () => ((await poolView(stack, pool)).runners.filter((r) => r.runnerStatus === 'idle').length >= n ? Date.now() : undefined), 120_000, 1_000) : undefined;
+    await sleep(settleMs);
+    const rssSettled = process.memoryUsage().rss;
+    sampling = false;
+    await sampler;
+    const cleaned = await terminatePoolWorkflows(stack, pool);
+
+    const tookMs = (allIdle ?? Date.now()) - started;
+    const rate = idleCount / (tookMs / 1000);
+    const perRunner = (rssSettled - rssBefore) / Math.max(1, idleCount);
+    printTable(`Live idle runners: ${n} (simulated machines), one worker`, [
+      { figure: 'runners online and idle', value: `${idleCount}/${n}`, target: String(n), met: idleCount >= n },
+      { figure: 'time until all idle (GitHub side)', value: ms(tookMs) },
+      { figure: 'time until the pool sees all idle', value: poolIdle ? ms(poolIdle - started) : 'not seen' },
+      { figure: 'time until half idle', value: half ? ms(half - started) : 'n/a' },
+      { figure: 'runners per second (scale-up from empty)', value: rate.toFixed(1), target: `≥ ${RATE_TARGET}`, met: rate >= RATE_TARGET },
+      { figure: 'RSS before the pool', value: mb(rssBefore) },
+      { figure: `RSS with ${n} idle (after ${settleMs / 1000} s)`, value: mb(rssSettled), target: '≤ 1024 MB', met: rssSettled <= RSS_TARGET },
+      { figure: 'RSS peak', value: mb(peakRss) },
+      { figure: 'RSS per idle runner', value: `${(perRunner / 1024).toFixed(0)} KB` },
+      { figure: 'workflows terminated at the end', value: cleaned ? 'all' : 'some left', target: 'all', met: cleaned },
+    ]);
+  } finally {
+    await stopBenchStack(stack);
+    temporal.release();
+  }
+}
+
+runBench('live-runners', main);

@@ -1,0 +1,98 @@
+/**
+ * Queue-to-start and sustained throughput. Targets: at 10 jobs/s, p50 ≤ 300 ms
+ * and p99 ≤ 1 s; at 50 jobs/s for 60 s, p99 ≤ 1 s with the queue keeping up,
+ * and ≥ 50 complete ephemeral lifecycles per second.
+ *
+ * Jobs are queued in the GitHub simulator at a steady rate; it sends the
+ * webhooks (64 in flight, as GitHub delivers in parallel), runners are
+ * simulated machines (ready at once), so every millisecond is orchestration.
+ * Queue-to-start is GitHub's createdAt → startedAt as the simulator records it.
+ * "Kept up": when queueing stops, fewer than one second's worth of jobs wait.
+ * Also prints where one job's time goes (bench/job-path.ts) and the most
+ * machines alive, which must never exceed the pool's max.
+ *
+ *   npx tsx bench/queue-to-start.ts [--rate 10] [--seconds 10] [--max-runners 100] [--job-ms 1000]
+ *   npx tsx bench/queue-to-start.ts --rate 50 --seconds 60 --max-runners 300
+ */
+import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, sleep, temporalServer, until, type Figure } from './common';
+import { breakdownFigures, jobPathBreakdown } from './job-path';
+import { completedJobs, createPool, removePool, startBenchStack, stopBenchStack } from './stack';
+import { poolWorkflowId } from '../workflows/pool-messages';
+
+const P50_TARGET_MS = 300;
+const P99_TARGET_MS = 1_000;
+const LIFECYCLES_TARGET = 50;
+
+async function main(): Promise<void> {
+  const rate = intArg('rate', 10);
+  const seconds = intArg('seconds', 10);
+  const maxRunners = intArg('max-runners', 100);
+  const jobMs = intArg('job-ms', 1_000);
+  const total = rate * seconds;
+  const drainMs = 120_000;
+  exitAfter(seconds * 1_000 + drainMs + 240_000, 'queue-to-start');
+  quietTemporal();
+  const temporal = await temporalServer(console.log);
+  const stack = await startBenchStack(temporal.address, jobMs, 64);
+  try {
+    const pool = await createPool(stack, maxRunners);
+    console.log(`queue-to-start: ${total} jobs at ${rate}/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs, on ${temporal.address}`);
+    let maxMachines = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        maxMachines = Math.max(maxMachines, stack.machines.instances().filter((m) => m.poolId === pool.name).length);
+        await sleep(100);
+      }
+    })();
+
+    const ids = new Set<number>();
+    const begin = Date.now();
+    while (ids.size < total) {
+      const due = Math.min(total, Math.floor(((Date.now() - begin) / 1000) * rate) + 1);
+      while (ids.size < due) ids.add(stack.sim.queueJob({ repository: pool.repository, labels: pool.labels }).id);
+      await sleep(5);
+    }
+    const queueingMs = Date.now() - begin;
+    const backlog = stack.sim.jobs().filter((j) => ids.has(j.id) && j.status === 'queued').length;
+    const allStarted = await until(() => (stack.sim.jobs().every((j) => !ids.has(j.id) || j.status !== 'queued') ? true : undefined), drainMs, 50);
+    const allDone = await until(() => (completedJobs(stack, ids) === total ? true : undefined), drainMs, 100);
+    sampling = false;
+    await sampler;
+
+    const jobs = stack.sim.jobs().filter((j) => ids.has(j.id));
+    const waits = jobs.filter((j) => j.startedAt).map((j) => Date.parse(j.startedAt!) - Date.parse(j.createdAt));
+    const lastDone = Math.max(...jobs.map((j) => (j.completedAt ? Date.parse(j.completedAt) : 0)));
+    const lifecyclesPerS = jobs.filter((j) => j.status === 'completed').length / ((lastDone - begin) / 1000);
+    const breakdown = await jobPathBreakdown(stack.client, poolWorkflowId(pool.name), jobs, 40).catch((err: unknown) => {
+      console.error(`breakdown not available: ${String(err)}`);
+      return undefined;
+    });
+    await removePool(stack, pool, 60_000);
+
+    const p50 = percentile(waits, 50);
+    const p99 = percentile(waits, 99);
+    const figures: Figure[] = [
+      { figure: 'jobs started / completed', value: `${waits.length} / ${jobs.filter((j) => j.status === 'completed').length} of ${total}`, target: String(total), met: allStarted !== undefined && allDone !== undefined },
+      { figure: 'queueing took', value: ms(queueingMs) },
+      { figure: 'queue-to-start p50', value: ms(p50), ...(rate <= 10 ? { target: `≤ ${P50_TARGET_MS} ms`, met: p50 <= P50_TARGET_MS } : {}) },
+      { figure: 'queue-to-start p95', value: ms(percentile(waits, 95)) },
+      { figure: 'queue-to-start p99', value: ms(p99), target: `≤ ${P99_TARGET_MS} ms`, met: waits.length === total && p99 <= P99_TARGET_MS },
+      { figure: 'queue-to-start max', value: ms(Math.max(...waits)) },
+      { figure: 'jobs waiting when queueing stopped', value: String(backlog), target: `< ${rate} (queue kept up)`, met: backlog < rate },
+      {
+        figure: 'complete lifecycles per second',
+        value: lifecyclesPerS.toFixed(1),
+        ...(rate >= LIFECYCLES_TARGET ? { target: `≥ ${LIFECYCLES_TARGET}`, met: lifecyclesPerS >= LIFECYCLES_TARGET } : {}),
+      },
+      { figure: 'max machines alive', value: String(maxMachines), target: `≤ ${maxRunners}`, met: maxMachines <= maxRunners },
+      ...(breakdown ? breakdownFigures(breakdown) : []),
+    ];
+    printTable(`Queue-to-start: ${rate} jobs/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs (simulated machines)`, figures);
+  } finally {
+    await stopBenchStack(stack);
+    temporal.release();
+  }
+}
+
+runBench('queue-to-start', main);

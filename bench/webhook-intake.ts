@@ -1,0 +1,107 @@
+/**
+ * Webhook intake under load. Target: p99 ≤ 50 ms and no 5xx at 500
+ * deliveries/s for 10 s, matching and unmatched jobs alike (a big matrix
+ * build arrives as one burst; GitHub gives up on a delivery after 10 s).
+ *
+ * GitHub's own `workflow_job` `queued` example (@octokit/webhooks-examples),
+ * each copy with a fresh job id and delivery id, signed with the webhook
+ * secret and sent open-loop from another thread to the full stack's HTTP API.
+ * Half the jobs carry the labels and repository of a bench pool, half labels
+ * no pool has. The pool's `maxRunners` defaults to 0, so what is measured is
+ * the intake alone; `--max-runners` lets the pool make runners meanwhile.
+ * Afterwards it checks every job reached its place (pool queue or unmatched record).
+ *
+ *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0]
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../workflows/pool-messages';
+import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, temporalServer, until, type Figure } from './common';
+import { openLoop, type OpenLoopRequest } from './open-loop';
+import { createPool, poolView, removePool, startBenchStack, stopBenchStack } from './stack';
+
+const P99_TARGET_MS = 50;
+const GITHUB_TIMEOUT_MS = 10_000;
+
+/** GitHub's published `workflow_job` `queued` example (api.github.com flavour). */
+function officialQueuedExample(): Record<string, unknown> & { workflow_job: Record<string, unknown>; repository: Record<string, unknown> } {
+  const root = dirname(createRequire(import.meta.url).resolve('@octokit/webhooks-examples/package.json'));
+  const events = JSON.parse(readFileSync(join(root, 'api.github.com', 'index.json'), 'utf8')) as { name: string; examples: Record<string, unknown>[] }[];
+  const example = events.find((e) => e.name === 'workflow_job')?.examples.find((e) => e.action === 'queued');
+  if (!example) throw new Error('@octokit/webhooks-examples has no workflow_job queued example');
+  return example as ReturnType<typeof officialQueuedExample>;
+}
+
+async function main(): Promise<void> {
+  const rate = intArg('rate', 500);
+  const seconds = intArg('seconds', 10);
+  const maxRunners = intArg('max-runners', 0, { allowZero: true });
+  exitAfter(240_000 + seconds * 2_000, 'webhook-intake');
+  quietTemporal();
+  const temporal = await temporalServer(console.log);
+  const stack = await startBenchStack(temporal.address, 1_000);
+  try {
+    const pool = await createPool(stack, maxRunners);
+    const example = officialQueuedExample();
+    const total = rate * seconds;
+    const firstId = 7_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
+    const matchingIds = new Set<number>();
+    const unmatchedIds = new Set<number>();
+    const requests: OpenLoopRequest[] = Array.from({ length: total }, (_, i) => {
+      const id = firstId + i;
+      const matching = i % 2 === 0;
+      (matching ? matchingIds : unmatchedIds).add(id);
+      const payload = {
+        ...example,
+        workflow_job: {
+          ...example.workflow_job,
+          id,
+          run_id: id + 1,
+          created_at: new Date().toISOString(),
+          ...(matching ? { labels: pool.labels } : { labels: ['self-hosted', `no-such-pool-${pool.name}`] }),
+        },
+        repository: { ...example.repository, full_name: matching ? pool.repository : 'octo-org/elsewhere' },
+      };
+      return { headers: { 'x-github-event': 'workflow_job', 'x-github-delivery': randomUUID() }, body: JSON.stringify(payload) };
+    });
+    console.log(`webhook-intake: ${total} signed queued deliveries at ${rate}/s for ${seconds} s (half matching pool ${pool.name}, max ${maxRunners} runners) on ${temporal.address}`);
+    const result = await openLoop({ url: `${stack.api.url}/webhooks/github`, secret: stack.webhookSecret, rate, seconds, timeoutMs: GITHUB_TIMEOUT_MS, requests });
+
+    // Handed over durably means: the pool counts every matching job and the unmatched record got the others.
+    const pending = (v: Awaited<ReturnType<typeof poolView>>) => v.queuedJobs.filter((j) => matchingIds.has(j.jobId)).length + v.runners.filter((r) => r.jobId !== undefined && matchingIds.has(r.jobId)).length;
+    const reachedPool = (await until(async () => {
+      const n = pending(await poolView(stack, pool));
+      return n >= matchingIds.size ? n : undefined;
+    }, 60_000, 500)) ?? pending(await poolView(stack, pool));
+    const unmatchedHandle = stack.client.workflow.getHandle(unmatchedJobsWorkflowId(stack.loaded.config.temporal.taskQueue));
+    const unmatchedSeen = (await unmatchedHandle.query(unmatchedJobsQuery).catch(() => [])).filter((j) => unmatchedIds.has(j.jobId)).length;
+    await removePool(stack, pool);
+    await unmatchedHandle.terminate('bench cleanup').catch(() => undefined);
+
+    // A delivery GitHub gave up on counts as slower than any answer.
+    const lat = [...result.latenciesMs, ...Array.from({ length: result.timeouts }, () => Number.POSITIVE_INFINITY)];
+    const over = (n: number) => (Number.isFinite(n) ? ms(n) : `> ${GITHUB_TIMEOUT_MS} ms`);
+    const server5xx = Object.entries(result.statuses).filter(([s]) => s.startsWith('5')).reduce((a, [, n]) => a + n, 0);
+    const p99 = percentile(lat, 99);
+    const figures: Figure[] = [
+      { figure: 'deliveries sent', value: `${result.sent} in ${ms(result.elapsedMs)}` },
+      { figure: 'answers by status', value: Object.entries(result.statuses).map(([s, n]) => `${s}: ${n}`).join(', ') },
+      { figure: 'latency p50', value: over(percentile(lat, 50)) },
+      { figure: 'latency p99', value: over(p99), target: `≤ ${P99_TARGET_MS} ms`, met: lat.length > 0 && p99 <= P99_TARGET_MS },
+      { figure: 'latency max', value: over(Math.max(...lat)) },
+      { figure: '5xx answers', value: String(server5xx), target: '0', met: server5xx === 0 },
+      { figure: `no answer within ${GITHUB_TIMEOUT_MS / 1000} s`, value: String(result.timeouts), target: '0', met: result.timeouts === 0 },
+      { figure: 'matching jobs the pool counts', value: `${reachedPool}/${matchingIds.size}`, target: 'all', met: reachedPool === matchingIds.size },
+      // The unmatched record keeps only the most recent jobs (bounded), so this is informative.
+      { figure: 'unmatched jobs in the (bounded) record', value: `${unmatchedSeen}/${unmatchedIds.size}` },
+    ];
+    printTable(`Webhook intake: ${rate} deliveries/s for ${seconds} s (GitHub's queued example, signed)`, figures);
+  } finally {
+    await stopBenchStack(stack);
+    temporal.release();
+  }
+}
+
+runBench('webhook-intake', main);

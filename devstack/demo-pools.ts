@@ -1,0 +1,90 @@
+/**
+ * The demo's pools are throwaway: each lives only as long as the `npm start`
+ * that made it (its runners are registered with that process's GitHub
+ * simulator). A demo that crashed or was killed leaves its pool behind, and
+ * that pool would take the next demo's jobs with runners nobody can reach; so
+ * every demo removes the demo pools of its installation (task queue) first.
+ * A demo pool is recognised by its name prefix AND a marker in its memo, so an
+ * operator's pool that happens to be called `demo-…` is never touched.
+ */
+import type { Client } from '@temporalio/client';
+import { quote } from '../api/temporal/visibility';
+import { RUNNER_INSTANCE_WORKFLOW, forceDeleteSignal } from '../workflows/messages';
+import { RUNNER_POOL_WORKFLOW, deletePoolSignal, poolWorkflowId } from '../workflows/pool-messages';
+
+export const DEMO_POOL_PREFIX = 'demo-';
+/** Memo key set on demo pools only. */
+export const DEMO_POOL_MARKER = 'runnerflowDemo';
+export const demoPoolMemo = (): Record<string, unknown> => ({ [DEMO_POOL_MARKER]: true });
+
+/** Resolves with the promise's value, or undefined once `ms` passed (the promise is left to settle on its own). */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function listIds(client: Client, query: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const info of client.workflow.list({ query })) ids.push(info.workflowId);
+  return ids;
+}
+
+/** Names of the running demo pools of a task queue. */
+export async function findDemoPools(client: Client, taskQueue: string): Promise<string[]> {
+  const query = `WorkflowType = ${quote(RUNNER_POOL_WORKFLOW)} AND ExecutionStatus = 'Running' AND TaskQueue = ${quote(taskQueue)}`;
+  const names: string[] = [];
+  for await (const info of client.workflow.list({ query })) {
+    const name = info.workflowId.slice('pool/'.length);
+    if (info.workflowId.startsWith('pool/') && name.startsWith(DEMO_POOL_PREFIX) && info.memo?.[DEMO_POOL_MARKER] === true) names.push(name);
+  }
+  return names;
+}
+
+export interface RemoveDemoPoolsOptions {
+  /** How long to wait for the pools' workflows to close before terminating what is left. */
+  waitMs: number;
+  log?: (message: string) => void;
+}
+
+/**
+ * Force-deletes every runner of the pools, asks the pools to go, and waits
+ * (bounded) for all of them to close; a pool still open then is terminated,
+ * so it can no longer be offered jobs. Runner workflows still open stay for
+ * their own forced delete to finish (it always ends them).
+ */
+export async function removeDemoPools(client: Client, pools: string[], options: RemoveDemoPoolsOptions): Promise<void> {
+  const reason = 'demo stopped';
+  const deadline = Date.now() + options.waitMs;
+  for (const pool of pools) {
+    // The pool first, so it makes no new runner after the list below was taken.
+    await client.workflow
+      .getHandle(poolWorkflowId(pool))
+      .signal(deletePoolSignal, { reason })
+      .catch(() => undefined);
+    const runners = await listIds(client, `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)} AND ExecutionStatus = 'Running' AND RunnerPool = ${quote(pool)}`);
+    await Promise.allSettled(runners.map((id) => client.workflow.getHandle(id).signal(forceDeleteSignal, { reason })));
+    options.log?.(`removing demo pool "${pool}" and its ${runners.length} runner${runners.length === 1 ? '' : 's'}`);
+  }
+  for (const pool of pools) {
+    const handle = client.workflow.getHandle(poolWorkflowId(pool));
+    for (;;) {
+      const status = await handle.describe().then(
+        (d) => d.status.name,
+        () => 'GONE',
+      );
+      if (status !== 'RUNNING') break;
+      if (Date.now() > deadline) {
+        await handle.terminate('demo pool left behind').catch(() => undefined);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}

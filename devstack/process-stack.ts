@@ -1,0 +1,100 @@
+/**
+ * runnerflow as it scales out: the GitHub simulator in this process, and API
+ * processes and worker processes of their own against one Temporal server,
+ * sharing nothing but Temporal (and the simulated machines' state directory,
+ * which stands in for a cloud). Webhooks go round robin over the APIs; every
+ * runner calls back to the first API.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startGitHubSimulator, type GitHubSimulator, type GitHubSimulatorOptions } from '../github/simulator/server';
+import { FakeProviderControl } from '../providers/fake';
+import { spawnStackProcess, type StackProcess } from './processes/spawn';
+import { adminRequest, stackConfig, stackSecrets } from './stack';
+
+export interface ProcessStackOptions {
+  temporalAddress: string;
+  taskQueue: string;
+  workers: number;
+  apis: number;
+  /** Extra config (timings, controllerId, sweep, ...). */
+  config?: Record<string, unknown>;
+  simulator?: GitHubSimulatorOptions;
+  workflowBundlePath?: string;
+}
+
+export interface ProcessStack {
+  sim: GitHubSimulator;
+  client: Client;
+  machines: FakeProviderControl;
+  machinesDir: string;
+  apis: StackProcess[];
+  /** Current worker processes by slot; a restarted worker takes its slot. */
+  workers: StackProcess[];
+  adminToken: string;
+  /** Starts (or restarts) the worker of a slot. */
+  startWorker(slot: number): Promise<StackProcess>;
+  stop(): Promise<void>;
+}
+
+export async function startProcessStack(options: ProcessStackOptions): Promise<ProcessStack> {
+  const dir = mkdtempSync(join(tmpdir(), 'runnerflow-stack-'));
+  const machinesDir = join(dir, 'machines');
+  const secrets = stackSecrets();
+  const sim = await startGitHubSimulator({ webhookSecret: secrets.RUNNERFLOW_WEBHOOK_SECRET, onError: () => undefined, ...options.simulator });
+  const writeConfig = (name: string, extraApi: Record<string, unknown>): string => {
+    const extra = { ...options.config, api: { ...extraApi } };
+    const path = join(dir, name);
+    const config = stackConfig({ temporalAddress: options.temporalAddress, taskQueue: options.taskQueue, githubUrl: sim.url, machinesDir, extra });
+    writeFileSync(path, JSON.stringify(config, null, 2));
+    return path;
+  };
+  const env = (configPath: string): NodeJS.ProcessEnv => ({
+    ...process.env,
+    ...secrets,
+    RUNNERFLOW_CONFIG: configPath,
+    TEMPORAL_ADDRESS: options.temporalAddress,
+    RUNNERFLOW_TASK_QUEUE: options.taskQueue,
+    RUNNERFLOW_SIMULATOR_URL: sim.url,
+    ...(options.workflowBundlePath ? { BUNDLE_PATH: options.workflowBundlePath } : {}),
+  });
+
+  const connection = await Connection.connect({ address: options.temporalAddress });
+  const client = new Client({ connection, namespace: 'default' });
+  const apiConfig = writeConfig('api.json', {});
+  const apis = await Promise.all(Array.from({ length: options.apis }, () => spawnStackProcess('api', env(apiConfig))));
+  sim.setWebhook({ urls: apis.map((a) => `${a.url}/webhooks/github`), secret: secrets.RUNNERFLOW_WEBHOOK_SECRET });
+  const workerConfig = writeConfig('worker.json', { publicUrl: apis[0]!.url });
+
+  const workers: StackProcess[] = [];
+  const startWorker = async (slot: number): Promise<StackProcess> => {
+    const worker = await spawnStackProcess('worker', env(workerConfig));
+    workers[slot] = worker;
+    return worker;
+  };
+  for (let slot = 0; slot < options.workers; slot++) await startWorker(slot);
+
+  return {
+    sim,
+    client,
+    machines: new FakeProviderControl(machinesDir),
+    machinesDir,
+    apis,
+    workers,
+    adminToken: secrets.RUNNERFLOW_ADMIN_TOKEN!,
+    startWorker,
+    async stop() {
+      await Promise.all([...workers, ...apis].map((p) => p.kill('SIGKILL')));
+      await sim.close();
+      await connection.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Calls one of the stack's APIs as an admin. */
+export function processStackRequest(stack: ProcessStack, method: string, path: string, body?: unknown, api = 0): Promise<{ status: number; body: unknown }> {
+  return adminRequest(stack.apis[api]!.url!, stack.adminToken, method, path, body);
+}

@@ -1,0 +1,74 @@
+/**
+ * The Actions-service port: what runnerflow asks of GitHub's Actions service
+ * for runner scale sets. It sits next to the REST port (github/port.ts) and
+ * shares its error types: GitHubApiError says whether a retry can help,
+ * GitHubRateLimitError how long to wait. ActionsServiceError adds the answers a
+ * listener has to tell apart (a conflicting session, an expired token, a lost
+ * session).
+ */
+import { GitHubApiError, type RemoveRunnerOutcome } from '../port';
+import type { JobMessage, RunnerScaleSet, RunnerScaleSetStatistic } from './types';
+
+export type ActionsErrorKind =
+  /** 409 on session create: another session holds the scale set. */
+  | 'session_conflict'
+  /** 401 that a token refresh did not cure. */
+  | 'token_expired'
+  /** 404: the scale set, session or runner does not exist (any more). */
+  | 'not_found'
+  | 'other';
+
+export class ActionsServiceError extends GitHubApiError {
+  constructor(
+    message: string,
+    status: number | undefined,
+    retryable: boolean,
+    readonly kind: ActionsErrorKind = 'other',
+  ) {
+    super(message, status, retryable);
+    this.name = 'ActionsServiceError';
+  }
+}
+
+export const isActionsError = (err: unknown, kind: ActionsErrorKind): err is ActionsServiceError =>
+  err instanceof ActionsServiceError && err.kind === kind;
+
+export interface EnsureScaleSetRequest {
+  name: string;
+  runnerGroup: string;
+  labels: string[];
+}
+
+/** A session as the listener keeps it: the queue URL and token stay in the client's memory, never in workflow history. */
+export interface SessionInfo {
+  sessionId: string;
+  ownerName: string;
+  statistics: RunnerScaleSetStatistic | null;
+}
+
+export interface ScaleSetMessage {
+  messageId: number;
+  statistics: RunnerScaleSetStatistic | null;
+  jobs: JobMessage[];
+}
+
+export interface ActionsServicePort {
+  /** Gets the scale set by name in its runner group, creating it when missing. */
+  ensureScaleSet(req: EnsureScaleSetRequest): Promise<RunnerScaleSet>;
+  /** `deleted`, or `not_found` when it was already gone. */
+  deleteScaleSet(scaleSetId: number): Promise<'deleted' | 'not_found'>;
+  /** Throws ActionsServiceError `session_conflict` when another session holds the scale set. */
+  createSession(scaleSetId: number, ownerName: string): Promise<SessionInfo>;
+  /** A new queue token for a session we hold; `not_found` when the service dropped it. */
+  refreshSession(scaleSetId: number, sessionId: string): Promise<SessionInfo>;
+  deleteSession(scaleSetId: number, sessionId: string): Promise<'deleted' | 'not_found'>;
+  /** One long poll; undefined when nothing arrived before the service answered 202. */
+  getMessage(req: { scaleSetId: number; sessionId: string; lastMessageId: number; maxCapacity: number; signal?: AbortSignal }): Promise<ScaleSetMessage | undefined>;
+  /** Acknowledges a message; one already gone counts as acknowledged. */
+  deleteMessage(req: { scaleSetId: number; sessionId: string; messageId: number }): Promise<void>;
+  /** The request ids won; an id another listener took is simply absent. */
+  acquireJobs(req: { scaleSetId: number; sessionId: string; requestIds: number[] }): Promise<number[]>;
+  generateJitConfig(scaleSetId: number, runnerName: string, workFolder: string): Promise<{ runnerId: number; encodedJitConfig: string }>;
+  findRunnerByName(name: string): Promise<{ id: number; name: string; runnerScaleSetId: number } | undefined>;
+  removeRunner(runnerId: number): Promise<RemoveRunnerOutcome>;
+}

@@ -1,0 +1,68 @@
+/**
+ * A forced delete closes the instance at once; a machine the provider did not
+ * confirm gone is handed to its machineCleanup workflow, which keeps retrying
+ * with the delete backoff until it is gone and is findable as leaked meanwhile.
+ */
+import { describe, expect, it } from 'vitest';
+import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
+import { deleteSignal, forceDeleteSignal } from '../../workflows/messages';
+import { eventually, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
+import { startInstance, waitForStatus } from './helpers';
+
+const env = useTestWorker();
+
+describe('forced delete hands an unconfirmed machine to its clean-up workflow', () => {
+  it('retries a failing provider until the machine is gone, marked RunnerLeaked until then', async () => {
+    const name = uniqueName('cleanup-fails');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    env.w.fake.setFault('delete', { failForever: true, instance: name, message: 'provider credentials expired' });
+    await handle.signal(forceDeleteSignal, { reason: 'operator gave up' });
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+    expect(final.transitions.at(-1)?.reason).toContain(cleanupWorkflowId(name));
+    expect(env.w.fake.instance(name)).toBeDefined();
+
+    const cleanup = env.client.workflow.getHandle(cleanupWorkflowId(name));
+    const running = await cleanup.describe();
+    expect(running.status.name).toBe('RUNNING');
+    expect(running.searchAttributes).toMatchObject({ RunnerLeaked: [true], RunnerName: [name], RunnerPool: ['test-pool'], RunnerProvider: ['fake'] });
+    // It keeps trying while the provider fails, not once.
+    await eventually(() => env.w.fake.calls('delete').filter((c) => c.instance === `fake-${name}` && c.outcome === 'fault').length >= 3, 15_000, 'retried deletes');
+
+    env.w.fake.clearFaults('delete');
+    const done = await cleanup.result();
+    expect(done).toMatchObject({ name });
+    expect(env.w.fake.instance(name)).toBeUndefined();
+    const closed = await cleanup.describe();
+    expect(closed.status.name).toBe('COMPLETED');
+    expect(closed.searchAttributes).toMatchObject({ RunnerLeaked: [false], RunnerStatus: ['deleted'] });
+  });
+
+  it('closes the instance while the provider hangs, and the machine goes once the provider answers', async () => {
+    const name = uniqueName('cleanup-hangs');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    env.w.fake.setFault('delete', { hang: true, instance: name });
+    await handle.signal(deleteSignal, {});
+    await waitForStatus(handle, 'deleting');
+    await handle.signal(forceDeleteSignal, { reason: 'stuck' });
+    expect(await handle.result()).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+    expect(env.w.fake.instance(name)).toBeDefined();
+
+    env.w.fake.clearFaults('delete');
+    // The hanging attempt ends at its own deadline (deleteAttemptTimeout); the retry after it deletes.
+    await env.client.workflow.getHandle(cleanupWorkflowId(name)).result();
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
+  it('starts no clean-up when the provider confirmed the delete in time', async () => {
+    const name = uniqueName('cleanup-none');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await handle.signal(forceDeleteSignal, {});
+    expect(await handle.result()).toMatchObject({ status: 'deleted', forced: true, leaked: false });
+    expect(env.w.fake.instance(name)).toBeUndefined();
+    await expect(env.client.workflow.getHandle(cleanupWorkflowId(name)).describe()).rejects.toThrow(/not found/i);
+  });
+});

@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ActionsServiceClient } from '../../github/actions/client';
+import { isActionsError } from '../../github/actions/port';
+import { OctokitGitHub } from '../../github/octokit-github';
+import type { GitHubScope } from '../../github/port';
+import { registrationTokenFor } from '../../github/registry';
+import { startGitHubSimulator, type GitHubSimulator } from '../../github/simulator/server';
+
+const scope: GitHubScope = { kind: 'org', org: 'acme' };
+let sim: GitHubSimulator;
+let client: ActionsServiceClient;
+
+function newClient(): ActionsServiceClient {
+  const rest = new OctokitGitHub({ credentialsName: 'default', apiUrl: sim.url, auth: { type: 'pat', token: 'ghp_simulated' } });
+  return new ActionsServiceClient({ apiUrl: sim.url, scope, registrationToken: () => registrationTokenFor(rest, scope) });
+}
+
+beforeAll(async () => {
+  sim = await startGitHubSimulator({ longPollMs: 300, jobDurationMs: 300, recordResponses: true, onError: () => undefined });
+  client = newClient();
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+async function nextMessage(scaleSetId: number, sessionId: string, lastMessageId: number) {
+  for (let i = 0; i < 20; i++) {
+    const m = await client.getMessage({ scaleSetId, sessionId, lastMessageId, maxCapacity: 4 });
+    if (m) return m;
+  }
+  throw new Error('no message');
+}
+
+describe('the Actions service protocol against the simulator', () => {
+  it('gets or creates a scale set by name, holds one session, and carries a job from available to completed', async () => {
+    const created = await client.ensureScaleSet({ name: 'ci-large', runnerGroup: 'Default', labels: ['linux'] });
+    expect(created.id).toBeGreaterThan(0);
+    expect((await client.ensureScaleSet({ name: 'ci-large', runnerGroup: 'Default', labels: ['linux'] })).id).toBe(created.id);
+
+    const session = await client.createSession(created.id, 'owner-a');
+    expect(session.statistics?.totalAssignedJobs).toBe(0);
+    await expect(newClient().createSession(created.id, 'owner-b')).rejects.toSatisfy((e) => isActionsError(e, 'session_conflict'));
+
+    const job = sim.queueJob({ repository: 'acme/app', labels: ['ci-large'] });
+    const available = await nextMessage(created.id, session.sessionId, 0);
+    expect(available.jobs).toMatchObject([{ messageType: 'JobAvailable', runnerRequestId: job.id }]);
+    expect(available.statistics?.totalAvailableJobs).toBe(1);
+    expect(sim.scaleSetMaxCapacity(created.id)).toBe(4);
+    expect(await client.acquireJobs({ scaleSetId: created.id, sessionId: session.sessionId, requestIds: [job.id] })).toEqual([job.id]);
+    expect(await client.acquireJobs({ scaleSetId: created.id, sessionId: session.sessionId, requestIds: [job.id] })).toEqual([]);
+    await client.deleteMessage({ scaleSetId: created.id, sessionId: session.sessionId, messageId: available.messageId });
+
+    const assigned = await nextMessage(created.id, session.sessionId, available.messageId);
+    expect(assigned.jobs[0]?.messageType).toBe('JobAssigned');
+    expect(assigned.statistics?.totalAssignedJobs).toBe(1);
+
+    const jit = await client.generateJitConfig(created.id, 'ci-large-r1', '_work');
+    await sim.startAgent({ jitConfig: jit.encodedJitConfig });
+    const started = await nextMessage(created.id, session.sessionId, assigned.messageId);
+    expect(started.jobs[0]).toMatchObject({ messageType: 'JobStarted', runnerName: 'ci-large-r1', runnerId: jit.runnerId });
+    expect(await client.removeRunner(jit.runnerId)).toBe('busy');
+    const completed = await nextMessage(created.id, session.sessionId, started.messageId);
+    expect(completed.jobs[0]).toMatchObject({ messageType: 'JobCompleted', result: 'succeeded' });
+    expect(completed.statistics?.totalAssignedJobs).toBe(0);
+    expect(await client.removeRunner(jit.runnerId)).toBe('not_found');
+
+    expect(await client.deleteSession(created.id, session.sessionId)).toBe('deleted');
+    expect(await client.deleteScaleSet(created.id)).toBe('deleted');
+    expect(await client.deleteScaleSet(created.id)).toBe('not_found');
+  });
+
+  it('survives an expired queue token and admin token, and reports a lost session and a redelivery', async () => {
+    const set = await client.ensureScaleSet({ name: 'faults', runnerGroup: 'Default', labels: [] });
+    const session = await client.createSession(set.id, 'owner');
+    sim.queueJob({ repository: 'acme/app', labels: ['faults'] });
+
+    sim.setFault({ kind: 'expire-token', operation: 'get-message', times: 1 });
+    const first = await nextMessage(set.id, session.sessionId, 0);
+    sim.setFault({ kind: 'expire-token', operation: 'generate-scale-set-jitconfig', times: 1 });
+    expect((await client.generateJitConfig(set.id, 'faults-r1', '_work')).runnerId).toBeGreaterThan(0);
+
+    await client.deleteMessage({ scaleSetId: set.id, sessionId: session.sessionId, messageId: first.messageId });
+    sim.setFault({ kind: 'redeliver-message', times: 1 });
+    const again = await nextMessage(set.id, session.sessionId, first.messageId);
+    expect(again.messageId).toBe(first.messageId);
+
+    sim.setFault({ kind: 'lose-session', times: 1 });
+    await expect(client.getMessage({ scaleSetId: set.id, sessionId: session.sessionId, lastMessageId: first.messageId, maxCapacity: 1 })).rejects.toSatisfy((e) =>
+      isActionsError(e, 'not_found'),
+    );
+    // The lost session no longer blocks a new one.
+    expect((await client.createSession(set.id, 'owner')).sessionId).not.toBe(session.sessionId);
+
+    sim.setFault({ kind: 'server-error', operation: 'list-scale-sets', status: 503, times: 1 });
+    await expect(client.ensureScaleSet({ name: 'faults', runnerGroup: 'Default', labels: [] })).rejects.toMatchObject({ retryable: true, status: 503 });
+    await expect(client.ensureScaleSet({ name: 'x', runnerGroup: 'no-such-group', labels: [] })).rejects.toMatchObject({ retryable: false, kind: 'not_found' });
+  });
+});

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { apiRequest } from '../../devstack/stack';
+import { resolveTimings } from '../../domain/timings';
+import { sessionOwnerName } from '../../domain/scale-set';
+import {
+  SCALE_SET_LISTENER_WORKFLOW,
+  scaleSetListenerId,
+  scaleSetStateQuery,
+  stopListenerSignal,
+  type ScaleSetListenerInput,
+  type ScaleSetView,
+} from '../../workflows/scale-set-messages';
+import { eventually, uniqueName } from '../support/temporal';
+import { listenerState, SCALE_SET_TIMINGS, scaleSetPool, useScaleSetStack } from './support/stack';
+
+const stack = useScaleSetStack(500);
+
+async function listening(pool: string): Promise<ScaleSetView> {
+  return eventually(async () => {
+    const s = await listenerState(stack.client, pool);
+    return s?.status === 'listening' && s.scaleSetId !== undefined ? s : undefined;
+  }, 30_000, `listener of ${pool} listening`);
+}
+
+async function allDone(ids: number[]): Promise<void> {
+  await eventually(() => stack.sim.jobs().filter((j) => ids.includes(j.id) && j.status === 'completed').length === ids.length, 60_000, 'jobs completed');
+}
+
+describe('the scale-set listener under faults', () => {
+  it('survives session conflicts, expired tokens, a lost session, redelivery, a slow poll and 5xx without losing or re-applying a message', async () => {
+    stack.sim.setFault({ kind: 'session-conflict', times: 2 });
+    const pool = scaleSetPool({ maxRunners: 2 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const first = await listening(pool.name);
+    expect(first.sessionsOpened).toBe(1);
+
+    stack.sim.setFault({ kind: 'expire-token', operation: 'get-message', times: 1 });
+    stack.sim.setFault({ kind: 'expire-token', operation: 'acquire-jobs', times: 1 });
+    stack.sim.setFault({ kind: 'server-error', operation: 'get-message', status: 503, times: 2 });
+    stack.sim.setFault({ kind: 'latency', operation: 'get-message', ms: 1_500, times: 1 });
+    const batch1 = [1, 2].map(() => stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] }).id);
+    await allDone(batch1);
+
+    stack.sim.setFault({ kind: 'redeliver-message', times: 2 });
+    stack.sim.setFault({ kind: 'lose-session', times: 1 });
+    const batch2 = [1, 2].map(() => stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] }).id);
+    await allDone(batch2);
+
+    const settled = await eventually(async () => {
+      const s = await listenerState(stack.client, pool.name);
+      const set = stack.sim.scaleSets().find((x) => x.id === s?.scaleSetId);
+      return s && set && set.messages.pending === 0 && s.statistics?.totalAssignedJobs === 0 ? { s, set } : undefined;
+    }, 30_000, 'every message acknowledged');
+    expect(settled.s.jobsAcquired).toBe(4);
+    expect(settled.s.sessionsOpened).toBe(2);
+    expect(settled.s.redeliveriesSkipped).toBeGreaterThanOrEqual(1);
+    expect(settled.s.messagesApplied).toBe(settled.set.messages.deleted);
+    const ids = settled.s.recentMessageIds;
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+  });
+
+  it('refuses a second listener for the same scale set: the pool id is taken, and another listener waits on the 409', async () => {
+    const pool = scaleSetPool({ maxRunners: 1 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const owner = await listening(pool.name);
+
+    const timings = resolveTimings(SCALE_SET_TIMINGS);
+    const intruderPool = uniqueName('intruder').toLowerCase();
+    const input: ScaleSetListenerInput = {
+      settings: {
+        pool: intruderPool,
+        target: { credentials: 'default', scope: pool.github.scope },
+        name: pool.name,
+        runnerGroup: 'Default',
+        labels: [],
+        minRunners: 0,
+        maxRunners: 1,
+        ownerName: sessionOwnerName('elsewhere', intruderPool),
+      },
+      timings,
+    };
+    const taskQueue = stack.loaded.config.temporal.taskQueue;
+    await expect(
+      stack.client.workflow.start(SCALE_SET_LISTENER_WORKFLOW, { workflowId: scaleSetListenerId(pool.name), taskQueue, args: [input] }),
+    ).rejects.toThrow(/already started/i);
+
+    const intruder = await stack.client.workflow.start(SCALE_SET_LISTENER_WORKFLOW, { workflowId: scaleSetListenerId(intruderPool), taskQueue, args: [input] });
+    const refused = await eventually(async () => {
+      const s = await intruder.query(scaleSetStateQuery);
+      return s.status === 'conflict' ? s : undefined;
+    }, 20_000, 'second listener in conflict');
+    expect(refused.scaleSetId).toBe(owner.scaleSetId);
+    // Several conflict retries later it still holds no session, and the owner still listens.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const later = await intruder.query(scaleSetStateQuery);
+    expect(later.sessionsOpened).toBe(0);
+    expect(later.sessionId).toBeUndefined();
+    expect((await listenerState(stack.client, pool.name))?.sessionId).toBe(owner.sessionId);
+    await intruder.signal(stopListenerSignal, { reason: 'test over' });
+    expect((await intruder.result()).status).toBe('stopped');
+  });
+});

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { apiRequest } from '../../devstack/stack';
+import { eventually } from '../support/temporal';
+import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
+
+const stack = useScaleSetStack(1_500);
+
+/** Scale-set runners alive in the simulator right now. */
+const scaleSetRunners = (scaleSetId: number) => stack.sim.runners().filter((r) => (r as { scaleSetId?: number }).scaleSetId === scaleSetId);
+
+describe('a pool in scaleSet mode', () => {
+  it('runs jobs assigned to its scale set on fresh ephemeral runners, never more than maxRunners, and scales back to zero', async () => {
+    const pool = scaleSetPool({ maxRunners: 2 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const listening = await eventually(async () => {
+      const s = await listenerState(stack.client, pool.name);
+      return s?.status === 'listening' && s.scaleSetId !== undefined ? s : undefined;
+    }, 20_000, 'listener listening');
+
+    const jobs = Array.from({ length: 5 }, () => stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] }));
+    let most = 0;
+    const done = await eventually(
+      () => {
+        most = Math.max(most, scaleSetRunners(listening.scaleSetId!).length);
+        const finished = stack.sim.jobs().filter((j) => jobs.some((q) => q.id === j.id) && j.status === 'completed');
+        return finished.length === jobs.length ? finished : undefined;
+      },
+      60_000,
+      'all scale-set jobs completed',
+    );
+    expect(done.every((j) => j.conclusion === 'success')).toBe(true);
+    expect(new Set(done.map((j) => j.runnerName)).size).toBe(jobs.length);
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(2);
+    expect(stack.sim.scaleSetMaxCapacity(listening.scaleSetId!)).toBe(2);
+
+    const settled = await eventually(async () => {
+      const s = await listenerState(stack.client, pool.name);
+      return s && s.statistics?.totalAssignedJobs === 0 && scaleSetRunners(listening.scaleSetId!).length === 0 ? s : undefined;
+    }, 20_000, 'no runners left');
+    expect(settled.desiredRunners).toBe(0);
+    expect(settled.jobsAcquired).toBe(jobs.length);
+    expect(new Set(settled.recentMessageIds).size).toBe(settled.recentMessageIds.length);
+
+    const shown = await apiRequest(stack, 'GET', `/api/v1/pools/${pool.name}`);
+    expect(shown.body).toMatchObject({ scaleSet: { name: pool.name, scaleSetId: listening.scaleSetId, status: 'listening', desiredRunners: 0 } });
+  });
+
+  it('keeps minRunners warm, runs a job on a warm runner and warms a replacement', async () => {
+    const pool = scaleSetPool({ maxRunners: 3, scaleSet: { minRunners: 1 }, idleTimeout: 60_000 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const s = await eventually(async () => {
+      const state = await listenerState(stack.client, pool.name);
+      return state?.scaleSetId !== undefined ? state : undefined;
+    }, 20_000, 'scale set');
+    const warm = await eventually(() => {
+      const idle = stack.sim.agents().filter((a) => a.state === 'idle' && stack.sim.runners().some((r) => r.name === a.runnerName && (r as { scaleSetId?: number }).scaleSetId === s.scaleSetId));
+      return idle.length === 1 ? idle[0] : undefined;
+    }, 30_000, 'one warm runner');
+    const job = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
+    const ran = await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, 'job on the warm runner');
+    expect(ran.runnerName).toBe(warm.runnerName);
+    await eventually(() => {
+      const idle = stack.sim.agents().filter((a) => a.state === 'idle' && a.runnerName !== warm.runnerName && stack.sim.runners().some((r) => r.name === a.runnerName && (r as { scaleSetId?: number }).scaleSetId === s.scaleSetId));
+      return idle.length === 1;
+    }, 30_000, 'a new warm runner');
+  });
+
+  it('deleting the pool removes its runners, its session and its scale set', async () => {
+    const pool = scaleSetPool({ maxRunners: 2, scaleSet: { minRunners: 2 }, idleTimeout: 60_000 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const s = await eventually(async () => {
+      const state = await listenerState(stack.client, pool.name);
+      return state?.scaleSetId !== undefined && scaleSetRunners(state.scaleSetId).length === 2 ? state : undefined;
+    }, 30_000, 'two warm runners');
+    expect(stack.sim.scaleSets().find((x) => x.id === s.scaleSetId)?.session).toBeDefined();
+
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+    await eventually(() => !stack.sim.scaleSets().some((x) => x.id === s.scaleSetId), 30_000, 'scale set deleted');
+    expect(scaleSetRunners(s.scaleSetId!)).toHaveLength(0);
+    const final = await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
+    expect(final).toMatchObject({ status: 'stopped' });
+    expect(final.sessionId).toBeUndefined();
+  });
+});

@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, inject } from 'vitest';
+import type { Client } from '@temporalio/client';
+import { startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../../devstack/stack';
+import type { PoolSettingsInput } from '../../../domain/pool';
+import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../../workflows/scale-set-messages';
+import { E2E_TIMINGS } from '../../e2e/stack';
+import { uniqueName } from '../../support/temporal';
+
+/** Scale-set timings at test speed: short long polls, quick conflict retries. */
+export const SCALE_SET_SIM = { longPollMs: 1_000, sessionIdleTimeoutMs: 4_000, onError: () => undefined, webhookConcurrency: 8 };
+export const SCALE_SET_TIMINGS = { ...E2E_TIMINGS, scaleSetPollTimeout: 5_000, scaleSetConflictRetry: 500 };
+
+export function useScaleSetStack(jobDurationMs = 1_000): DevStack {
+  const stack = {} as DevStack;
+  beforeAll(async () => {
+    Object.assign(
+      stack,
+      await startDevStack({
+        temporalAddress: inject('temporalAddress'),
+        taskQueue: uniqueName('tq-ss'),
+        machines: 'simulated',
+        workflowBundlePath: inject('workflowBundlePath'),
+        config: { timings: SCALE_SET_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false } },
+        simulator: { ...SCALE_SET_SIM, jobDurationMs },
+      }),
+    );
+  });
+  afterAll(async () => {
+    await stack.stop?.();
+  });
+  return stack;
+}
+
+export function scaleSetPool(overrides: Partial<PoolSettingsInput> = {}): PoolSettingsInput & { name: string } {
+  const name = uniqueName('ss').toLowerCase().slice(0, 40);
+  return {
+    name,
+    mode: 'scaleSet',
+    github: { credentials: 'default', scope: { kind: 'org', org: 'acme' } },
+    labels: ['self-hosted', 'linux'],
+    provider: SIMULATED_PROVIDER,
+    maxRunners: 2,
+    bootstrapTimeout: 20_000,
+    idleTimeout: 500,
+    ...overrides,
+  };
+}
+
+export async function listenerState(client: Client, pool: string): Promise<ScaleSetView | undefined> {
+  try {
+    return await client.workflow.getHandle(scaleSetListenerId(pool)).query(scaleSetStateQuery);
+  } catch {
+    return undefined;
+  }
+}

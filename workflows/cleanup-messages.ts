@@ -1,0 +1,30 @@
+/**
+ * The machineCleanup workflow's surface, shared by the workflow, the activity
+ * that starts it and operators' tools.
+ */
+import type { InstanceTimings } from '../domain/timings';
+import type { InstanceSpec } from './messages';
+
+export const MACHINE_CLEANUP_WORKFLOW = 'machineCleanup';
+/** One per machine: starting it twice (a retried activity, a replayed workflow) finds the first. */
+export const cleanupWorkflowId = (name: string): string => `cleanup/${name}`;
+
+export interface MachineCleanupInput {
+  name: string;
+  pool: string;
+  provider: string;
+  providerId?: string;
+  github: InstanceSpec['github'];
+  githubRunnerId?: number;
+  /** A scale set's runner: its registration is removed through the Actions service. */
+  scaleSetId?: number;
+  /** The forced delete already dropped the GitHub registration. */
+  githubRemoved: boolean;
+  timings: InstanceTimings;
+  reason: string;
+}
+
+export interface MachineCleanupResult {
+  name: string;
+  deletedAt: string;
+}

@@ -1,0 +1,51 @@
+/**
+ * machineCleanup, workflow ID `cleanup/<instance name>`: keeps GARM's promise
+ * for a machine whose forced delete the provider did not confirm. The
+ * runnerInstance workflow has already ended (a forced delete closes at once,
+ * whatever the provider does); this one retries the provider delete with the
+ * usual backoff (1 s doubling, capped at 5 minutes) until the machine is gone.
+ * While it runs it carries `RunnerLeaked=true` (with the runner's name, pool and
+ * provider), so `RunnerLeaked=true AND ExecutionStatus='Running'` lists exactly
+ * the machines not yet confirmed gone; it clears the mark when done. The sweep
+ * stays the safety net for a clean-up that was terminated.
+ */
+import { log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import type { InstanceActivities } from '../activities/instance-activities';
+import type { MachineCleanupInput, MachineCleanupResult } from './cleanup-messages';
+import { RUNNER_LEAKED, RUNNER_STATUS } from './search-attributes';
+
+export async function machineCleanup(input: MachineCleanupInput): Promise<MachineCleanupResult> {
+  const t = input.timings;
+  const remove = proxyActivities<InstanceActivities>({
+    startToCloseTimeout: t.deleteAttemptTimeoutMs,
+    heartbeatTimeout: t.heartbeatTimeoutMs,
+    retry: {
+      initialInterval: t.deleteInitialIntervalMs,
+      backoffCoefficient: t.deleteBackoffCoefficient,
+      maximumInterval: t.deleteMaxIntervalMs,
+      nonRetryableErrorTypes: ['UnknownProvider'],
+    },
+  });
+  // The registration matters less than the machine: a few tries, then the machine regardless.
+  const github = proxyActivities<InstanceActivities>({
+    startToCloseTimeout: t.githubAttemptTimeoutMs,
+    retry: { initialInterval: t.githubInitialIntervalMs, maximumInterval: t.githubMaxIntervalMs, backoffCoefficient: 2, maximumAttempts: 3 },
+  });
+
+  if (!input.githubRemoved) {
+    await github
+      .removeGitHubRunner({
+        github: input.github,
+        name: input.name,
+        ...(input.githubRunnerId !== undefined ? { githubRunnerId: input.githubRunnerId } : {}),
+        ...(input.scaleSetId !== undefined ? { scaleSetId: input.scaleSetId } : {}),
+      })
+      .catch((err: unknown) => log.warn('GitHub registration not removed', { runner: input.name, error: String(err) }));
+  }
+  await remove.deleteInstance({ provider: input.provider, name: input.name, pool: input.pool, ...(input.providerId ? { providerId: input.providerId } : {}) });
+  upsertSearchAttributes([
+    { key: RUNNER_LEAKED, value: false },
+    { key: RUNNER_STATUS, value: 'deleted' },
+  ]);
+  return { name: input.name, deletedAt: new Date().toISOString() };
+}

@@ -1,0 +1,97 @@
+/**
+ * Message definitions of the scaleSetListener workflow (one per scale-set pool),
+ * shared by the workflow, the pool and clients (API, CLI, Web UI).
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { RunnerScaleSetStatistic } from '../github/actions/types';
+import type { GitHubScopeSettings } from '../domain/pool';
+import type { InstanceTimings } from '../domain/timings';
+
+export const SCALE_SET_LISTENER_WORKFLOW = 'scaleSetListener';
+export const scaleSetListenerId = (pool: string): string => `scaleset/${pool}`;
+
+/** Where the scale set lives and which credentials reach it. */
+export interface ScaleSetTarget {
+  credentials: string;
+  scope: GitHubScopeSettings;
+}
+
+export interface ScaleSetListenerSettings {
+  pool: string;
+  target: ScaleSetTarget;
+  name: string;
+  runnerGroup: string;
+  labels: string[];
+  minRunners: number;
+  maxRunners: number;
+  /** Owner name of the sessions this listener opens. */
+  ownerName: string;
+}
+
+export type ListenerStatus = 'starting' | 'listening' | 'conflict' | 'reconnecting' | 'stopping' | 'stopped';
+
+export interface ListenerCarried {
+  scaleSetId?: number;
+  sessionId?: string;
+  lastMessageId: number;
+  statistics?: RunnerScaleSetStatistic;
+  /** Messages applied over the listener's life. */
+  messagesApplied: number;
+  /** Deliveries of messages already applied (redeliveries), acknowledged without applying them again. */
+  redeliveriesSkipped: number;
+  sessionsOpened: number;
+  jobsAcquired: number;
+  /** Newest applied message ids (bounded), so operators and tests can see none was applied twice. */
+  recentMessageIds: number[];
+  demandSeq: number;
+}
+
+export interface ScaleSetListenerInput {
+  settings: ScaleSetListenerSettings;
+  timings: InstanceTimings;
+  carried?: ListenerCarried;
+  /** History events before continuing as new (tests set it low). */
+  historyLimit?: number;
+}
+
+export interface ScaleSetView extends ListenerCarried {
+  pool: string;
+  name: string;
+  status: ListenerStatus;
+  /** `min(maxRunners, minRunners + totalAssignedJobs)`. */
+  desiredRunners: number;
+  minRunners: number;
+  maxRunners: number;
+  lastError?: string;
+}
+
+export interface StopListenerArgs {
+  /** Delete the scale set after closing the session (the pool is being deleted). */
+  deleteScaleSet?: boolean;
+  reason?: string;
+}
+export interface UpdateListenerArgs {
+  minRunners: number;
+  maxRunners: number;
+  labels: string[];
+}
+/** Sent to the pool: the scale set's statistics, the truth its runner count follows. */
+export interface ScaleSetDemandArgs {
+  scaleSetId: number;
+  scaleSetName: string;
+  totalAssignedJobs: number;
+  /** Increases with every report; an older one arriving late is dropped. */
+  seq: number;
+}
+
+export const scaleSetStateQuery = defineQuery<ScaleSetView>('scaleSetState');
+export const stopListenerSignal = defineSignal<[StopListenerArgs]>('stopListener');
+export const updateListenerSignal = defineSignal<[UpdateListenerArgs]>('updateListener');
+export const scaleSetDemandSignal = defineSignal<[ScaleSetDemandArgs]>('scaleSetDemand');
+
+export const SCALE_SET_MESSAGE_DESCRIPTIONS = {
+  scaleSetState: 'The scale set: id, session, last message id, statistics, desired runner count and listener status.',
+  stopListener: 'Close the message session and end the listener; with {"deleteScaleSet": true} also delete the scale set. Input: {"reason": "..."}',
+  updateListener: 'New minRunners, maxRunners and labels from the pool settings (sent by the pool).',
+  scaleSetDemand: 'Statistics from the scale set listener: the pool keeps min(maxRunners, minRunners + totalAssignedJobs) runners.',
+} as const;
