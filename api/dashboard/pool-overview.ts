@@ -19,8 +19,8 @@ export interface PoolOverview {
   counts?: PoolCounts;
   queuedJobs?: number;
   deleting?: boolean;
-  /** Present on scale-set pools: passed through as the pool reports it. */
-  scaleSet?: unknown;
+  /** `webhook` or `scaleSet` (GitHub's runner scale sets; GET /api/v1/pools/:name shows the scale set). */
+  mode?: string;
   /** The pool did not answer its query; the rest of the summary still stands. */
   error?: string;
 }
@@ -32,7 +32,7 @@ export function withCounts(view: PoolView): PoolView & { counts: PoolCounts; run
 
 export async function poolOverview(services: Services, entry: PoolEntry): Promise<PoolOverview> {
   const base = { name: entry.name, workflowId: entry.workflowId, runId: entry.runId, provider: entry.memo?.provider, enabled: entry.memo?.enabled };
-  let view: PoolView & { scaleSet?: unknown };
+  let view: PoolView;
   try {
     view = await services.query(poolWorkflowId(entry.name), `pool ${entry.name}`, poolStateQuery);
   } catch (err) {
@@ -42,6 +42,7 @@ export async function poolOverview(services: Services, entry: PoolEntry): Promis
   return {
     ...base,
     provider: settings.provider,
+    mode: settings.mode,
     enabled: settings.enabled,
     labels: settings.labels,
     minIdleRunners: settings.minIdleRunners,
@@ -50,6 +51,5 @@ export async function poolOverview(services: Services, entry: PoolEntry): Promis
     counts: countRunners(view.runners),
     queuedJobs: view.queuedJobs.length,
     deleting: view.deleting,
-    ...(view.scaleSet !== undefined ? { scaleSet: view.scaleSet } : {}),
   };
 }
