@@ -32,12 +32,15 @@ export interface AppLimits {
   queryTimeoutMs: number;
   /** How long the pool list used for job routing is reused. */
   poolCacheMs: number;
+  /** How long the summary waits for each pool: one pool whose worker is gone must not stall the dashboard. */
+  summaryPoolTimeoutMs: number;
 }
 
 export const DEFAULT_LIMITS: AppLimits = {
   apiBodyBytes: 1024 * 1024,
   queryTimeoutMs: 5_000,
   poolCacheMs: 3_000,
+  summaryPoolTimeoutMs: 2_000,
 };
 
 export interface AppDeps {

@@ -34,7 +34,9 @@ export async function poolOverview(services: Services, entry: PoolEntry): Promis
   const base = { name: entry.name, workflowId: entry.workflowId, runId: entry.runId, provider: entry.memo?.provider, enabled: entry.memo?.enabled };
   let view: PoolView;
   try {
-    view = await services.query(poolWorkflowId(entry.name), `pool ${entry.name}`, poolStateQuery);
+    const { client } = services.deps;
+    const deadline = Date.now() + Math.min(services.limits.summaryPoolTimeoutMs, services.limits.queryTimeoutMs);
+    view = await client.withDeadline(deadline, () => client.workflow.getHandle(poolWorkflowId(entry.name)).query(poolStateQuery));
   } catch (err) {
     return { ...base, error: temporalHttpError(err)?.message ?? (err as Error).message };
   }
