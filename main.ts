@@ -124,6 +124,7 @@ async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>>
 
 function banner(apiUrl: string, adminToken: string): void {
   say(`HTTP API: ${apiUrl} (admin token: ${adminToken})`);
+  say(`Dashboard: ${apiUrl}/ui (sign in with the admin token)`);
   say(`Temporal Web UI: http://127.0.0.1:${process.env.TEMPORAL_UI_PORT ?? 8233} (find runners with RunnerStatus="running")`);
   say(`CLI: RUNNERFLOW_URL=${apiUrl} RUNNERFLOW_ADMIN_TOKEN=<token> npx runnerflow runner list`);
 }

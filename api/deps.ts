@@ -34,6 +34,8 @@ export interface AppLimits {
   poolCacheMs: number;
   /** How long the pool gauges of /metrics (runners by status, queued jobs) are reused. */
   poolMetricsCacheMs: number;
+  /** How long the summary waits for each pool: one pool whose worker is gone must not stall the dashboard. */
+  summaryPoolTimeoutMs: number;
 }
 
 export const DEFAULT_LIMITS: AppLimits = {
@@ -41,6 +43,7 @@ export const DEFAULT_LIMITS: AppLimits = {
   queryTimeoutMs: 5_000,
   poolCacheMs: 3_000,
   poolMetricsCacheMs: 5_000,
+  summaryPoolTimeoutMs: 2_000,
 };
 
 export interface AppDeps {

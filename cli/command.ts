@@ -10,6 +10,8 @@ export interface CommandContext {
   positionals: string[];
   values: Record<string, string | boolean | undefined>;
   out(text: string): void;
+  /** Aborted on Ctrl-C: long-running commands (watch) stop cleanly. */
+  signal?: AbortSignal;
 }
 
 export interface Command {

@@ -5,18 +5,22 @@
 import { parseArgs } from 'node:util';
 import { ApiClient } from './api-client';
 import type { Command, OptionSpec } from './command';
+import { completionCommands } from './commands/completion';
+import { jobCommands } from './commands/jobs';
 import { poolCommands } from './commands/pool';
 import { runnerCommands } from './commands/runner';
-import { CliError, usageError } from './errors';
+import { CliError, EXIT_CODES, usageError } from './errors';
 
 export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
   env: NodeJS.ProcessEnv;
   fetch?: typeof fetch;
+  /** Aborted on Ctrl-C. */
+  signal?: AbortSignal;
 }
 
-const GROUPS: Record<string, Record<string, Command>> = { pool: poolCommands, runner: runnerCommands };
+const GROUPS: Record<string, Record<string, Command>> = { pool: poolCommands, runner: runnerCommands, jobs: jobCommands };
 
 const GLOBAL_OPTIONS = {
   url: { type: 'string' },
@@ -24,6 +28,8 @@ const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies OptionSpec;
+
+GROUPS.completion = completionCommands(() => GROUPS, Object.keys(GLOBAL_OPTIONS).map((o) => `--${o}`));
 
 const GLOBAL_HELP = [
   '--url URL                   API base URL (RUNNERFLOW_URL, default http://127.0.0.1:8080)',
@@ -38,12 +44,14 @@ function mainHelp(): string {
   );
   const width = Math.max(...entries.map(([usage]) => usage.length));
   const lines = ['Usage: runnerflow <group> <command> [arguments] [options]', '', ...entries.map(([usage, summary]) => `  ${usage.padEnd(width)}  ${summary}`)];
-  return [...lines, '', 'Options:', ...GLOBAL_HELP.map((l) => `  ${l}`)].join('\n');
+  return [...lines, '', 'Options:', ...GLOBAL_HELP.map((l) => `  ${l}`), '', 'Exit codes:', ...exitCodeHelp()].join('\n');
 }
+
+const exitCodeHelp = (): string[] => EXIT_CODES.map(([code, meaning]) => `  ${String(code).padEnd(4)}${meaning}`);
 
 function commandHelp(group: string, command: Command): string {
   const options = [...(command.optionHelp ?? []), ...GLOBAL_HELP];
-  return [`Usage: runnerflow ${group} ${command.usage}`, '', command.summary, '', 'Options:', ...options.map((l) => `  ${l}`)].join('\n');
+  return [`Usage: runnerflow ${group} ${command.usage}`, '', command.summary, '', 'Options:', ...options.map((l) => `  ${l}`), '', 'Exit codes:', ...exitCodeHelp()].join('\n');
 }
 
 /** The group and command words, wherever the global options stand around them. */
@@ -72,7 +80,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<void> {
     throw usageError('missing command');
   }
   const group = GROUPS[groupName];
-  if (!group) throw usageError(`unknown command "${groupName}"; expected ${Object.keys(GROUPS).join(' or ')}`);
+  if (!group) throw usageError(`unknown command "${groupName}"; expected one of ${Object.keys(GROUPS).join(', ')}`);
   if (!commandName) {
     if (wantsHelp) return io.stdout(mainHelp());
     throw usageError(`missing ${groupName} command; expected one of ${Object.keys(group).join(', ')}`);
@@ -100,6 +108,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<void> {
     positionals: parsed.positionals,
     values,
     out: io.stdout,
+    ...(io.signal ? { signal: io.signal } : {}),
   });
 }
 

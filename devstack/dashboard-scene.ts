@@ -78,6 +78,13 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     return (res.body as { runners: unknown[] }).runners.length > 0 ? true : undefined;
   });
   log('leaked machine recorded');
+  // The sweep finds the leaked machine and, while the provider still refuses, reports it failed.
+  await until('a sweep run that met the leaked machine', async () => {
+    const res = await apiRequest(stack, 'GET', '/api/v1/sweeps');
+    const sweeps = (res.body as { sweeps: { runs: { result?: { failed: number } }[] }[] }).sweeps;
+    return sweeps.some((s) => s.runs.some((r) => (r.result?.failed ?? 0) > 0)) ? true : undefined;
+  }, 90_000);
+  log('sweep run recorded');
 
   return {
     stack,

@@ -54,8 +54,10 @@ function toast(message) {
   }, 5000);
 }
 
-function showLogin(/** @type {string | undefined} */ message) {
+/** @param {string} [message] why the page asks again */
+function showLogin(message) {
   clearTimeout(state.timer);
+  polling.again = false;
   $('dashboard').hidden = true;
   $('logout').hidden = true;
   $('temporal-link').hidden = true;
@@ -201,15 +203,21 @@ async function loadPoolDetail() {
   draw('pool-detail-body', { detail, runners, timelines: [...state.timelines] }, () => poolDetailView(detail, started, state.timelines, runnerActions));
 }
 
-async function poll() {
-  clearTimeout(state.timer);
-  if (!session.token()) return showLogin();
+/** @returns {Promise<boolean>} whether to keep polling (false once signed out) */
+async function refresh() {
+  if (!session.token()) {
+    showLogin();
+    return false;
+  }
   try {
-    const sweeps = state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined;
-    const [summary, leaked, unmatched] = await Promise.all([
+    const hadSelection = state.selectedPool !== undefined;
+    // Everything is asked for at once: one slow part must not delay the others.
+    const [summary, leaked, unmatched, sweeps] = await Promise.all([
       api('GET', '/api/v1/summary'),
       api('GET', '/api/v1/runners?leaked=true&limit=50'),
       api('GET', '/api/v1/jobs/unmatched'),
+      state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined,
+      loadPoolDetail(),
     ]);
     setTemporalTarget(summary.temporal);
     const link = /** @type {HTMLAnchorElement} */ ($('temporal-link'));
@@ -220,24 +228,43 @@ async function poll() {
     draw('pools', { pools: summary.pools, selected: state.selectedPool }, () => poolsView(summary.pools, state.selectedPool, poolActions));
     draw('leaked', leaked.runners, () => leakedView(leaked.runners));
     draw('unmatched', unmatched.jobs, () => unmatchedView(unmatched.jobs));
-    await loadPoolDetail();
-    if (sweeps) {
-      const { sweeps: list } = await sweeps;
-      draw('sweeps', list, () => sweepsView(list));
-    }
+    if (sweeps) draw('sweeps', sweeps.sweeps, () => sweepsView(sweeps.sweeps));
+    if (!hadSelection && state.selectedPool) await loadPoolDetail();
     state.polls += 1;
     $('connection-error').hidden = true;
     $('live').replaceChildren(h('span', { class: 'dot', 'aria-hidden': 'true' }), `Live · updated ${new Date().toLocaleTimeString()}`);
   } catch (err) {
     if (err instanceof ApiError && err.unauthorized) {
       session.signOut();
-      return showLogin(err.message);
+      showLogin(err.message);
+      return false;
     }
     const banner = $('connection-error');
     banner.textContent = `Could not refresh: ${err instanceof Error ? err.message : String(err)}. Retrying…`;
     banner.hidden = false;
   }
-  state.timer = setTimeout(() => void poll(), POLL_MS);
+  return true;
+}
+
+const polling = { running: false, again: false };
+
+/** Refreshes now; a call while a refresh is under way makes it go again right after, so there is only ever one loop. */
+async function poll() {
+  if (polling.running) {
+    polling.again = true;
+    return;
+  }
+  polling.running = true;
+  clearTimeout(state.timer);
+  let keepGoing;
+  try {
+    keepGoing = await refresh();
+  } finally {
+    polling.running = false;
+  }
+  if (!keepGoing) return;
+  state.timer = setTimeout(() => void poll(), polling.again ? 0 : POLL_MS);
+  polling.again = false;
 }
 
 function start() {

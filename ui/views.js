@@ -7,7 +7,7 @@ import { scheduleUrl, temporalLink, workflowUrl } from './temporal-links.js';
  * @typedef {{ alive: number, idle: number, busy: number, starting: number, leaving: number }} Counts
  * @typedef {{ name: string, workflowId: string, runId: string, provider?: string, enabled?: boolean, labels?: string[],
  *   minIdleRunners?: number, maxRunners?: number, desired?: number, counts?: Counts, queuedJobs?: number, deleting?: boolean,
- *   scaleSet?: unknown, error?: string }} PoolSummary
+ *   mode?: string, error?: string }} PoolSummary
  * @typedef {{ select(name: string): void, toggleEnabled(pool: PoolSummary): void, editSize(pool: PoolSummary): void }} PoolActions
  */
 
@@ -37,7 +37,7 @@ export function poolsView(pools, selected, actions) {
         'th',
         { scope: 'row' },
         h('button', { type: 'button', class: 'link', 'aria-pressed': String(pool.name === selected), 'aria-label': `Show runners of pool ${pool.name}`, onclick: () => actions.select(pool.name) }, pool.name),
-        pool.scaleSet !== undefined && h('span', { class: 'tag' }, 'scale set'),
+        pool.mode === 'scaleSet' && h('span', { class: 'tag' }, 'scale set'),
         pool.error && h('div', { class: 'error small' }, pool.error),
       ),
       h('td', {}, pool.provider ?? '–'),
@@ -127,7 +127,17 @@ export function poolDetailView(pool, started, open, actions) {
       `Labels ${(s.labels ?? []).join(', ')} · GitHub ${scopeText} · image ${s.image ?? '–'} · flavor ${s.flavor ?? '–'} · ${s.ephemeral === false ? 'persistent' : 'ephemeral'} runners · target ${pool.target}`,
     ),
   ];
-  if (pool.scaleSet !== undefined) parts.push(h('div', { class: 'scale-set', role: 'group', 'aria-label': 'Scale set' }, h('h3', {}, 'Scale set'), genericValue(pool.scaleSet)));
+  // Shown as the API reports it (session, last message id, statistics, desired count), whatever fields it grows.
+  if (pool.scaleSet !== undefined) {
+    parts.push(
+      h(
+        'div',
+        { class: 'scale-set', role: 'group', 'aria-label': 'Scale set' },
+        h('h3', {}, 'Scale set'),
+        pool.scaleSet === null ? h('p', { class: 'muted' }, 'The scale set listener is not running (starting, or stopped).') : genericValue(pool.scaleSet),
+      ),
+    );
+  }
 
   if (pool.runners.length === 0) {
     parts.push(empty(pool.deleting ? 'The pool is being deleted; no runners are left.' : 'No runners right now. They appear here as jobs are queued or when min idle runners is above 0.'));

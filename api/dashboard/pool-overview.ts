@@ -2,6 +2,7 @@
 import { poolStateQuery, poolWorkflowId, type PoolView } from '../../workflows/pool-messages';
 import type { PoolEntry } from '../pool-directory';
 import type { Services } from '../services';
+import { temporalHttpError } from '../temporal/errors';
 import { countRunners, runnerPhase, type PoolCounts } from './pool-counts';
 
 export interface PoolOverview {
@@ -18,8 +19,8 @@ export interface PoolOverview {
   counts?: PoolCounts;
   queuedJobs?: number;
   deleting?: boolean;
-  /** Present on scale-set pools: passed through as the pool reports it. */
-  scaleSet?: unknown;
+  /** `webhook` or `scaleSet` (GitHub's runner scale sets; GET /api/v1/pools/:name shows the scale set). */
+  mode?: string;
   /** The pool did not answer its query; the rest of the summary still stands. */
   error?: string;
 }
@@ -31,16 +32,19 @@ export function withCounts(view: PoolView): PoolView & { counts: PoolCounts; run
 
 export async function poolOverview(services: Services, entry: PoolEntry): Promise<PoolOverview> {
   const base = { name: entry.name, workflowId: entry.workflowId, runId: entry.runId, provider: entry.memo?.provider, enabled: entry.memo?.enabled };
-  let view: PoolView & { scaleSet?: unknown };
+  let view: PoolView;
   try {
-    view = await services.query(poolWorkflowId(entry.name), `pool ${entry.name}`, poolStateQuery);
+    const { client } = services.deps;
+    const deadline = Date.now() + Math.min(services.limits.summaryPoolTimeoutMs, services.limits.queryTimeoutMs);
+    view = await client.withDeadline(deadline, () => client.workflow.getHandle(poolWorkflowId(entry.name)).query(poolStateQuery));
   } catch (err) {
-    return { ...base, error: (err as Error).message };
+    return { ...base, error: temporalHttpError(err)?.message ?? (err as Error).message };
   }
   const { settings } = view;
   return {
     ...base,
     provider: settings.provider,
+    mode: settings.mode,
     enabled: settings.enabled,
     labels: settings.labels,
     minIdleRunners: settings.minIdleRunners,
@@ -49,6 +53,5 @@ export async function poolOverview(services: Services, entry: PoolEntry): Promis
     counts: countRunners(view.runners),
     queuedJobs: view.queuedJobs.length,
     deleting: view.deleting,
-    ...(view.scaleSet !== undefined ? { scaleSet: view.scaleSet } : {}),
   };
 }

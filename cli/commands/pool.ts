@@ -16,8 +16,18 @@ interface PoolRunner {
   name: string;
   status: string;
   runnerStatus: string;
+  /** starting, idle, busy or leaving. */
+  phase?: string;
   jobId?: number;
   since: string;
+}
+
+interface PoolCounts {
+  alive: number;
+  idle: number;
+  busy: number;
+  starting: number;
+  leaving: number;
 }
 
 interface PoolDetail {
@@ -30,6 +40,7 @@ interface PoolDetail {
   deleting: boolean;
   /** Scale-set pools: the listener's view (null while it is not running). */
   scaleSet?: ScaleSetDetail | null;
+  counts?: PoolCounts;
 }
 
 interface ScaleSetDetail {
@@ -132,6 +143,8 @@ export const poolCommands: Record<string, Command> = {
           ['Flavor', s.flavor],
           ['OS', `${String(s.osType)}/${String(s.osArch)}`],
           ['Runners', `${pool.runners.length} (target ${pool.target}, min idle ${String(s.minIdleRunners)}, max ${String(s.maxRunners)})`],
+          ['Alive', pool.counts ? `${pool.counts.alive} (idle ${pool.counts.idle}, busy ${pool.counts.busy}, starting ${pool.counts.starting}); leaving ${pool.counts.leaving}` : undefined],
+          ['Queued jobs', pool.queuedJobs.length],
           ['Priority', s.priority],
           ['Enabled', s.enabled],
           ['Ephemeral', s.ephemeral],
@@ -142,7 +155,12 @@ export const poolCommands: Record<string, Command> = {
       );
       if (pool.runners.length > 0) {
         ctx.out('');
-        ctx.out(formatTable(['RUNNER', 'STATUS', 'RUNNER STATUS', 'JOB', 'SINCE'], pool.runners.map((r) => [r.name, r.status, r.runnerStatus, r.jobId, r.since])));
+        ctx.out(
+          formatTable(
+            ['RUNNER', 'STATUS', 'RUNNER STATUS', 'PHASE', 'JOB', 'SINCE'],
+            pool.runners.map((r) => [r.name, r.status, r.runnerStatus, r.phase, r.jobId, r.since]),
+          ),
+        );
       }
       if (pool.queuedJobs.length > 0) {
         ctx.out('');

@@ -1,5 +1,6 @@
 import { formatFields, formatTable } from '../table';
-import { usageError } from '../errors';
+import { interrupted, usageError } from '../errors';
+import { watchRunner } from '../watch';
 import type { InstanceState } from '../../workflows/messages';
 import { printJson, type Command } from '../command';
 
@@ -70,6 +71,20 @@ export const runnerCommands: Record<string, Command> = {
         ctx.out('');
         ctx.out(formatTable(['AT', 'FROM', 'TO', 'REASON'], state.transitions.map((t) => [t.at, t.from, t.to, t.reason])));
       }
+    },
+  },
+  watch: {
+    usage: 'watch NAME [--interval SECONDS]',
+    summary: 'Follow a runner: print its transitions as they happen until it is deleted (Ctrl-C stops)',
+    options: { interval: { type: 'string' } },
+    optionHelp: ['--interval SECONDS          how often to ask (default 1); --json prints one JSON object per line'],
+    arity: 1,
+    async run(ctx) {
+      const raw = typeof ctx.values.interval === 'string' ? ctx.values.interval : '1';
+      const seconds = Number(raw);
+      if (!Number.isFinite(seconds) || seconds < 0.1 || seconds > 3600) throw usageError(`--interval "${raw}" is not a number of seconds between 0.1 and 3600`);
+      const end = await watchRunner({ api: ctx.api, name: ctx.positionals[0]!, intervalMs: seconds * 1000, json: ctx.json, out: ctx.out, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      if (end === 'aborted') throw interrupted();
     },
   },
   delete: {

@@ -218,6 +218,10 @@ describe('open routes', () => {
         'GET /healthz',
         'GET /metrics',
         'GET /openapi.json',
+        'GET /api/v1/summary',
+        'GET /api/v1/sweeps',
+        'GET /ui',
+        'GET /ui/:file',
       ].sort(),
     );
     for (const route of routes) {
@@ -232,7 +236,8 @@ describe('open routes', () => {
     expect(schema.required).toEqual(expect.arrayContaining(['name', 'github', 'labels', 'provider']));
     expect(Object.keys(schema.properties)).toContain('bootstrapTimeout');
     const list = doc.paths['/api/v1/runners']!.get!;
-    expect(list.parameters.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['query:pool', 'query:status']));
+    expect(list.parameters.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['query:pool', 'query:status', 'query:leaked']));
+    expect(doc.paths['/ui']!.get!.security).toEqual([]);
     expect(doc.paths['/api/v1/runners/{name}']!.delete!.parameters.map((p) => p.name)).toEqual(['name', 'force', 'bypassBusy']);
   });
 });

@@ -2,7 +2,7 @@
  * The CLI as operators run it: bin/runnerflow.js spawned as a process against
  * the HTTP API served over node:http, with a worker running the workflows.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -12,6 +12,7 @@ import { createApp } from '../../api/app';
 import { startHttpServer, type HttpServer } from '../../api/node-server';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { runnerWorkflowId, type InstanceState } from '../../workflows/messages';
+import { UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger, testConfig } from '../api/support';
 
@@ -53,10 +54,22 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
     execFile(
       process.execPath,
       [BIN, ...args],
-      { env: { PATH: process.env.PATH ?? '', RUNNERFLOW_URL: server.url, RUNNERFLOW_ADMIN_TOKEN: ADMIN_TOKEN, ...env }, timeout: 30_000 },
+      { env: cliEnv(env), timeout: 30_000 },
       (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
+}
+
+const cliEnv = (env: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '', RUNNERFLOW_URL: server.url, RUNNERFLOW_ADMIN_TOKEN: ADMIN_TOKEN, ...env });
+
+/** A long-running CLI command whose output can be read while it runs. */
+function cliProcess(args: string[]) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: cliEnv() });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+  return { child, output, exited };
 }
 
 function poolFile(name: string, extra = ''): string {
@@ -179,5 +192,101 @@ describe('runnerflow CLI', () => {
     expect(unknownOption).toMatchObject({ code: 2, stderr: "error: Unknown option '--colour' (see --help)\n" });
     const bypass = await cli(['runner', 'delete', 'x', '--bypass-busy']);
     expect(bypass.code).toBe(2);
+  });
+
+  it('shows a pool with its runners counted by phase', async () => {
+    const name = uniqueName('cli-show').toLowerCase();
+    expect((await cli(['pool', 'create', '--file', poolFile(name), '--min-idle', '1'])).code).toBe(0);
+    const shown = await eventually(async () => {
+      const run = await cli(['pool', 'show', name]);
+      return /^Alive:\s+1 \(/m.test(run.stdout) ? run : undefined;
+    }, 30_000, 'one runner alive');
+    expect(shown.stdout).toMatch(/^Queued jobs:\s+0$/m);
+    expect(shown.stdout).toMatch(/^Alive:\s+1 \(idle \d, busy 0, starting \d\); leaving 0$/m);
+    expect(shown.stdout).toMatch(new RegExp(`^RUNNER\\s+STATUS\\s+RUNNER STATUS\\s+PHASE\\s+JOB\\s+SINCE\\n${name}-\\S+\\s+\\S+\\s+\\S+\\s+(starting|idle)\\s+-\\s+\\S+$`, 'm'));
+    const json = JSON.parse((await cli(['pool', 'show', name, '--json'])).stdout) as { counts: { alive: number } };
+    expect(json.counts.alive).toBe(1);
+    expect((await cli(['pool', 'delete', name])).code).toBe(0);
+  });
+
+  it('watches a runner live until it is deleted', async () => {
+    const pool = uniqueName('cli-watch');
+    const name = await runningRunner(pool);
+    const watch = cliProcess(['runner', 'watch', name, '--interval', '0.2']);
+    await eventually(() => watch.output.stdout.includes('creating -> running'), 20_000, 'transitions so far');
+    expect(watch.output.stdout.split('\n')[0]).toBe(`runner ${name} (pool ${pool}, provider fake)`);
+
+    expect((await cli(['runner', 'delete', name, '--force'])).code).toBe(0);
+    expect(await watch.exited).toBe(0);
+    const lines = watch.output.stdout.trim().split('\n');
+    expect(lines.filter((l) => / -> /.test(l)).map((l) => l.split(/\s+/).slice(1, 4).join(' '))).toEqual([
+      'pending_create -> creating',
+      'creating -> running',
+      'running -> pending_force_delete',
+      'pending_force_delete -> deleting',
+      'deleting -> deleted',
+    ]);
+    expect(lines.at(-1)).toBe(`runner ${name} is deleted (forced)`);
+    expect(watch.output.stderr).toBe('');
+  });
+
+  it('stops watching on Ctrl-C with exit code 130, and fails at once for an unknown runner', async () => {
+    const name = await runningRunner(uniqueName('cli-watch'));
+    const watch = cliProcess(['runner', 'watch', name, '--json']);
+    await eventually(() => watch.output.stdout.includes('"to":"running"'), 20_000, 'first lines');
+    const first = JSON.parse(watch.output.stdout.split('\n')[0]!) as Record<string, unknown>;
+    expect(first).toMatchObject({ runner: name, from: 'pending_create', to: 'creating', at: expect.any(String) });
+    watch.child.kill('SIGINT');
+    expect(await watch.exited).toBe(130);
+    expect(watch.output.stderr).toBe('error: interrupted\n');
+    expect((await client.workflow.getHandle(runnerWorkflowId(name)).describe()).status.name).toBe('RUNNING');
+    await cli(['runner', 'delete', name, '--force']);
+
+    const unknown = await cli(['runner', 'watch', uniqueName('nobody')]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^error: runner .* does not exist\n$/);
+    const badInterval = await cli(['runner', 'watch', 'x', '--interval', 'soon']);
+    expect(badInterval).toMatchObject({ code: 2, stderr: 'error: --interval "soon" is not a number of seconds between 0.1 and 3600 (see --help)\n' });
+  });
+
+  it('lists unmatched jobs', async () => {
+    const jobId = Math.floor(Math.random() * 1e9);
+    await client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
+      workflowId: unmatchedJobsWorkflowId(worker.taskQueue),
+      taskQueue: worker.taskQueue,
+      args: [],
+      signal: unmatchedJobSignal,
+      signalArgs: [{ jobId, labels: ['self-hosted', 'gpu'], repository: 'acme/models', reason: 'no pool has the labels self-hosted, gpu', recordedAt: new Date().toISOString() }],
+    });
+    const table = await eventually(async () => {
+      const run = await cli(['jobs', 'unmatched']);
+      return run.stdout.includes(String(jobId)) ? run : undefined;
+    }, 20_000, 'the job listed');
+    expect(table.stdout).toMatch(/^JOB\s+REPOSITORY\s+LABELS\s+REASON\s+RECORDED$/m);
+    expect(table.stdout).toMatch(new RegExp(`^${jobId}\\s+acme/models\\s+self-hosted,gpu\\s+no pool has the labels self-hosted, gpu\\s+\\S+$`, 'm'));
+    const json = JSON.parse((await cli(['jobs', 'unmatched', '--json'])).stdout) as { jobId: number }[];
+    expect(json.map((j) => j.jobId)).toContain(jobId);
+  });
+
+  it('completes commands and options in bash, and documents its exit codes', async () => {
+    const script = await cli(['completion', 'bash']);
+    expect(script.code).toBe(0);
+    const complete = (words: string[]) =>
+      new Promise<string>((done, fail) =>
+        execFile(
+          'bash',
+          ['-c', `source /dev/stdin <<'EOF'\n${script.stdout}\nEOF\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _runnerflow; echo "\${COMPREPLY[*]}"`],
+          (err, stdout) => (err ? fail(err) : done(stdout.trim())),
+        ),
+      );
+    expect(await complete(['runnerflow', ''])).toBe('pool runner jobs completion');
+    expect(await complete(['runnerflow', 'runner', 'w'])).toBe('watch');
+    expect(await complete(['runnerflow', '--url', 'http://x', 'runner', 'delete', 'r1', '--b'])).toBe('--bypass-busy');
+    expect(await complete(['runnerflow', 'jobs', ''])).toBe('unmatched');
+
+    const help = await cli(['--help']);
+    expect(help.stdout).toContain('runnerflow runner watch NAME [--interval SECONDS]');
+    expect(help.stdout).toMatch(/^Exit codes:\n  0 .*\n  1 .*\n  2 .*\n  130 interrupted with Ctrl-C$/m);
+    expect((await cli(['runner', 'watch', '--help'])).stdout).toContain('Exit codes:');
   });
 });

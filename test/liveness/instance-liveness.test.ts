@@ -182,6 +182,6 @@ describe('bounded history', () => {
     provider.fake.removeInstance(name);
     await runLiveness(rig, { provider: provider.name, check: 'machines' });
     const final = await rig.client.workflow.getHandle(handle.workflowId).result();
-    expect(final.transitions.map((t) => t.to)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
+    expect(final.transitions.map((t: { to: string }) => t.to)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
   });
 });

@@ -36,20 +36,20 @@ describe('dashboard', () => {
     await page.getByLabel('Admin token').fill('not-the-token');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('not the admin token');
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
 
     await page.getByLabel('Admin token').fill(stack.adminToken);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('region', { name: 'Pools' }).waitFor();
     expect(page.url()).not.toContain(stack.adminToken);
-    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([stack.adminToken]);
-    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([stack.adminToken]);
+    expect(await page.evaluate('localStorage.length')).toBe(0);
 
     await page.reload();
     await page.getByRole('region', { name: 'Pools' }).waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Admin token').waitFor();
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
   });
 
   it("shows a job's runner appear, take the job, and go, without reloading", async () => {
@@ -60,13 +60,13 @@ describe('dashboard', () => {
     const runners = page.getByRole('region', { name: `Runners of pool ${pool}` });
     await runners.getByText('No runners right now').waitFor();
 
-    const job = stack.sim.queueJob({ repository: `acme/${repo}`, labels: ['self-hosted', 'linux', repo], durationMs: 4_000 });
+    const job = stack.sim.queueJob({ repository: `acme/${repo}`, labels: ['self-hosted', 'linux', repo], durationMs: 10_000 });
     const taken = await eventually(() => stack.sim.jobs().find((x) => x.id === job.id && x.runnerName), 45_000, 'job taken');
     const row = runnerRow(page, taken.runnerName!);
     await row.waitFor();
     // Busy while the job runs: the pool's counts say so too.
     await row.getByText('busy', { exact: true }).waitFor();
-    expect(await poolRow(page, pool).getByRole('cell').nth(5).textContent()).toBe('1');
+    await expect.poll(() => poolRow(page, pool).getByRole('cell').nth(5).textContent(), { timeout: 15_000 }).toBe('1');
 
     await row.getByRole('button', { name: `Timeline of ${taken.runnerName}` }).click();
     const transitions = runners.getByRole('list', { name: 'Status transitions' });
