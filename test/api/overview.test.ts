@@ -3,10 +3,14 @@
  * pool view's phases, leaked runners, the sweep's schedules and runs, and the
  * page's own files.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
 import { countRunners, runnerPhase } from '../../api/dashboard/pool-counts';
 import { ConfigError, loadConfig, parseConfig } from '../../config/load';
+import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
 import { jobQueuedSignal, poolWorkflowId, type PoolRunnerView } from '../../workflows/pool-messages';
 import { addProvider, leakMachine, runningInstance, triggerSweep, useSweepRig } from '../sweep/helpers';
@@ -53,6 +57,11 @@ describe('GET /api/v1/summary', () => {
   it('counts each pool by phase with its desired size and queue, and says where the Temporal Web UI is', async () => {
     const api = testApp(rig.client, rig.worker.taskQueue);
     const name = uniqueName('summary').toLowerCase();
+    // The API's config names the provider `fake`; on this worker its creates never answer, so the
+    // runners stay starting for as long as the test looks at them.
+    const stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-summary-'));
+    rig.providers.set('fake', new FakeProvider({ name: 'fake', stateDir }));
+    new FakeProviderControl(stateDir).setFault('create', { hang: true });
     const created = await api.call('POST', '/api/v1/pools', { body: validPool(name, { minIdleRunners: 2, maxRunners: 4 }) });
     expect(created.status).toBe(201);
     await rig.client.workflow.getHandle(poolWorkflowId(name)).signal(jobQueuedSignal, { jobId: 77, labels: ['linux', name] });

@@ -53,7 +53,6 @@ describe('POST /api/v1/pools', () => {
       enabled: true,
       maxRunners: 3,
       provider: 'fake',
-      mode: 'webhook',
       scope: { kind: 'repo', owner: 'acme', repo: 'widgets' },
     });
     const history = await client.workflow.getHandle(poolWorkflowId(name)).fetchHistory();
