@@ -4,6 +4,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
 import { createLivenessActivities } from '../activities/liveness-activities';
 import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
@@ -78,6 +79,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     },
     extraActivities: {
       ...createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
+      ...createGitHubSweepActivities({ client, namespace: config.temporal.namespace, github: options.github }),
       ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace }),
     },
   });
