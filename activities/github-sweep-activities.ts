@@ -17,7 +17,7 @@ import { andQuery, quote } from '../api/temporal/visibility';
 import type { PoolSettings } from '../domain/pool';
 import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
-import { poolStateQuery } from '../workflows/pool-messages';
+import { poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 
 export type RegistrationSweepReason = 'orphaned' | 'untracked';
@@ -31,12 +31,23 @@ export interface GitHubSweepReport {
   removed: { name: string; scope: string; reason: RegistrationSweepReason }[];
   skipped: { name: string; reason: string }[];
   failed: { target: string; error: string }[];
+  /** Jobs GitHub still had queued past the age limit that no pool knew of: handed to job routing again. */
+  requeued: { jobId: number; repository: string }[];
+}
+
+export interface GitHubSweepArgs {
+  provider: string;
+  gracePeriodMs: number;
+  /** Look at repository pools' queues for jobs queued at least this long that no pool knows (a lost `queued` webhook). */
+  lostJobAgeMs?: number;
 }
 
 export interface GitHubSweepDeps {
   client: Client;
   namespace: string;
   github: { get(credentials: string): GitHubPort };
+  /** The webhook intake's routing (api/temporal-job-sink.ts): a pool takes the job, or it is recorded as unmatched. */
+  jobs?: { jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> };
   now?: () => number;
   /** Bound on each poolState query. */
   queryTimeoutMs?: number;
@@ -169,9 +180,61 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     }
   }
 
+  /** Job ids every running pool still counts as queued (or has seen start): they need no second routing. */
+  async function jobsPoolsKnow(): Promise<Set<number>> {
+    const known = new Set<number>();
+    for (const entry of await pools.fetch()) {
+      if (!entry.memo) continue;
+      try {
+        const view = await client.workflow.getHandle(entry.workflowId).query(poolStateQuery);
+        for (const job of view.queuedJobs) known.add(job.jobId);
+        for (const runner of view.runners) if (runner.jobId !== undefined) known.add(runner.jobId);
+      } catch {
+        // A pool that does not answer cannot claim the job; routing asks the pools again anyway.
+      }
+    }
+    return known;
+  }
+
+  /**
+   * A job whose `queued` webhook was lost has no runner coming. Only repository scopes can be
+   * looked at (GitHub lists queued runs per repository). A job is only handed to routing once
+   * it has waited `lostJobAgeMs` and no pool knows it, so a pool that is merely full is not
+   * given a second runner for the same job by another pool.
+   */
+  async function requeueLostJobs(groups: ScopeGroup[], lostJobAgeMs: number, report: GitHubSweepReport): Promise<void> {
+    const sink = deps.jobs;
+    if (!sink) return;
+    const stale: QueuedJob[] = [];
+    for (const group of groups) {
+      if (group.scope.kind !== 'repo') continue;
+      try {
+        const queued = await deps.github.get(group.credentials).listQueuedJobs(group.scope);
+        for (const job of queued) {
+          if (now() - Date.parse(job.createdAt) < lostJobAgeMs) continue;
+          stale.push({ jobId: job.id, runId: job.runId, labels: job.labels, repository: job.repository, queuedAt: job.createdAt });
+        }
+      } catch (err) {
+        report.failed.push({ target: `queued jobs of ${scopeKey(group.scope)}`, error: errorText(err) });
+      }
+    }
+    if (stale.length === 0) return;
+    const known = await jobsPoolsKnow();
+    for (const job of stale) {
+      if (known.has(job.jobId)) continue;
+      try {
+        await sink.jobQueued({ ...job, deliveryId: `sweep-${job.jobId}` });
+        report.requeued.push({ jobId: job.jobId, repository: job.repository ?? '' });
+        log.info('sweep found a queued job no pool knew of', { jobId: job.jobId, repository: job.repository, queuedAt: job.queuedAt });
+      } catch (err) {
+        report.failed.push({ target: `job ${job.jobId}`, error: errorText(err) });
+      }
+    }
+  }
+
   return {
-    async sweepGitHubRunners(args: { provider: string; gracePeriodMs: number }): Promise<GitHubSweepReport> {
-      const report: GitHubSweepReport = { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [] };
+    async sweepGitHubRunners(args: GitHubSweepArgs): Promise<GitHubSweepReport> {
+      const report: GitHubSweepReport = { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] };
       const { groups, poolNames } = await scopeGroups(args.provider, report);
       if (groups.length === 0) return report;
       const running = await runningRunnerNames(poolNames);
@@ -183,6 +246,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
           report.failed.push({ target: scopeKey(group.scope), error: errorText(err) });
         }
       }
+      if (args.lostJobAgeMs !== undefined) await requeueLostJobs(groups, args.lostJobAgeMs, report);
       return report;
     },
   };

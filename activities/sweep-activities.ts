@@ -22,6 +22,8 @@ export interface SweepArgs {
   gracePeriodMs: number;
   /** Also remove GitHub registrations of this provider's pools that no workflow owns (activities/github-sweep-activities.ts). */
   githubRunners?: boolean;
+  /** With githubRunners: route again jobs queued at GitHub this long that no pool knows (lost `queued` webhooks). */
+  lostJobAgeMs?: number;
 }
 
 /** leaked: its workflow's forced delete failed; orphaned: its workflow ended without deleting it; untracked: no workflow ever knew it. */

@@ -30,7 +30,7 @@ import { RUNNER_STATUS } from '../workflows/search-attributes';
 import { exitAfter, ms, printTable, quietTemporal, runBench, temporalServer, uniqueName, until, type Figure } from './common';
 
 const RUNNERS_PER_PAGE = 100;
-const PARALLEL = 40;
+const PARALLEL = 100;
 
 /** Machines in memory; counts every call so the bench can show what a pass costs. */
 class CountingProvider implements ProviderPort {
@@ -107,7 +107,7 @@ async function pass(client: Client, taskQueue: string, args: LivenessArgs): Prom
 async function main(): Promise<void> {
   const sizes = sizesArg();
   const total = sizes.reduce((a, b) => a + b, 0);
-  exitAfter(180_000 + total * 60, 'liveness-cost');
+  exitAfter(180_000 + total * 300, 'liveness-cost');
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const connection = await Connection.connect({ address: temporal.address });

@@ -5,6 +5,9 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
+import { silentLogger } from '../api/logger';
+import { PoolDirectory } from '../api/pool-directory';
+import { TemporalJobSink } from '../api/temporal-job-sink';
 import { createLivenessActivities } from '../activities/liveness-activities';
 import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
@@ -79,7 +82,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     },
     extraActivities: {
       ...createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
-      ...createGitHubSweepActivities({ client, namespace: config.temporal.namespace, github: options.github }),
+      ...createGitHubSweepActivities({
+        client,
+        namespace: config.temporal.namespace,
+        github: options.github,
+        jobs: new TemporalJobSink({ client, taskQueue: config.temporal.taskQueue, pools: new PoolDirectory(client, 5_000), logger: silentLogger, queryTimeoutMs: 5_000 }),
+      }),
       ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace }),
     },
   });

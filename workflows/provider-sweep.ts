@@ -21,6 +21,10 @@ const { sweepProvider, sweepGitHubRunners } = proxyActivities<SweepActivities & 
 export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
   const machines = await sweepProvider(input);
   if (!input.githubRunners) return machines;
-  const github = await sweepGitHubRunners({ provider: input.provider, gracePeriodMs: input.gracePeriodMs });
+  const github = await sweepGitHubRunners({
+    provider: input.provider,
+    gracePeriodMs: input.gracePeriodMs,
+    ...(input.lostJobAgeMs !== undefined ? { lostJobAgeMs: input.lostJobAgeMs } : {}),
+  });
   return { ...machines, github };
 }

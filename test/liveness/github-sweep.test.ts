@@ -19,11 +19,11 @@ const stack = useE2EStack({ jobDurationMs: 300 }, { simulatedProvider: PROVIDER 
 
 const hex10 = (): string => Array.from({ length: 10 }, () => Math.floor(Math.random() * 16).toString(16)).join('');
 
-async function sweep(gracePeriodMs: number) {
+async function sweep(gracePeriodMs: number, lostJobAgeMs?: number) {
   return stack.client.workflow.execute(providerSweep, {
     taskQueue: stack.loaded.config.temporal.taskQueue,
     workflowId: uniqueName(`sweep/${PROVIDER}`),
-    args: [{ provider: PROVIDER, gracePeriodMs, githubRunners: true }],
+    args: [{ provider: PROVIDER, gracePeriodMs, githubRunners: true, ...(lostJobAgeMs !== undefined ? { lostJobAgeMs } : {}) }],
   });
 }
 
@@ -99,5 +99,33 @@ describe('GitHub registrations no workflow owns', () => {
     expect(matches(runner('linux-x64-arm-0123456789', ['linux', 'x64']))).toBe(false);
     expect(matches(runner('linux-x64-012345678', ['linux', 'x64']))).toBe(false);
     expect(registrationMatcher({ name: 'p', runnerPrefix: 'ci', labels: ['gpu'] })(runner('ci-abcdefabcd', ['gpu']))).toBe(true);
+  });
+});
+
+describe('jobs whose queued webhook was lost', () => {
+  it('are routed again by the sweep: a pool takes the one it can, the other shows as unmatched', async () => {
+    const repo = 'lost-queued';
+    const pool = e2ePool(repo, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 1 });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: 2 });
+    const lost = stack.sim.queueJob({ repository: `acme/${repo}`, labels: pool.labels });
+    const nobodys = stack.sim.queueJob({ repository: `acme/${repo}`, labels: [...pool.labels, 'gpu'] });
+    await stack.sim.webhooksIdle();
+    // Nothing heard of either: no runner is coming.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(stack.sim.jobs().find((j) => j.id === lost.id)?.status).toBe('queued');
+
+    // Younger than the age limit: left alone (the webhook may still be on its way).
+    expect((await sweep(3_600_000, 3_600_000)).github?.requeued).toEqual([]);
+    const report = await sweep(3_600_000, 0);
+    expect(report.github?.requeued.map((j) => j.jobId).sort()).toEqual([lost.id, nobodys.id].sort());
+
+    const done = await eventually(() => stack.sim.jobs().find((j) => j.id === lost.id && j.status === 'completed'), 30_000, 'the lost job to run');
+    expect(done.conclusion).toBe('success');
+    const unmatched = await api(stack, 'GET', '/api/v1/jobs/unmatched');
+    expect(JSON.stringify(unmatched.body)).toContain(String(nobodys.id));
+    // A job pools already know is not routed twice.
+    const again = await sweep(3_600_000, 0);
+    expect(again.github?.requeued.map((j) => j.jobId)).not.toContain(lost.id);
   });
 });

@@ -45,7 +45,7 @@ describe('startWorker', () => {
         skipped: [],
         failed: [],
         // No pool uses this provider: no GitHub scope to look at.
-        github: { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [] },
+        github: { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] },
       });
     } finally {
       await schedule.delete();
