@@ -112,7 +112,7 @@ async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>>
   const github = createGitHubRegistry(config, env, rootLogger.child({ component: 'github' }));
   const api = await serveApi({ loaded, client, github, logger: rootLogger.child({ component: 'api' }) });
   if (!config.api.publicUrl) config.api.publicUrl = api.url;
-  const worker = await startWorker({ loaded, github, instanceTokenKey: resolveSecret(config.api.instanceTokenSecret, env)!, log: say });
+  const worker = await startWorker({ loaded, github, instanceTokenKey: resolveSecret(config.api.instanceTokenSecret, env)!, log: say, logger: rootLogger.child({ component: 'worker' }) });
   await seedPools(client, loaded, config.pools);
   banner(api.url, env.RUNNERFLOW_ADMIN_TOKEN ? '(from RUNNERFLOW_ADMIN_TOKEN)' : '(api.adminToken in the config)');
   return async () => {

@@ -13,12 +13,17 @@ import { isNotFound, ProviderError, type ProviderInstance, type ProviderPort } f
 import { RUNNER_INSTANCE_WORKFLOW, instanceNameFromWorkflowId, runnerWorkflowId } from '../workflows/messages';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_PROVIDER } from '../workflows/search-attributes';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
+import type { GitHubSweepReport } from './github-sweep-activities';
 import { whileHeartbeating } from './heartbeat';
 
 export interface SweepArgs {
   provider: string;
-  /** How long a machine must have been without an owner before it is deleted. */
+  /** How long a machine (or GitHub registration) must have been without an owner before it is deleted. */
   gracePeriodMs: number;
+  /** Also remove GitHub registrations of this provider's pools that no workflow owns (activities/github-sweep-activities.ts). */
+  githubRunners?: boolean;
+  /** With githubRunners: route again jobs queued at GitHub this long that no pool knows (lost `queued` webhooks). */
+  lostJobAgeMs?: number;
 }
 
 /** leaked: its workflow's forced delete failed; orphaned: its workflow ended without deleting it; untracked: no workflow ever knew it. */
@@ -32,6 +37,8 @@ export interface SweepReport {
   deleted: { name: string; providerId: string; reason: SweepReason }[];
   skipped: { name: string; reason: string }[];
   failed: { name: string; error: string }[];
+  /** The GitHub side, when the sweep was asked to look there. */
+  github?: GitHubSweepReport;
 }
 
 export interface SweepActivityDeps {

@@ -40,6 +40,7 @@ const instantGitHub: GitHubPort = {
   removeRunner: async () => 'removed',
   findRunnerByName: async () => undefined,
   listRunners: async () => [],
+  listQueuedJobs: async () => [],
   listRunnerDownloads: async () => [],
 };
 

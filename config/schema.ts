@@ -132,9 +132,17 @@ export const configSchema = z
     providers: z.array(providerConfigSchema).default([]),
     timings: timingsOverrideSchema.default({}),
     sweep: z
-      .object({ interval: durationMs.default(5 * 60_000), gracePeriod: durationMs.default(10 * 60_000), enabled: z.boolean().default(true) })
+      .object({
+        interval: durationMs.default(5 * 60_000),
+        gracePeriod: durationMs.default(10 * 60_000),
+        enabled: z.boolean().default(true),
+        /** Also remove GitHub registrations of our pools that no workflow owns. */
+        githubRunners: z.boolean().default(true),
+        /** Jobs queued at GitHub this long (repository pools) that no pool knows are routed again; 0 disables the look. */
+        lostJobAge: durationMs.default(2 * 60_000),
+      })
       .strict()
-      .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true }),
+      .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true, githubRunners: true, lostJobAge: 2 * 60_000 }),
     /**
      * Liveness reconciliation (docs/self-healing.md): per provider, a machine pass every
      * `interval` and a GitHub pass every `githubInterval`, each started up to `jitter` late.

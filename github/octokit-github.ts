@@ -18,6 +18,7 @@ import {
   type GitHubPort,
   type GitHubRunner,
   type GitHubScope,
+  type QueuedGitHubJob,
   type RemoveRunnerOutcome,
   type RunnerCredential,
   type RunnerCredentialRequest,
@@ -150,12 +151,36 @@ export class OctokitGitHub implements GitHubPort {
   }
 
   async listRunners(scope: GitHubScope): Promise<GitHubRunner[]> {
-    const all: GitHubRunner[] = [];
+    return (await this.pages<RunnerJson>('list_runners', scope, '/actions/runners', {}, 'runners')).map(toRunner);
+  }
+
+  async listQueuedJobs(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubJob[]> {
+    const runs = await this.pages<{ id: number }>('list_workflow_runs', scope, '/actions/runs', { status: 'queued' }, 'workflow_runs');
+    const queued: QueuedGitHubJob[] = [];
+    for (const run of runs) {
+      const jobs = await this.pages<{ id: number; run_id: number; status: string; labels: string[]; created_at: string }>(
+        'list_jobs_for_workflow_run',
+        scope,
+        `/actions/runs/${run.id}/jobs`,
+        { filter: 'latest' },
+        'jobs',
+      );
+      for (const job of jobs) {
+        if (job.status !== 'queued') continue;
+        queued.push({ id: job.id, runId: job.run_id, labels: job.labels, repository: `${scope.owner}/${scope.repo}`, createdAt: job.created_at });
+      }
+    }
+    return queued;
+  }
+
+  /** Every page of a listing whose items sit under `key`. */
+  private async pages<T>(operation: string, scope: GitHubScope, suffix: string, params: Record<string, unknown>, key: string): Promise<T[]> {
+    const all: T[] = [];
     for (let page = 1; ; page++) {
-      const res = await this.call('list_runners', 'GET', scope, '/actions/runners', { per_page: PAGE_SIZE, page });
-      const data = res.data as { runners: RunnerJson[] };
-      all.push(...data.runners.map(toRunner));
-      if (data.runners.length < PAGE_SIZE || !/rel="next"/.test(String(res.headers.link ?? ''))) return all;
+      const res = await this.call(operation, 'GET', scope, suffix, { ...params, per_page: PAGE_SIZE, page });
+      const items = ((res.data as Record<string, unknown>)[key] ?? []) as T[];
+      all.push(...items);
+      if (items.length < PAGE_SIZE || !/rel="next"/.test(String(res.headers.link ?? ''))) return all;
     }
   }
 

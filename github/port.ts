@@ -42,6 +42,16 @@ export interface GitHubRunner {
   labels: string[];
 }
 
+/** A job GitHub still has queued, from a repository's queued workflow runs. */
+export interface QueuedGitHubJob {
+  id: number;
+  runId: number;
+  labels: string[];
+  /** owner/repo */
+  repository: string;
+  createdAt: string;
+}
+
 export interface GitHubPort {
   /** Web base (https://github.com or a GHES host) for runner URLs; github.com when absent. */
   readonly webUrl?: string;
@@ -54,6 +64,11 @@ export interface GitHubPort {
    * listing (100 per page), so liveness and the sweep cost a call per page, not per runner.
    */
   listRunners(scope: GitHubScope): Promise<GitHubRunner[]>;
+  /**
+   * Jobs still queued in a repository: its queued workflow runs, then each run's jobs.
+   * GitHub offers no such listing for an organisation or enterprise.
+   */
+  listQueuedJobs(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubJob[]>;
   /** Runner tools downloads for the scope (GARM passes them to providers). */
   listRunnerDownloads(scope: GitHubScope): Promise<import('../providers/port.js').RunnerTool[]>;
 }

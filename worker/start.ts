@@ -4,6 +4,11 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
+import { silentLogger } from '../observability/logger';
+import type { Logger } from '../api/deps';
+import { PoolDirectory } from '../api/pool-directory';
+import { TemporalJobSink } from '../api/temporal-job-sink';
 import { createLivenessActivities } from '../activities/liveness-activities';
 import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
@@ -32,6 +37,8 @@ export interface StartWorkerOptions {
   providers?: Map<string, ProviderPort>;
   workflowBundlePath?: string;
   log?: (message: string) => void;
+  /** Where the sweep's re-routing of lost jobs logs what it did (silent when not given). */
+  logger?: Logger;
 }
 
 export function callbackBaseUrl(loaded: LoadedConfig): string {
@@ -78,6 +85,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     },
     extraActivities: {
       ...createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
+      ...createGitHubSweepActivities({
+        client,
+        namespace: config.temporal.namespace,
+        github: options.github,
+        jobs: new TemporalJobSink({ client, taskQueue: config.temporal.taskQueue, pools: new PoolDirectory(client, 5_000), logger: options.logger ?? silentLogger, queryTimeoutMs: 5_000 }),
+      }),
       ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace }),
     },
   });

@@ -30,7 +30,12 @@ export async function ensureSweepSchedules(client: Client, config: RunnerflowCon
       if (await pauseSchedule(client, scheduleId, 'sweep disabled in the config')) results.push({ provider: name, scheduleId, change: 'paused' });
       continue;
     }
-    const args: SweepArgs = { provider: name, gracePeriodMs: config.sweep.gracePeriod };
+    const { githubRunners, lostJobAge } = config.sweep;
+    const args: SweepArgs = {
+      provider: name,
+      gracePeriodMs: config.sweep.gracePeriod,
+      ...(githubRunners ? { githubRunners: true, ...(lostJobAge > 0 ? { lostJobAgeMs: lostJobAge } : {}) } : {}),
+    };
     const change = await ensureSchedule(client, { scheduleId, intervalMs: config.sweep.interval, workflowType: PROVIDER_SWEEP_WORKFLOW, args: [args], taskQueue });
     results.push({ provider: name, scheduleId, change });
   }

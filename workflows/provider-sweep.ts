@@ -2,13 +2,15 @@
  * providerSweep: one sweep of one provider's machines, started by the schedule
  * `sweep/<provider>` (or by hand). All the work is one activity; the workflow
  * exists so each run, its report and its failures are visible in the Web UI.
+ * With `githubRunners`, a second activity does the same for GitHub registrations.
  */
 import { proxyActivities } from '@temporalio/workflow';
+import type { GitHubSweepActivities } from '../activities/github-sweep-activities';
 import type { SweepActivities, SweepArgs, SweepReport } from '../activities/sweep-activities';
 
 export const PROVIDER_SWEEP_WORKFLOW = 'providerSweep';
 
-const { sweepProvider } = proxyActivities<SweepActivities>({
+const { sweepProvider, sweepGitHubRunners } = proxyActivities<SweepActivities & GitHubSweepActivities>({
   // Generous: a provider with many orphans deletes them one by one. Heartbeats catch a lost worker sooner.
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '1 minute',
@@ -17,5 +19,12 @@ const { sweepProvider } = proxyActivities<SweepActivities>({
 });
 
 export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
-  return sweepProvider(input);
+  const machines = await sweepProvider(input);
+  if (!input.githubRunners) return machines;
+  const github = await sweepGitHubRunners({
+    provider: input.provider,
+    gracePeriodMs: input.gracePeriodMs,
+    ...(input.lostJobAgeMs !== undefined ? { lostJobAgeMs: input.lostJobAgeMs } : {}),
+  });
+  return { ...machines, github };
 }

@@ -13,6 +13,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -220,9 +221,13 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     const failed = () => record.runnerStatus === 'failed';
     const leaving = () => failed() || deleteRequest !== undefined || (input.spec.ephemeral && jobFinished);
     const creatingSince = Date.parse(record.transitions.find((tr) => tr.to === 'creating')?.at ?? new Date().toISOString());
+    // The first wait always carries the bootstrap timer, as it did before liveness existed:
+    // replaying an older history must issue the same commands.
+    let firstWait = true;
     for (;;) {
       const wake = () => leaving() || health.reported || historyFull();
-      if (!registered()) {
+      if (firstWait || !registered()) {
+        firstWait = false;
         const bootstrapLeft = Math.max(0, input.spec.bootstrapTimeoutMs - (Date.now() - creatingSince));
         const inTime = await condition(() => registered() || wake(), bootstrapLeft);
         if (!inTime) return { reason: `runner did not report idle within the bootstrap timeout (${input.spec.bootstrapTimeoutMs} ms)`, unregister: true };
@@ -299,7 +304,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       }
       jobFinished = false;
       // A static runner's machine may die while we wait for its job: do not wait on it forever.
-      if (!(await condition(() => jobFinished, wait)) && (await machineStopped())) return;
+      // (patched: histories from before this check must replay without the extra activity.)
+      if (!(await condition(() => jobFinished, wait)) && patched('static-busy-runner-machine-probe') && (await machineStopped())) return;
       wait = Math.min(wait * 2, maxWait);
     }
   }

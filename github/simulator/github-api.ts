@@ -10,6 +10,7 @@ import { isRecord } from './http-util';
 import { encodeJitConfig } from './jit-config';
 import { SERVED_OPERATIONS, type ServedOperation } from './served-operations';
 import { randomToken, registrationTokenValue, type SimState } from './sim-state';
+import { SimWorkflowRuns } from './workflow-runs';
 
 export interface ApiRequest {
   op: ServedOperation;
@@ -93,7 +94,7 @@ function runnerDownloads(): Record<string, string>[] {
   });
 }
 
-function linkHeader(url: URL, page: number, lastPage: number): string | undefined {
+export function linkHeader(url: URL, page: number, lastPage: number): string | undefined {
   const link = (p: number, rel: string): string => {
     const u = new URL(url);
     u.searchParams.set('page', String(p));
@@ -121,11 +122,15 @@ function validateJitBody(body: unknown): { name: string; runnerGroupId: number; 
 const inAnHour = (): string => new Date(Date.now() + 3_600_000).toISOString();
 
 export class SimGitHubApi {
+  private readonly runs: SimWorkflowRuns;
+
   constructor(
     private readonly state: SimState,
     private readonly agents: SimAgents,
     private readonly serverUrl: () => string,
-  ) {}
+  ) {
+    this.runs = new SimWorkflowRuns(state, linkHeader);
+  }
 
   handle(req: ApiRequest): SimResponse {
     const scope = scopeOf(req.op, req.params);
@@ -165,6 +170,10 @@ export class SimGitHubApi {
         return this.generateJitConfig(scope, req.body);
       case 'installation-access-token':
         return githubError(404, 'Not Found');
+      case 'list-workflow-runs':
+        return this.runs.listRuns(req.params.owner ?? '', req.params.repo ?? '', req.query, req.url);
+      case 'list-jobs-for-workflow-run':
+        return this.runs.listJobs(req.params.owner ?? '', req.params.repo ?? '', Number(req.params.run_id), req.query, req.url);
     }
   }
 

@@ -14,7 +14,9 @@ export type OperationName =
   | 'remove-token'
   | 'generate-jitconfig'
   | 'runner-downloads'
-  | 'installation-access-token';
+  | 'installation-access-token'
+  | 'list-workflow-runs'
+  | 'list-jobs-for-workflow-run';
 
 export interface ServedOperation {
   name: OperationName;
@@ -52,6 +54,9 @@ export const SERVED_OPERATIONS: readonly ServedOperation[] = [
       description: scope === 'enterprise' ? ('ghec' as const) : ('api.github.com' as const),
     })),
   ),
+  // Only a repository has a listing of its queued runs and their jobs; GitHub has none per organisation.
+  { name: 'list-workflow-runs', scope: 'repo', method: 'GET', template: '/repos/{owner}/{repo}/actions/runs', description: 'api.github.com' },
+  { name: 'list-jobs-for-workflow-run', scope: 'repo', method: 'GET', template: '/repos/{owner}/{repo}/actions/runs/{run_id}/jobs', description: 'api.github.com' },
   {
     name: 'installation-access-token',
     scope: 'app',

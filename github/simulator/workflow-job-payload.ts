@@ -71,13 +71,13 @@ const REPO_URL_SUFFIXES: Record<string, string> = {
 };
 
 /** Stable small ids derived from names, so payloads of one repository agree. */
-function idOf(text: string): number {
+export function idOf(text: string): number {
   let h = 7;
   for (const c of text) h = (h * 31 + c.charCodeAt(0)) % 900_000_000;
   return 100_000_000 + h;
 }
 
-function repository(fullName: string): Record<string, unknown> {
+export function repository(fullName: string): Record<string, unknown> {
   const [owner = 'octo-org', name = 'octo-repo'] = fullName.split('/');
   const api = `https://api.github.com/repos/${fullName}`;
   const id = idOf(fullName);
@@ -130,36 +130,36 @@ function repository(fullName: string): Record<string, unknown> {
 }
 
 export function workflowJobPayload(action: WorkflowJobAction, job: SimJob): Record<string, unknown> {
+  return { action, workflow_job: jobJson(job, action), repository: repository(job.repository), sender: account('octocat', 583231, 'User') };
+}
+
+/** The job as GitHub shows it, in a webhook (`action` given) or in the REST API (as it is now). */
+export function jobJson(job: SimJob, action: WorkflowJobAction = job.status): Record<string, unknown> {
   const api = `https://api.github.com/repos/${job.repository}`;
   const ran = action !== 'queued' && job.runnerId !== undefined;
   return {
-    action,
-    workflow_job: {
-      id: job.id,
-      run_id: job.runId,
-      run_url: `${api}/actions/runs/${job.runId}`,
-      run_attempt: 1,
-      node_id: Buffer.from(`08:CheckRun${job.id}`).toString('base64'),
-      head_sha: idOf(job.repository).toString(16).padEnd(40, '0'),
-      head_branch: 'main',
-      url: `${api}/actions/jobs/${job.id}`,
-      html_url: `https://github.com/${job.repository}/actions/runs/${job.runId}/job/${job.id}`,
-      status: job.status,
-      conclusion: action === 'completed' ? job.conclusion : null,
-      started_at: job.startedAt ?? job.createdAt,
-      created_at: job.createdAt,
-      completed_at: action === 'completed' ? (job.completedAt ?? null) : null,
-      name: job.name,
-      steps: [],
-      check_run_url: `${api}/check-runs/${job.id}`,
-      labels: job.labels,
-      runner_id: ran ? job.runnerId : null,
-      runner_name: ran ? (job.runnerName ?? null) : null,
-      runner_group_id: ran ? (job.runnerGroupId ?? null) : null,
-      runner_group_name: ran ? 'Default' : null,
-      workflow_name: job.workflowName,
-    },
-    repository: repository(job.repository),
-    sender: account('octocat', 583231, 'User'),
+    id: job.id,
+    run_id: job.runId,
+    run_url: `${api}/actions/runs/${job.runId}`,
+    run_attempt: 1,
+    node_id: Buffer.from(`08:CheckRun${job.id}`).toString('base64'),
+    head_sha: idOf(job.repository).toString(16).padEnd(40, '0'),
+    head_branch: 'main',
+    url: `${api}/actions/jobs/${job.id}`,
+    html_url: `https://github.com/${job.repository}/actions/runs/${job.runId}/job/${job.id}`,
+    status: job.status,
+    conclusion: action === 'completed' ? job.conclusion : null,
+    started_at: job.startedAt ?? job.createdAt,
+    created_at: job.createdAt,
+    completed_at: action === 'completed' ? (job.completedAt ?? null) : null,
+    name: job.name,
+    steps: [],
+    check_run_url: `${api}/check-runs/${job.id}`,
+    labels: job.labels,
+    runner_id: ran ? job.runnerId : null,
+    runner_name: ran ? (job.runnerName ?? null) : null,
+    runner_group_id: ran ? (job.runnerGroupId ?? null) : null,
+    runner_group_name: ran ? 'Default' : null,
+    workflow_name: job.workflowName,
   };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { healthReportSignal, jobStartedSignal, stateQuery } from '../../workflows/messages';
+import type { runnerInstance } from '../../workflows/runner-instance';
 import { expectLegalChain, startInstance, waitForStatus } from '../instance/helpers';
 import { eventually, instanceInput, uniqueName } from '../support/temporal';
 import { addProvider, idleInstance, LIVENESS_TIMINGS, runLiveness, useLivenessRig, waitUntilListedRunning } from './helpers';
@@ -181,7 +182,7 @@ describe('bounded history', () => {
     // The continued run still leaves through the normal path.
     provider.fake.removeInstance(name);
     await runLiveness(rig, { provider: provider.name, check: 'machines' });
-    const final = await rig.client.workflow.getHandle(handle.workflowId).result();
-    expect(final.transitions.map((t: { to: string }) => t.to)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
+    const final = await rig.client.workflow.getHandle<typeof runnerInstance>(handle.workflowId).result();
+    expect(final.transitions.map((t) => t.to)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
   });
 });

@@ -70,6 +70,10 @@ export class GitHubDouble implements GitHubPort {
     return [...this.runners.values()].map((r) => ({ ...r, busy: r.busy || this.busy.has(r.name) }));
   }
 
+  async listQueuedJobs() {
+    return [];
+  }
+
   async listRunnerDownloads() {
     this.calls.push({ op: 'downloads', at: Date.now(), outcome: 'ok' });
     return [{ os: 'linux', architecture: 'x64', download_url: 'https://example.invalid/runner.tar.gz', filename: 'runner.tar.gz' }];

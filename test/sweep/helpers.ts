@@ -8,7 +8,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import { createGitHubSweepActivities } from '../../activities/github-sweep-activities';
 import { createSweepActivities, type SweepReport } from '../../activities/sweep-activities';
+import { GitHubDouble } from '../support/github-double';
 import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { forceDeleteSignal, RUNNER_INSTANCE_WORKFLOW } from '../../workflows/messages';
@@ -25,11 +27,13 @@ export interface SweepRig {
   providers: Map<string, ProviderPort>;
   /** Sweep activities see this much later than the real clock (ms). */
   clockOffset: { ms: number };
+  /** GitHub as the instances and the sweep's GitHub side see it. */
+  github: GitHubDouble;
 }
 
 /** One rig for the whole test file, filled in by beforeAll; the clock offset is reset after each test. */
 export function useSweepRig(): SweepRig {
-  const rig = { providers: new Map<string, ProviderPort>(), clockOffset: { ms: 0 } } as SweepRig;
+  const rig = { providers: new Map<string, ProviderPort>(), clockOffset: { ms: 0 }, github: new GitHubDouble() } as SweepRig;
   let connection: Connection | undefined;
   beforeAll(async () => {
     ({ client: rig.client, connection } = await connectClient());
@@ -40,7 +44,8 @@ export function useSweepRig(): SweepRig {
       namespace: 'default',
       now: () => Date.now() + rig.clockOffset.ms,
     });
-    rig.worker = await startTestWorker({ providers: rig.providers, extraActivities: sweep });
+    const githubSweep = createGitHubSweepActivities({ client: rig.client, namespace: 'default', github: { get: () => rig.github }, now: () => Date.now() + rig.clockOffset.ms });
+    rig.worker = await startTestWorker({ providers: rig.providers, github: rig.github, extraActivities: { ...sweep, ...githubSweep } });
   });
   afterEach(() => {
     rig.clockOffset.ms = 0;

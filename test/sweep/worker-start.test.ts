@@ -37,7 +37,16 @@ describe('startWorker', () => {
       expect(logged).toContain(`sweep schedule sweep/${provider}: created`);
       expect(logged).toEqual(expect.arrayContaining([`liveness schedule liveness/${provider}: created`, `liveness schedule liveness/${provider}/github: created`]));
       const report = await triggerSweep(client, schedule);
-      expect(report).toEqual({ provider, listed: 1, owned: 0, deleted: [{ name: orphan.name, providerId: orphan.providerId, reason: 'untracked' }], skipped: [], failed: [] });
+      expect(report).toEqual({
+        provider,
+        listed: 1,
+        owned: 0,
+        deleted: [{ name: orphan.name, providerId: orphan.providerId, reason: 'untracked' }],
+        skipped: [],
+        failed: [],
+        // No pool uses this provider: no GitHub scope to look at.
+        github: { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] },
+      });
     } finally {
       await schedule.delete();
       await Promise.all(liveness.map((id) => client.schedule.getHandle(id).delete()));

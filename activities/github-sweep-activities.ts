@@ -1,0 +1,255 @@
+/**
+ * The GitHub side of the sweep: runner registrations that look like ours (a pool's
+ * naming and labels, in a pool's scope) but that no running workflow owns. They are
+ * left behind by a crash between registration and machine creation, by a forced
+ * delete whose GitHub removal failed, or by a dead busy runner whose job GitHub had
+ * not yet given up. Each is removed once its workflow has been closed for the grace
+ * period; a busy one never is (GitHub would refuse, and the job may still be real).
+ *
+ * Cost per run: one visibility listing of pools, one poolState query per pool of this
+ * provider, one visibility listing of their running runners, one paginated
+ * list-runners per GitHub scope, and a describe and a delete per orphan only.
+ */
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { log } from '@temporalio/activity';
+import { PoolDirectory } from '../api/pool-directory';
+import { andQuery, quote } from '../api/temporal/visibility';
+import type { PoolSettings } from '../domain/pool';
+import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
+import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
+import { poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
+import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
+
+export type RegistrationSweepReason = 'orphaned' | 'untracked';
+
+export interface GitHubSweepReport {
+  /** GitHub scopes listed (one paginated list-runners each). */
+  scopes: number;
+  /** Registrations that match a pool's naming and labels. */
+  ours: number;
+  owned: number;
+  removed: { name: string; scope: string; reason: RegistrationSweepReason }[];
+  skipped: { name: string; reason: string }[];
+  failed: { target: string; error: string }[];
+  /** Jobs GitHub still had queued past the age limit that no pool knew of: handed to job routing again. */
+  requeued: { jobId: number; repository: string }[];
+}
+
+export interface GitHubSweepArgs {
+  provider: string;
+  gracePeriodMs: number;
+  /** Look at repository pools' queues for jobs queued at least this long that no pool knows (a lost `queued` webhook). */
+  lostJobAgeMs?: number;
+}
+
+export interface GitHubSweepDeps {
+  client: Client;
+  namespace: string;
+  github: { get(credentials: string): GitHubPort };
+  /** The webhook intake's routing (api/temporal-job-sink.ts): a pool takes the job, or it is recorded as unmatched. */
+  jobs?: { jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> };
+  now?: () => number;
+  /** Bound on each poolState query. */
+  queryTimeoutMs?: number;
+}
+
+interface ScopeGroup {
+  credentials: string;
+  scope: GitHubScope;
+  pools: { name: string; matches: (runner: GitHubRunner) => boolean }[];
+}
+
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const NAMES_PER_QUERY = 100;
+
+/** The pool workflow names its runners `<prefix or pool name, first 50 characters>-<10 hex>` (workflows/pool-book.ts). */
+export function registrationMatcher(settings: Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels'>): (runner: GitHubRunner) => boolean {
+  const base = (settings.runnerPrefix ?? settings.name).slice(0, 50);
+  const pattern = new RegExp(`^${escapeRegExp(base)}-[0-9a-f]{10}$`, 'i');
+  const wanted = settings.labels.map((l) => l.toLowerCase()).filter((l) => l !== 'self-hosted');
+  return (runner) => {
+    if (!pattern.test(runner.name)) return false;
+    const have = new Set(runner.labels.map((l) => l.toLowerCase()));
+    return wanted.every((l) => have.has(l));
+  };
+}
+
+export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
+  const now = deps.now ?? Date.now;
+  const client = deps.client.options.namespace === deps.namespace ? deps.client : new Client({ connection: deps.client.connection, namespace: deps.namespace });
+  const pools = new PoolDirectory(client, 0);
+
+  async function scopeGroups(provider: string, report: GitHubSweepReport): Promise<{ groups: ScopeGroup[]; poolNames: string[] }> {
+    const groups = new Map<string, ScopeGroup>();
+    const poolNames: string[] = [];
+    for (const entry of await pools.fetch()) {
+      // A pool without a memo yet is seconds old and has no orphans; skipping it also avoids querying pools no worker serves.
+      if (!entry.memo || entry.memo.provider !== provider) continue;
+      let settings: PoolSettings;
+      try {
+        // The memo lacks the credentials and runner prefix; the pool's own state has them.
+        settings = (await client.workflow.getHandle(entry.workflowId).query(poolStateQuery)).settings;
+      } catch (err) {
+        report.failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
+        continue;
+      }
+      if (settings.provider !== provider) continue;
+      poolNames.push(settings.name);
+      const key = `${settings.github.credentials}|${scopeKey(settings.github.scope)}`;
+      const group = groups.get(key) ?? { credentials: settings.github.credentials, scope: settings.github.scope, pools: [] };
+      group.pools.push({ name: settings.name, matches: registrationMatcher(settings) });
+      groups.set(key, group);
+    }
+    return { groups: [...groups.values()], poolNames };
+  }
+
+  async function runningRunnerNames(poolNames: string[]): Promise<Set<string>> {
+    const names = new Set<string>();
+    for (let i = 0; i < poolNames.length; i += NAMES_PER_QUERY) {
+      const query = andQuery([
+        `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
+        `ExecutionStatus = 'Running'`,
+        `${RUNNER_POOL.name} IN (${poolNames.slice(i, i + NAMES_PER_QUERY).map(quote).join(', ')})`,
+      ]);
+      for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
+        const name = info.typedSearchAttributes.get(RUNNER_NAME);
+        if (name) names.add(name.toLowerCase());
+      }
+    }
+    return names;
+  }
+
+  /** Strongly consistent, unlike visibility: a runner started a moment ago is not taken for an orphan. */
+  async function ownerOf(name: string): Promise<{ running: true } | { running: false; closedAt?: number }> {
+    try {
+      const desc = await client.workflow.getHandle(runnerWorkflowId(name)).describe();
+      if (desc.status.name === 'RUNNING') return { running: true };
+      return { running: false, ...(desc.closeTime ? { closedAt: desc.closeTime.getTime() } : {}) };
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return { running: false };
+      throw err;
+    }
+  }
+
+  async function sweepScope(group: ScopeGroup, running: Set<string>, gracePeriodMs: number, report: GitHubSweepReport): Promise<void> {
+    const gh = deps.github.get(group.credentials);
+    const scope = scopeKey(group.scope);
+    const registered = await gh.listRunners(group.scope);
+    report.scopes += 1;
+    for (const runner of registered) {
+      if (!group.pools.some((p) => p.matches(runner))) continue;
+      report.ours += 1;
+      if (running.has(runner.name.toLowerCase())) {
+        report.owned += 1;
+        continue;
+      }
+      if (runner.busy) {
+        report.skipped.push({ name: runner.name, reason: 'busy at GitHub' });
+        continue;
+      }
+      try {
+        const owner = await ownerOf(runner.name);
+        if (owner.running) {
+          report.owned += 1;
+          continue;
+        }
+        // No workflow at all: it closed so long ago that retention dropped it (or it never existed), so
+        // there is no clock to wait on. An online one still has a machine: the machine sweep takes
+        // that after its own grace period, and the registration goes on the next run.
+        if (owner.closedAt === undefined && runner.status === 'online') {
+          report.skipped.push({ name: runner.name, reason: 'online with no workflow: waits for its machine to be swept' });
+          continue;
+        }
+        const reason: RegistrationSweepReason = owner.closedAt === undefined ? 'untracked' : 'orphaned';
+        const ageMs = owner.closedAt === undefined ? Infinity : now() - owner.closedAt;
+        if (ageMs < gracePeriodMs) {
+          report.skipped.push({ name: runner.name, reason: `orphaned for ${Math.round(ageMs / 1000)} s, inside the ${Math.round(gracePeriodMs / 1000)} s grace period` });
+          continue;
+        }
+        const outcome = await gh.removeRunner({ scope: group.scope, name: runner.name, runnerId: runner.id });
+        if (outcome === 'busy') {
+          report.skipped.push({ name: runner.name, reason: 'busy at GitHub' });
+          continue;
+        }
+        report.removed.push({ name: runner.name, scope, reason });
+        log.info('sweep removed runner registration', { name: runner.name, scope, reason, outcome });
+      } catch (err) {
+        report.failed.push({ target: runner.name, error: errorText(err) });
+      }
+    }
+  }
+
+  /** Job ids every running pool still counts as queued (or has seen start): they need no second routing. */
+  async function jobsPoolsKnow(): Promise<Set<number>> {
+    const known = new Set<number>();
+    for (const entry of await pools.fetch()) {
+      if (!entry.memo) continue;
+      try {
+        const view = await client.workflow.getHandle(entry.workflowId).query(poolStateQuery);
+        for (const job of view.queuedJobs) known.add(job.jobId);
+        for (const runner of view.runners) if (runner.jobId !== undefined) known.add(runner.jobId);
+      } catch {
+        // A pool that does not answer cannot claim the job; routing asks the pools again anyway.
+      }
+    }
+    return known;
+  }
+
+  /**
+   * A job whose `queued` webhook was lost has no runner coming. Only repository scopes can be
+   * looked at (GitHub lists queued runs per repository). A job is only handed to routing once
+   * it has waited `lostJobAgeMs` and no pool knows it, so a pool that is merely full is not
+   * given a second runner for the same job by another pool.
+   */
+  async function requeueLostJobs(groups: ScopeGroup[], lostJobAgeMs: number, report: GitHubSweepReport): Promise<void> {
+    const sink = deps.jobs;
+    if (!sink) return;
+    const stale: QueuedJob[] = [];
+    for (const group of groups) {
+      if (group.scope.kind !== 'repo') continue;
+      try {
+        const queued = await deps.github.get(group.credentials).listQueuedJobs(group.scope);
+        for (const job of queued) {
+          if (now() - Date.parse(job.createdAt) < lostJobAgeMs) continue;
+          stale.push({ jobId: job.id, runId: job.runId, labels: job.labels, repository: job.repository, queuedAt: job.createdAt });
+        }
+      } catch (err) {
+        report.failed.push({ target: `queued jobs of ${scopeKey(group.scope)}`, error: errorText(err) });
+      }
+    }
+    if (stale.length === 0) return;
+    const known = await jobsPoolsKnow();
+    for (const job of stale) {
+      if (known.has(job.jobId)) continue;
+      try {
+        await sink.jobQueued({ ...job, deliveryId: `sweep-${job.jobId}` });
+        report.requeued.push({ jobId: job.jobId, repository: job.repository ?? '' });
+        log.info('sweep found a queued job no pool knew of', { jobId: job.jobId, repository: job.repository, queuedAt: job.queuedAt });
+      } catch (err) {
+        report.failed.push({ target: `job ${job.jobId}`, error: errorText(err) });
+      }
+    }
+  }
+
+  return {
+    async sweepGitHubRunners(args: GitHubSweepArgs): Promise<GitHubSweepReport> {
+      const report: GitHubSweepReport = { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] };
+      const { groups, poolNames } = await scopeGroups(args.provider, report);
+      if (groups.length === 0) return report;
+      const running = await runningRunnerNames(poolNames);
+      for (const group of groups) {
+        try {
+          await sweepScope(group, running, args.gracePeriodMs, report);
+        } catch (err) {
+          // One scope failing (rate limit, revoked credentials) must not stop the others.
+          report.failed.push({ target: scopeKey(group.scope), error: errorText(err) });
+        }
+      }
+      if (args.lostJobAgeMs !== undefined) await requeueLostJobs(groups, args.lostJobAgeMs, report);
+      return report;
+    },
+  };
+}
+
+export type GitHubSweepActivities = ReturnType<typeof createGitHubSweepActivities>;

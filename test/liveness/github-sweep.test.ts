@@ -1,0 +1,131 @@
+/**
+ * The sweep's GitHub side against the GitHub simulator through the real Octokit
+ * client: registrations of our pools that no workflow owns are removed; busy ones
+ * and live ones are not.
+ */
+import { describe, expect, it } from 'vitest';
+import { registrationMatcher } from '../../activities/github-sweep-activities';
+import { createGitHubRegistry } from '../../github/registry';
+import type { GitHubScope } from '../../github/port';
+import { instanceStartOptions } from '../../workflows/instance-options';
+import { providerSweep } from '../../workflows/provider-sweep';
+import { runnerInstance } from '../../workflows/runner-instance';
+import { waitForStatus } from '../instance/helpers';
+import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/temporal';
+import { api, e2ePool, useE2EStack } from '../e2e/stack';
+
+const PROVIDER = uniqueName('simulated');
+const stack = useE2EStack({ jobDurationMs: 300 }, { simulatedProvider: PROVIDER });
+
+const hex10 = (): string => Array.from({ length: 10 }, () => Math.floor(Math.random() * 16).toString(16)).join('');
+
+async function sweep(gracePeriodMs: number, lostJobAgeMs?: number) {
+  return stack.client.workflow.execute(providerSweep, {
+    taskQueue: stack.loaded.config.temporal.taskQueue,
+    workflowId: uniqueName(`sweep/${PROVIDER}`),
+    args: [{ provider: PROVIDER, gracePeriodMs, githubRunners: true, ...(lostJobAgeMs !== undefined ? { lostJobAgeMs } : {}) }],
+  });
+}
+
+describe('GitHub registrations no workflow owns', () => {
+  it('are removed after the grace period, never a busy one, never a live one', async () => {
+    const repo = 'gh-sweep';
+    const pool = e2ePool(repo, { provider: PROVIDER, minIdleRunners: 1, maxRunners: 3 });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const scope: GitHubScope = { kind: 'repo', owner: 'acme', repo };
+    const github = createGitHubRegistry(stack.loaded.config, stack.loaded.env).get('default');
+    const register = (name: string, extraLabels: string[] = []) =>
+      github.createRunnerCredential({ scope, name, labels: [...pool.labels, ...extraLabels], runnerGroupId: 1, workFolder: '_work', jit: true });
+
+    // 1. Registered, then the process crashed before any machine or workflow knew it.
+    const untracked = `${pool.name}-${hex10()}`;
+    await register(untracked);
+    // 2. A runner whose workflow was terminated after registering (its forced removal never ran).
+    const orphaned = `${pool.name}-${hex10()}`;
+    const input = instanceInput(orphaned, { pool: pool.name, provider: PROVIDER, timings: FAST_TIMINGS }, { github: { credentials: 'default', scope }, labels: pool.labels });
+    const handle = await stack.client.workflow.start(runnerInstance, { taskQueue: stack.loaded.config.temporal.taskQueue, ...instanceStartOptions(input) });
+    await waitForStatus(handle, 'running');
+    await handle.terminate('simulated crash');
+    // 3. An unowned registration whose runner is busy with a job: GitHub would refuse, and the job may be real.
+    const busy = `${pool.name}-${hex10()}`;
+    // Its own extra label: only it can take the job (no pool matches it, so no runner is made for it).
+    const credential = await register(busy, ['only-this-one']);
+    if (credential.kind !== 'jit') throw new Error('expected a JIT config');
+    await stack.sim.startAgent({ jitConfig: credential.encodedJitConfig });
+    const job = stack.sim.queueJob({ repository: `acme/${repo}`, labels: [...pool.labels, 'only-this-one'], durationMs: 60_000 });
+    await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.runnerName === busy && j.status === 'in_progress'), 10_000, 'the busy runner to take the job');
+    // 4. No workflow, but online: a machine still runs it, which the machine sweep handles first.
+    const onlineUntracked = `${pool.name}-${hex10()}`;
+    const online = await register(onlineUntracked, ['only-this-one']);
+    if (online.kind !== 'jit') throw new Error('expected a JIT config');
+    await stack.sim.startAgent({ jitConfig: online.encodedJitConfig });
+    // 5. Someone else's runner in the same scope (other naming): never ours to judge.
+    const foreign = `build-box-${hex10()}`;
+    await register(foreign);
+    // The pool's own idle runner is live.
+    const live = await eventually(() => stack.sim.runners().find((r) => String(r.name).startsWith(`${pool.name}-`) && ![untracked, orphaned, busy].includes(String(r.name)) && r.status === 'online'), 30_000, 'the pool runner');
+
+    // Without a workflow at all there is no clock to wait for: retention dropped it long ago, or it never had one.
+    const early = await sweep(3_600_000);
+    expect(early.github?.removed).toEqual([{ name: untracked, scope: `repo:acme/${repo}`, reason: 'untracked' }]);
+    expect(early.github?.skipped).toEqual(
+      expect.arrayContaining([
+        { name: orphaned, reason: expect.stringMatching(/^orphaned for \d+ s, inside the 3600 s grace period$/) },
+        { name: busy, reason: 'busy at GitHub' },
+      ]),
+    );
+    const report = await sweep(0);
+    expect(report.github).toMatchObject({ scopes: 1, failed: [] });
+    expect(report.github?.removed).toEqual([{ name: orphaned, scope: `repo:acme/${repo}`, reason: 'orphaned' }]);
+    expect(report.github?.skipped).toEqual(
+      expect.arrayContaining([
+        { name: busy, reason: 'busy at GitHub' },
+        { name: onlineUntracked, reason: 'online with no workflow: waits for its machine to be swept' },
+      ]),
+    );
+    expect(report.github?.skipped).toHaveLength(2);
+    expect(report.github?.owned).toBeGreaterThanOrEqual(1);
+    const left = stack.sim.runners().map((r) => String(r.name));
+    expect(left).toEqual(expect.arrayContaining([busy, onlineUntracked, foreign, String(live.name)]));
+    expect(left).not.toContain(untracked);
+    expect(left).not.toContain(orphaned);
+  });
+
+  it('recognises only the pool naming and labels', () => {
+    const matches = registrationMatcher({ name: 'linux-x64', labels: ['self-hosted', 'linux', 'x64'] });
+    const runner = (name: string, labels: string[]) => ({ id: 1, name, os: 'linux', status: 'offline' as const, busy: false, labels });
+    expect(matches(runner('linux-x64-0123456789', ['self-hosted', 'Linux', 'X64']))).toBe(true);
+    expect(matches(runner('linux-x64-0123456789', ['self-hosted', 'linux']))).toBe(false);
+    expect(matches(runner('linux-x64-arm-0123456789', ['linux', 'x64']))).toBe(false);
+    expect(matches(runner('linux-x64-012345678', ['linux', 'x64']))).toBe(false);
+    expect(registrationMatcher({ name: 'p', runnerPrefix: 'ci', labels: ['gpu'] })(runner('ci-abcdefabcd', ['gpu']))).toBe(true);
+  });
+});
+
+describe('jobs whose queued webhook was lost', () => {
+  it('are routed again by the sweep: a pool takes the one it can, the other shows as unmatched', async () => {
+    const repo = 'lost-queued';
+    const pool = e2ePool(repo, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 1 });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: 2 });
+    const lost = stack.sim.queueJob({ repository: `acme/${repo}`, labels: pool.labels });
+    const nobodys = stack.sim.queueJob({ repository: `acme/${repo}`, labels: [...pool.labels, 'gpu'] });
+    await stack.sim.webhooksIdle();
+    // Nothing heard of either: no runner is coming.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(stack.sim.jobs().find((j) => j.id === lost.id)?.status).toBe('queued');
+
+    // Younger than the age limit: left alone (the webhook may still be on its way).
+    expect((await sweep(3_600_000, 3_600_000)).github?.requeued).toEqual([]);
+    const report = await sweep(3_600_000, 0);
+    expect(report.github?.requeued.map((j) => j.jobId).sort()).toEqual([lost.id, nobodys.id].sort());
+
+    const done = await eventually(() => stack.sim.jobs().find((j) => j.id === lost.id && j.status === 'completed'), 30_000, 'the lost job to run');
+    expect(done.conclusion).toBe('success');
+    const unmatched = await api(stack, 'GET', '/api/v1/jobs/unmatched');
+    expect(JSON.stringify(unmatched.body)).toContain(String(nobodys.id));
+    // A job pools already know is not routed twice.
+    const again = await sweep(3_600_000, 0);
+    expect(again.github?.requeued.map((j) => j.jobId)).not.toContain(lost.id);
+  });
+});
