@@ -1,12 +1,12 @@
 /**
- * How a pool starts its runner workflows: through the client, from a local
+ * How a pool starts its runner workflows: through the client, from an
  * activity, rather than as child workflows. A child start is a task the
  * server runs later and then records in the pool's history (initiated,
  * started, completed: three events per runner, each a write to the one pool
  * workflow every job already passes through); measured under load, children
  * started up to a minute and a half after the pool asked. A direct start is one
- * call that is done when it returns, and the pool's history gets one marker
- * per batch. Idempotent by workflow id (`runner/<name>`, the name chosen
+ * call that is done when it returns, and the pool's history gets three events
+ * per batch of runners instead of three per runner. Idempotent by workflow id (`runner/<name>`, the name chosen
  * deterministically by the pool), so a retried or replayed step starts nothing
  * twice.
  */
