@@ -12,8 +12,11 @@
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, isGrpcServiceError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { SignalBatcher } from '../api/signal-batcher';
 import { instanceStartOptions } from '../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW, type RunnerInstanceInput } from '../workflows/messages';
+import { poolWorkflowId, runnersChangedSignal, type RunnerChangedArgs } from '../workflows/pool-messages';
 
 export interface StartRunnersArgs {
   runners: RunnerInstanceInput[];
@@ -27,8 +30,31 @@ export interface StartRunnersResult {
 /** gRPC codes worth retrying the whole step for: the server was briefly unreachable or slow. */
 const TRANSIENT = new Set([4, 8, 14]);
 
+export interface ReportToPoolArgs {
+  pool: string;
+  report: RunnerChangedArgs;
+}
+
 export function createPoolActivities(deps: { client: Client }) {
+  /**
+   * Runners tell their pool of every change that matters to it. Sent as a
+   * workflow command, each report became a task the server carried out later
+   * (measured: a large share still undelivered many seconds on, so the pool
+   * counted runners long gone and held back new ones). Sent from here, a report
+   * is one direct call, and the reports of every runner on this worker to one
+   * pool go as one signal per round trip.
+   */
+  const toPools = new SignalBatcher<RunnerChangedArgs>((workflowId, reports) => deps.client.workflow.getHandle(workflowId).signal(runnersChangedSignal, { reports }));
   return {
+    /** Done when the pool has the report, or the pool is gone (nothing left to tell). */
+    async reportToPool({ pool, report }: ReportToPoolArgs): Promise<void> {
+      try {
+        await toPools.add(poolWorkflowId(pool), report);
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+    },
+
     async startRunners({ runners }: StartRunnersArgs): Promise<StartRunnersResult> {
       const taskQueue = Context.current().info.taskQueue;
       const notStarted: StartRunnersResult['notStarted'] = [];

@@ -78,7 +78,7 @@ async function main(): Promise<void> {
       { figure: 'runners online and idle', value: `${idleCount}/${n}`, target: String(n), met: idleCount >= n },
       { figure: 'time until all idle (GitHub side)', value: ms(tookMs) },
       { figure: 'time until the pool sees all idle', value: poolIdle ? ms(poolIdle - started) : 'not seen' },
-      { figure: 'time until half idle', value: half ? ms(half - started) : 'n/a' },
+      { figure: 'time until half idle', value: half ? ms(half - started) : 'not reached' },
       { figure: 'runners per second (scale-up from empty)', value: rate.toFixed(1), target: `≥ ${RATE_TARGET}`, met: rate >= RATE_TARGET },
       { figure: 'RSS before the pool', value: mb(rssBefore) },
       { figure: `RSS with ${n} idle (after ${settleMs / 1000} s)`, value: mb(rssSettled), target: '≤ 1024 MB', met: rssSettled <= RSS_TARGET },

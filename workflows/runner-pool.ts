@@ -29,6 +29,7 @@ import {
   POOL_MESSAGE_DESCRIPTIONS,
   poolStateQuery,
   runnerChangedSignal,
+  runnersChangedSignal,
   updatePoolSignal,
   type PoolView,
   type RunnerPoolInput,
@@ -86,6 +87,11 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   setHandler(runnerChangedSignal, (args) => {
     if (book.runnerChanged(args, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.runnerChanged });
+
+  setHandler(runnersChangedSignal, ({ reports }) => {
+    const now = Date.now();
+    for (const report of Array.isArray(reports) ? reports : []) if (book.runnerChanged(report, now)) dirty = true;
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.runnersChanged });
 
   function instanceInput(name: string): RunnerInstanceInput {
     const s = book.settings;
