@@ -7,7 +7,8 @@
  *   → pool decides        the start command for the runner made for this job (pool workflow tasks):
  *                         a child-start, or the startRunners activity naming it
  *   → runner started      that runner's WorkflowExecutionStarted
- *   → create started      its createInstance activity started (worker activity slots)
+ *   → create scheduled    its createInstance activity scheduled (the runner's first workflow task)
+ *   → create started      that activity started (activity dispatch to a worker)
  *   → runner online       its runnerStatus signal (JIT config, provider, agent's idle callback)
  *   → job started         simulator's startedAt (GitHub hands the job to an idle runner)
  *
@@ -78,6 +79,7 @@ export function workflowTaskStats(events: HistoryEvent[]): WorkflowTaskStats {
 
 interface RunnerMarks {
   started: number;
+  createScheduled: number;
   createStarted: number;
   online: number;
 }
@@ -87,8 +89,8 @@ async function runnerMarks(client: Client, name: string): Promise<RunnerMarks | 
   const createScheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createInstance');
   const createStarted = events.find((e) => createScheduled && String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(createScheduled.eventId));
   const online = events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'runnerStatus');
-  if (!events[0] || !createStarted || !online) return undefined;
-  return { started: eventMs(events[0]), createStarted: eventMs(createStarted), online: eventMs(online) };
+  if (!events[0] || !createScheduled || !createStarted || !online) return undefined;
+  return { started: eventMs(events[0]), createScheduled: eventMs(createScheduled), createStarted: eventMs(createStarted), online: eventMs(online) };
 }
 
 export interface JobPathBreakdown {
@@ -128,7 +130,7 @@ export async function jobPathBreakdown(client: Client, poolWorkflowId: string, j
   }
   const byId = new Map(jobs.map((j) => [j.id, j]));
   const queuedOrder = [...signalledAt.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id).filter((id) => byId.has(id));
-  const stages = ['job queued → pool signalled', 'pool signalled → pool decides', 'pool decides → runner workflow started', 'runner started → create activity started', 'create started → runner online', 'runner online → job started', 'total (queued → started)'].map((stage) => ({ stage, values: [] as number[] }));
+  const stages = ['job queued → pool signalled', 'pool signalled → pool decides', 'pool decides → runner workflow started', 'runner started → create scheduled (its first workflow task)', 'create scheduled → create started (activity dispatch)', 'create started → runner online', 'runner online → job started', 'total (queued → started)'].map((stage) => ({ stage, values: [] as number[] }));
   const step = Math.max(1, Math.floor(queuedOrder.length / sample));
   for (let k = 0; k < queuedOrder.length && k < childOrder.length; k += step) {
     const job = byId.get(queuedOrder[k]!)!;
@@ -138,7 +140,7 @@ export async function jobPathBreakdown(client: Client, poolWorkflowId: string, j
     if (!marks || !job.startedAt) continue;
     const created = Date.parse(job.createdAt);
     const signalled = signalledAt.get(job.id)!;
-    const values = [signalled - created, child.at - signalled, marks.started - child.at, marks.createStarted - marks.started, marks.online - marks.createStarted, Date.parse(job.startedAt) - (ranOn ?? marks).online, Date.parse(job.startedAt) - created];
+    const values = [signalled - created, child.at - signalled, marks.started - child.at, marks.createScheduled - marks.started, marks.createStarted - marks.createScheduled, marks.online - marks.createStarted, Date.parse(job.startedAt) - (ranOn ?? marks).online, Date.parse(job.startedAt) - created];
     values.forEach((v, i) => stages[i]!.values.push(v));
   }
   return { stages, pool: { ...workflowTaskStats(events), events: events.length, runs: runs.length, signals } };
