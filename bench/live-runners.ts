@@ -69,7 +69,10 @@ async function main(): Promise<void> {
     const rssSettled = process.memoryUsage().rss;
     sampling = false;
     await sampler;
-    const cleaned = await terminatePoolWorkflows(stack, pool);
+    const cleaned = await terminatePoolWorkflows(stack, pool).catch((err: unknown) => {
+      console.error(`clean-up failed: ${String(err)}`);
+      return false;
+    });
 
     const tookMs = (allIdle ?? Date.now()) - started;
     const rate = idleCount / (tookMs / 1000);
