@@ -24,7 +24,9 @@ async function main(): Promise<void> {
   const n = intArg('runners', 1_000);
   const settleMs = intArg('settle-ms', 10_000);
   const timeoutMs = 60_000 + n * 200;
-  exitAfter(timeoutMs + settleMs + 300_000, 'live-runners');
+  // Terminating thousands of workflows takes the dev server minutes when the machine is busy.
+  const cleanupMs = 120_000 + n * 200;
+  exitAfter(timeoutMs + settleMs + cleanupMs + 300_000, 'live-runners');
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const stack = await startBenchStack(temporal.address, 1_000, 64);
@@ -69,7 +71,7 @@ async function main(): Promise<void> {
     const rssSettled = process.memoryUsage().rss;
     sampling = false;
     await sampler;
-    const cleaned = await terminatePoolWorkflows(stack, pool).catch((err: unknown) => {
+    const cleaned = await terminatePoolWorkflows(stack, pool, cleanupMs).catch((err: unknown) => {
       console.error(`clean-up failed: ${String(err)}`);
       return false;
     });
