@@ -59,7 +59,10 @@ export function createPoolActivities(deps: { client: Client }) {
       const taskQueue = Context.current().info.taskQueue;
       const notStarted: StartRunnersResult['notStarted'] = [];
       const outcomes = await Promise.allSettled(
-        runners.map((input) => deps.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input) })),
+        // Eager start: the server may hand the new runner's first workflow task straight back to this
+        // worker (the client shares its connection), skipping the task queue where, measured under
+        // load, first tasks waited 3 to 30 s to be picked up.
+        runners.map((input) => deps.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input), requestEagerStart: true })),
       );
       let transient: unknown;
       outcomes.forEach((outcome, i) => {
