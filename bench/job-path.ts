@@ -4,15 +4,17 @@
  *
  *   GitHub queues the job (simulator's createdAt)
  *   → pool signalled      jobQueued signal event in the pool's history (webhook delivery + intake)
- *   → pool decides        the child-start command for the runner made for this job (pool workflow tasks)
- *   → child started       that runner's WorkflowExecutionStarted
- *   → create started      its createInstance activity started (worker activity slots)
+ *   → pool decides        the start command for the runner made for this job (pool workflow tasks):
+ *                         a child-start, or the startRunners activity naming it
+ *   → runner started      that runner's WorkflowExecutionStarted
+ *   → create scheduled    its createInstance activity scheduled (the runner's first workflow task)
+ *   → create started      that activity started (activity dispatch to a worker)
  *   → runner online       its runnerStatus signal (JIT config, provider, agent's idle callback)
  *   → job started         simulator's startedAt (GitHub hands the job to an idle runner)
  *
  * Pools count jobs rather than tie a job to a runner, so the runner "made for"
- * the k-th queued job is the k-th child the pool started (FIFO). When the
- * pool is shared by queued signals from a batch, the batch's jobs share its time.
+ * the k-th queued job is the k-th runner the pool started (FIFO). The jobs of
+ * one batched signal share its time.
  */
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
@@ -77,6 +79,7 @@ export function workflowTaskStats(events: HistoryEvent[]): WorkflowTaskStats {
 
 interface RunnerMarks {
   started: number;
+  createScheduled: number;
   createStarted: number;
   online: number;
 }
@@ -86,8 +89,8 @@ async function runnerMarks(client: Client, name: string): Promise<RunnerMarks | 
   const createScheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createInstance');
   const createStarted = events.find((e) => createScheduled && String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(createScheduled.eventId));
   const online = events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'runnerStatus');
-  if (!events[0] || !createStarted || !online) return undefined;
-  return { started: eventMs(events[0]), createStarted: eventMs(createStarted), online: eventMs(online) };
+  if (!events[0] || !createScheduled || !createStarted || !online) return undefined;
+  return { started: eventMs(events[0]), createScheduled: eventMs(createScheduled), createStarted: eventMs(createStarted), online: eventMs(online) };
 }
 
 export interface JobPathBreakdown {
@@ -116,12 +119,18 @@ export async function jobPathBreakdown(client: Client, poolWorkflowId: string, j
         if (typeof id === 'number' && !signalledAt.has(id)) signalledAt.set(id, eventMs(e));
       }
     }
+    // Runners are started as children (before) or by a startRunners activity, named in its input.
     const child = e.startChildWorkflowExecutionInitiatedEventAttributes;
     if (child?.workflowId) childOrder.push({ name: child.workflowId.replace(/^runner\//, ''), at: eventMs(e) });
+    const activity = e.activityTaskScheduledEventAttributes;
+    if (activity?.activityType?.name === 'startRunners') {
+      const runners = (payloadJson(activity.input?.payloads?.[0]?.data) as { runners?: { name: string }[] } | undefined)?.runners ?? [];
+      for (const r of runners) childOrder.push({ name: r.name, at: eventMs(e) });
+    }
   }
   const byId = new Map(jobs.map((j) => [j.id, j]));
   const queuedOrder = [...signalledAt.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id).filter((id) => byId.has(id));
-  const stages = ['job queued → pool signalled', 'pool signalled → pool decides', 'pool decides → child started', 'child started → create activity started', 'create started → runner online', 'runner online → job started', 'total (queued → started)'].map((stage) => ({ stage, values: [] as number[] }));
+  const stages = ['job queued → pool signalled', 'pool signalled → pool decides', 'pool decides → runner workflow started', 'runner started → create scheduled (its first workflow task)', 'create scheduled → create started (activity dispatch)', 'create started → runner online', 'runner online → job started', 'total (queued → started)'].map((stage) => ({ stage, values: [] as number[] }));
   const step = Math.max(1, Math.floor(queuedOrder.length / sample));
   for (let k = 0; k < queuedOrder.length && k < childOrder.length; k += step) {
     const job = byId.get(queuedOrder[k]!)!;
@@ -131,7 +140,7 @@ export async function jobPathBreakdown(client: Client, poolWorkflowId: string, j
     if (!marks || !job.startedAt) continue;
     const created = Date.parse(job.createdAt);
     const signalled = signalledAt.get(job.id)!;
-    const values = [signalled - created, child.at - signalled, marks.started - child.at, marks.createStarted - marks.started, marks.online - marks.createStarted, Date.parse(job.startedAt) - (ranOn ?? marks).online, Date.parse(job.startedAt) - created];
+    const values = [signalled - created, child.at - signalled, marks.started - child.at, marks.createScheduled - marks.started, marks.createStarted - marks.createScheduled, marks.online - marks.createStarted, Date.parse(job.startedAt) - (ranOn ?? marks).online, Date.parse(job.startedAt) - created];
     values.forEach((v, i) => stages[i]!.values.push(v));
   }
   return { stages, pool: { ...workflowTaskStats(events), events: events.length, runs: runs.length, signals } };

@@ -97,13 +97,21 @@ export async function stopBenchStack(stack: BenchStack): Promise<void> {
  */
 export async function terminatePoolWorkflows(stack: DevStack, pool: BenchPool, timeoutMs = 120_000): Promise<boolean> {
   const query = `RunnerPool = "${pool.name}" AND ExecutionStatus = "Running"`;
-  await stack.client.workflowService.startBatchOperation({
-    namespace: stack.loaded.config.temporal.namespace,
-    jobId: uniqueName('bench-cleanup'),
-    visibilityQuery: query,
-    reason: 'bench cleanup',
-    terminationOperation: {},
-  });
-  const done = await until(async () => ((await stack.client.workflow.count(query)).count === 0 ? true : undefined), timeoutMs, 1_000);
-  return done === true;
+  const deadline = Date.now() + timeoutMs;
+  // Again until none is left: a start the pool had in flight can land after a batch's snapshot.
+  while (Date.now() < deadline) {
+    if ((await stack.client.workflow.count(query)).count === 0) return true;
+    await stack.client.workflowService
+      .startBatchOperation({
+        namespace: stack.loaded.config.temporal.namespace,
+        jobId: uniqueName('bench-cleanup'),
+        visibilityQuery: query,
+        reason: 'bench cleanup',
+        terminationOperation: {},
+      })
+      // The server runs few batches at once: the earlier one is still at work, wait for it.
+      .catch((err: unknown) => console.error(`clean-up batch not started yet: ${err instanceof Error ? err.message : String(err)}`));
+    await until(async () => ((await stack.client.workflow.count(query)).count === 0 ? true : undefined), Math.min(30_000, Math.max(0, deadline - Date.now())), 1_000);
+  }
+  return (await stack.client.workflow.count(query)).count === 0;
 }

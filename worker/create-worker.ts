@@ -30,10 +30,16 @@ export interface RunnerflowWorkerOptions {
  *   signal comes. The pool workflows are busy and stay cached (least recently used
  *   goes first). The SDK's default sizes the cache from the heap, which let
  *   thousands of idle runners hold about half a megabyte each.
+ * - pollers: the job-path breakdown put most of a job's wait between a runner
+ *   workflow starting and its create activity starting, i.e. in activity
+ *   dispatch. A fixed ten pollers bound how many tasks a worker can take per
+ *   poll round trip; autoscaling pollers grow with the backlog the server reports.
  */
 export const WORKER_TUNING = {
   maxCachedWorkflows: 1_000,
-} as const;
+  workflowTaskPollerBehavior: { type: 'autoscaling' },
+  activityTaskPollerBehavior: { type: 'autoscaling' },
+} as const satisfies Partial<WorkerOptions>;
 
 export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): Promise<Worker> {
   // Pools start runner workflows and forced deletes start clean-ups from local activities, through this client.
@@ -50,6 +56,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
       ...(options.extraActivities ?? {}),
     },
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
+    ...WORKER_TUNING,
     maxCachedWorkflows: options.maxCachedWorkflows ?? WORKER_TUNING.maxCachedWorkflows,
     sinks: lifecycleSinks,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),

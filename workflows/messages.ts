@@ -91,7 +91,7 @@ export const healthReportSignal = defineSignal<[HealthReportArgs]>('healthReport
 
 /** Shown in the Temporal Web UI next to each signal and query. */
 export const INSTANCE_MESSAGE_DESCRIPTIONS = {
-  forceDelete: 'Delete now: one bounded best-effort provider delete, provider and GitHub errors ignored, the workflow ends. Input: {"reason": "..."}',
+  forceDelete: 'Delete now: the workflow ends at once; a machine the provider does not confirm gone within forceDeleteAttemptTimeout (50 ms by default) is retried by workflow cleanup/<name> until it is. Input: {"reason": "..."}',
   delete: 'Graceful delete: unregister from GitHub unless busy, then delete from the provider with backoff until it succeeds. Input: {"reason": "..."}',
   jobStarted: 'A job started on this runner (from the workflow_job in_progress webhook). Input: {"jobId": 123, "runId": 456}',
   jobCompleted: 'The job on this runner finished (workflow_job completed webhook); an ephemeral runner then leaves. Input: {"jobId": 123, "conclusion": "success"}',

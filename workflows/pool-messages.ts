@@ -89,6 +89,11 @@ export interface JobsQueuedArgs {
 export const jobsQueuedSignal = defineSignal<[JobsQueuedArgs]>('jobsQueued');
 export const jobProgressSignal = defineSignal<[JobProgressArgs]>('jobProgress');
 export const runnerChangedSignal = defineSignal<[RunnerChangedArgs]>('runnerChanged');
+/** What instances send: the reports of many runners, batched per pool by the worker (activities/pool-activities.ts). */
+export interface RunnersChangedArgs {
+  reports: RunnerChangedArgs[];
+}
+export const runnersChangedSignal = defineSignal<[RunnersChangedArgs]>('runnersChanged');
 export const poolStateQuery = defineQuery<PoolView>('poolState');
 
 export const POOL_MESSAGE_DESCRIPTIONS = {
@@ -97,7 +102,8 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   jobQueued: 'A workflow_job queued for this pool. Input: {"jobId": 1, "labels": ["self-hosted"]}',
   jobsQueued: 'workflow_jobs queued for this pool, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["self-hosted"]}]}',
   jobProgress: 'A job left the queue (in_progress) or finished (completed). Input: {"jobId": 1, "action": "in_progress"}',
-  runnerChanged: 'A runner instance of this pool changed status (sent by the instance workflow).',
+  runnerChanged: 'A runner instance of this pool changed status.',
+  runnersChanged: 'Runner instances of this pool changed status (sent by the instance workflows, batched). Input: {"reports": [...]}',
   poolState: 'Settings, runners with their statuses, queued jobs and the current target size.',
   unmatchedJob: 'Record a job no pool could take.',
   jobsUnmatched: 'Record jobs no pool could take, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["gpu"], "reason": "..."}]}',

@@ -10,7 +10,6 @@ import {
   CancellationScope,
   condition,
   continueAsNew,
-  getExternalWorkflowHandle,
   isCancellation,
   log,
   patched,
@@ -42,8 +41,8 @@ import {
   type RunnerInstanceInput,
 } from './messages';
 import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
-import { poolWorkflowId, runnerChangedSignal } from './pool-messages';
 import { runnerLifecycle } from './lifecycle-sink';
+import type { PoolActivities } from '../activities/pool-activities';
 
 /** Room, beyond the provider's bound, for starting the clean-up workflow. */
 const FORCE_HANDOVER_MARGIN_MS = 5_000;
@@ -88,6 +87,9 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     startToCloseTimeout: t.forceDeleteAttemptTimeoutMs + FORCE_HANDOVER_MARGIN_MS,
     retry: { initialInterval: 50, maximumAttempts: 3 },
   });
+
+  // Local: a direct signal from the worker (batched per pool), not a command the server carries out later.
+  const poolReports = proxyLocalActivities<PoolActivities>({ startToCloseTimeout: 10_000, retry: { initialInterval: 100, maximumAttempts: 5 } });
 
   const record = new InstanceRecord(input);
   const lifecycle = new CancellationScope();
@@ -182,7 +184,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     };
     // Not cancellable: a forced delete cancels the lifecycle scope, but the pool must still hear of it.
     // The pool may be gone (deleted, or continuing as new); the instance must not care.
-    const sent = CancellationScope.nonCancellable(() => getExternalWorkflowHandle(poolWorkflowId(input.pool)).signal(runnerChangedSignal, report))
+    const sent = CancellationScope.nonCancellable(() => poolReports.reportToPool({ pool: input.pool, report }))
       .catch((err: unknown) => log.debug('pool not notified', { pool: input.pool, error: String(err) }))
       .finally(() => reports.delete(sent));
     reports.add(sent);

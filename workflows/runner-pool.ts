@@ -10,7 +10,7 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
-  proxyLocalActivities,
+  proxyActivities,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -29,6 +29,7 @@ import {
   POOL_MESSAGE_DESCRIPTIONS,
   poolStateQuery,
   runnerChangedSignal,
+  runnersChangedSignal,
   updatePoolSignal,
   type PoolView,
   type RunnerPoolInput,
@@ -37,18 +38,21 @@ import { PoolScaleSet } from './pool-scale-set';
 import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
 
-/** Runner workflows started by one local activity: a burst to a large maxRunners goes as several, side by side. */
+/** Runner workflows started by one activity: a burst to a large maxRunners goes as several, side by side. */
 const START_BATCH = 50;
 
 /** Well below Temporal's limits; the server may also suggest continuing earlier. */
 const DEFAULT_HISTORY_LIMIT = 4_000;
 
 /**
- * Retried until the server takes the starts: the runners are already counted
- * against maxRunners, and an undecided start must not be forgotten (a runner
- * counted nowhere could exceed the maximum). Starting is idempotent by id.
+ * An ordinary activity, not a local one: a local activity holds the pool's
+ * workflow task open until every start has returned, and under load that
+ * stalled every decision behind it. Retried until the server takes the starts:
+ * the runners are already counted against maxRunners, and an undecided start
+ * must not be forgotten (a runner counted nowhere could exceed the maximum).
+ * Starting is idempotent by id.
  */
-const starter = proxyLocalActivities<PoolActivities>({
+const starter = proxyActivities<PoolActivities>({
   startToCloseTimeout: 60_000,
   retry: { initialInterval: 200, backoffCoefficient: 2, maximumInterval: 10_000 },
 });
@@ -89,6 +93,11 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   setHandler(scaleSetDemandSignal, (args) => {
     if (book.scaleSetDemand(args)) dirty = true;
   }, { description: SCALE_SET_MESSAGE_DESCRIPTIONS.scaleSetDemand });
+
+  setHandler(runnersChangedSignal, ({ reports }) => {
+    const now = Date.now();
+    for (const report of Array.isArray(reports) ? reports : []) if (book.runnerChanged(report, now)) dirty = true;
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.runnersChanged });
 
   function instanceInput(name: string): RunnerInstanceInput {
     const s = book.settings;

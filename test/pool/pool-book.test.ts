@@ -172,6 +172,18 @@ describe('PoolBook scaling', () => {
     expect(book.runnerChanged({ seq: 3, name: a!, status: 'running', runnerStatus: 'idle', jobId: 5 }, T0)).toBe(true);
   });
 
+  it("takes a job off the queue when a runner's own report names it, and ignores a late queued redelivery", () => {
+    const book = new PoolBook(settings({ minIdleRunners: 0 }), FAST_TIMINGS);
+    const [a] = startN(book, 1);
+    book.jobQueued({ jobId: 7, labels: [] }, T0);
+    book.runnerChanged({ seq: 1, name: a!, status: 'running', runnerStatus: 'idle' }, T0);
+    expect(book.view().queuedJobs.map((j) => j.jobId)).toEqual([7]);
+    book.runnerChanged({ seq: 2, name: a!, status: 'running', runnerStatus: 'active', jobId: 7 }, T0);
+    expect(book.view().queuedJobs).toEqual([]);
+    expect(book.jobQueued({ jobId: 7, labels: [] }, T0)).toBe(false);
+    expect(book.view().queuedJobs).toEqual([]);
+  });
+
   it('a disabled pool creates nothing', () => {
     const book = new PoolBook(settings({ minIdleRunners: 2, enabled: false }), FAST_TIMINGS);
     book.jobQueued({ jobId: 1, labels: [] }, T0);
