@@ -203,6 +203,15 @@ async function loadPoolDetail() {
   draw('pool-detail-body', { detail, runners, timelines: [...state.timelines] }, () => poolDetailView(detail, started, state.timelines, runnerActions));
 }
 
+/** @param {unknown} err */
+function showPoolDetailError(err) {
+  if (err instanceof ApiError && err.unauthorized) throw err;
+  $('pool-detail').hidden = false;
+  draw('pool-detail-body', { error: String(err) }, () =>
+    h('p', { class: 'error', role: 'alert' }, `Could not load this pool: ${err instanceof Error ? err.message : String(err)}. Retrying…`),
+  );
+}
+
 /** @returns {Promise<boolean>} whether to keep polling (false once signed out) */
 async function refresh() {
   if (!session.token()) {
@@ -217,7 +226,8 @@ async function refresh() {
       api('GET', '/api/v1/runners?leaked=true&limit=50'),
       api('GET', '/api/v1/jobs/unmatched'),
       state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined,
-      loadPoolDetail(),
+      // One pool that does not answer must not freeze the rest of the page: its error shows in its own section.
+      loadPoolDetail().catch(showPoolDetailError),
     ]);
     setTemporalTarget(summary.temporal);
     const link = /** @type {HTMLAnchorElement} */ ($('temporal-link'));
