@@ -19,6 +19,8 @@ export interface ProcessStackOptions {
   taskQueue: string;
   workers: number;
   apis: number;
+  /** Name of the simulated machines' provider (`simulated` by default); per-provider schedules of parallel stacks need different ones. */
+  simulatedProvider?: string;
   /** Extra config (timings, controllerId, sweep, ...). */
   config?: Record<string, unknown>;
   simulator?: GitHubSimulatorOptions;
@@ -47,7 +49,14 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
   const writeConfig = (name: string, extraApi: Record<string, unknown>): string => {
     const extra = { ...options.config, api: { ...extraApi } };
     const path = join(dir, name);
-    const config = stackConfig({ temporalAddress: options.temporalAddress, taskQueue: options.taskQueue, githubUrl: sim.url, machinesDir, extra });
+    const config = stackConfig({
+      temporalAddress: options.temporalAddress,
+      taskQueue: options.taskQueue,
+      githubUrl: sim.url,
+      machinesDir,
+      ...(options.simulatedProvider ? { simulatedProvider: options.simulatedProvider } : {}),
+      extra,
+    });
     writeFileSync(path, JSON.stringify(config, null, 2));
     return path;
   };

@@ -9,10 +9,10 @@
  */
 import { measureOutcome, type RunOutcome } from '../../devstack/outcome';
 import { processStackRequest, startProcessStack, type ProcessStack } from '../../devstack/process-stack';
-import { SIMULATED_PROVIDER } from '../../devstack/stack';
 import type { SimFault } from '../../github/simulator/faults';
 import type { PoolSettingsInput } from '../../domain/pool';
-import { poolWorkflowId } from '../../workflows/pool-messages';
+import { stateQuery } from '../../workflows/messages';
+import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { sleep, until, uniqueName } from '../common';
 import { SeededRandom } from './random';
 
@@ -67,7 +67,13 @@ const TIMINGS = {
   heartbeatTimeout: 2_000,
   poolCreateBackoffInitial: 500,
   poolCreateBackoffMax: 2_000,
+  busyRunnerLostGrace: 3_000,
+  runnerOfflineGrace: 2_000,
 };
+/** Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within seconds. */
+const LIVENESS = { interval: '2s', githubInterval: '3s', jitter: '500ms' };
+/** How long GitHub keeps a job busy after its runner's machine died before it fails it. */
+const JOB_GIVE_UP_MS = 4_000;
 
 /** GitHub faults the driver picks from; each lasts a few requests or deliveries. */
 function githubFault(random: SeededRandom): SimFault {
@@ -90,6 +96,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
   const random = new SeededRandom(options.seed);
   const log = options.log;
   const taskQueue = uniqueName('chaos-tq');
+  const provider = uniqueName('chaos-machines');
   const failureRate = options.providerFailureRate ?? 0.3;
   const injected: ChaosReport['injected'] = {
     workerKills: 0,
@@ -110,7 +117,9 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     workers: 1,
     apis: 1,
     ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
-    config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' } },
+    // A provider name of its own: sweep and liveness schedules are per provider, and the suite's server is shared.
+    simulatedProvider: provider,
+    config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' }, liveness: LIVENESS },
     simulator: { jobDurationMs: 500, webhookConcurrency: 8 },
   });
   const jobIds = new Set<number>();
@@ -119,7 +128,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
       name: uniqueName('chaos').toLowerCase().slice(0, 40),
       github: { credentials: 'default', scope: { kind: 'repo', owner: 'chaos', repo: 'app' } },
       labels: ['self-hosted', 'linux', LABEL],
-      provider: SIMULATED_PROVIDER,
+      provider,
       // Idle runners take jobs whose `queued` webhook was lost, as they would on GitHub.
       minIdleRunners: 2,
       maxRunners: 12,
@@ -165,10 +174,28 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const webhooks = stack.sim.stats().webhooks;
     injected.webhooksLost = webhooks.lost;
     injected.webhooksDuplicated = webhooks.duplicated;
-    const outcome = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
+    const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
+    const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name)) };
+    for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
     return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, outcome };
   } finally {
     await stack.stop();
+  }
+}
+
+/** What an open workflow is waiting for, for the report. */
+async function describeOpen(stack: ProcessStack, workflowId: string): Promise<string> {
+  const handle = stack.client.workflow.getHandle(workflowId);
+  try {
+    if (workflowId.startsWith('pool/')) {
+      const view = await handle.query(poolStateQuery);
+      return `${workflowId} deleting=${view.deleting} runners=${view.runners.map((r) => `${r.name}:${r.status}/${r.runnerStatus}`).join(',')}`;
+    }
+    const state = await handle.query(stateQuery);
+    const last = state.transitions.at(-1);
+    return `${workflowId} ${state.status}/${state.runnerStatus} job=${state.jobId ?? '-'} last: ${last ? `${last.from}→${last.to} ${last.reason ?? ''}` : '-'}`;
+  } catch (err) {
+    return `${workflowId} (not queryable: ${(err as Error).message})`;
   }
 }
 
@@ -180,6 +207,8 @@ function completedJobs(stack: ProcessStack, ids: ReadonlySet<number>): number {
 class ChaosDriver {
   private restarting?: Promise<void>;
   private temporalRestarted = false;
+  /** Machines removed behind the provider's back: a create retried after that rightly makes a new one. */
+  readonly vanished = new Set<string>();
 
   constructor(
     private readonly stack: ProcessStack,
@@ -198,7 +227,7 @@ class ChaosDriver {
       if (this.options.killMachines && this.random.chance(0.03)) this.killMachine();
       if (this.restarting) continue;
       if (now >= nextWorkerKill) {
-        nextWorkerKill = now + this.random.int(5_000, 15_000);
+        nextWorkerKill = now + this.random.int(10_000, 30_000);
         this.restarting = this.killWorker().finally(() => (this.restarting = undefined));
       } else if (this.options.restartTemporal && !this.temporalRestarted && now >= temporalRestartAt) {
         this.temporalRestarted = true;
@@ -254,15 +283,19 @@ class ChaosDriver {
     this.options.log('chaos: Temporal server back');
   }
 
-  /** A machine dies under its runner: its agent stops (the runner goes offline) and the provider shows it stopped. */
+  /** A machine dies under its runner (idle or busy): the runner goes offline, the provider shows it stopped or not at all. */
   private killMachine(): void {
     const machines = this.stack.machines.instances().filter((m) => m.status === 'running');
     if (machines.length === 0) return;
     const victim = this.random.pick(machines);
     const agent = this.stack.sim.agents().find((a) => a.runnerName === victim.name && a.state !== 'done');
-    if (agent) this.stack.sim.stopAgent(agent.id);
+    if (agent) this.stack.sim.crashAgent(agent.id, { failJobAfterMs: JOB_GIVE_UP_MS });
     try {
-      this.stack.machines.setStatus(victim.name, 'stopped', 'chaos: machine killed');
+      if (this.random.chance(0.5)) this.stack.machines.setStatus(victim.name, 'stopped', 'chaos: machine killed');
+      else {
+        this.stack.machines.removeInstance(victim.name);
+        this.vanished.add(victim.name);
+      }
       this.injected.machineKills += 1;
     } catch {
       // Deleted in the meantime: nothing to kill.

@@ -1,6 +1,6 @@
 /**
  * A worker of a multi-process dev stack, on simulated machines: the config
- * names a `fake` provider (its state directory, shared by every worker), and
+ * names one `fake` provider (its state directory, shared by every worker), and
  * its machines run agents in the GitHub simulator at RUNNERFLOW_SIMULATOR_URL.
  * BUNDLE_PATH (optional) is a prebuilt workflow bundle, for quick restarts.
  * Prints "ready" once polling.
@@ -9,20 +9,19 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig, resolveSecret } from '../../config/load';
 import { createGitHubRegistry } from '../../github/registry';
 import { startWorker } from '../../worker/start';
-import { SIMULATED_PROVIDER } from '../stack';
 import { SimulatedMachinesProvider, simulatorAgentsOverHttp } from '../simulated-machines';
 import { requiredEnv } from './env';
 
 Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
 const loaded = loadConfig();
-const machines = loaded.config.providers.find((p) => p.name === SIMULATED_PROVIDER);
-if (machines?.type !== 'fake') throw new Error(`the config must declare the "${SIMULATED_PROVIDER}" provider as type fake`);
+const machines = loaded.config.providers.find((p) => p.type === 'fake');
+if (machines?.type !== 'fake') throw new Error('the config must declare the simulated machines as a provider of type fake');
 const sim = simulatorAgentsOverHttp(`${requiredEnv('RUNNERFLOW_SIMULATOR_URL')}/_sim`);
 const started = await startWorker({
   loaded,
   github: createGitHubRegistry(loaded.config, loaded.env),
   instanceTokenKey: resolveSecret(loaded.config.api.instanceTokenSecret, loaded.env)!,
-  providers: new Map([[SIMULATED_PROVIDER, new SimulatedMachinesProvider(SIMULATED_PROVIDER, machines.stateDir, sim)]]),
+  providers: new Map([[machines.name, new SimulatedMachinesProvider(machines.name, machines.stateDir, sim)]]),
   ...(process.env.BUNDLE_PATH ? { workflowBundlePath: process.env.BUNDLE_PATH } : {}),
   log: () => undefined,
 });

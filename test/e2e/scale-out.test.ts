@@ -22,7 +22,7 @@ beforeAll(async () => {
     workers: 2,
     apis: 2,
     workflowBundlePath: inject('workflowBundlePath'),
-    config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false } },
+    config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false }, liveness: { enabled: false } },
     simulator: { jobDurationMs: 1_500, webhookConcurrency: 8 },
   });
 });
