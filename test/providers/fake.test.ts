@@ -22,6 +22,31 @@ describe('fake provider', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
+  it('fails and hangs a seeded share of attempts with failRate/hangRate, the same ones for the same seed', async () => {
+    const outcomes = async (seed: number): Promise<string[]> => {
+      control.setFault('create', { failRate: 0.3, hangRate: 0.1, seed });
+      const seen: string[] = [];
+      for (let i = 0; i < 100; i++) {
+        try {
+          await provider.createInstance(bootstrapFor(`rated-${i}`, 'pool-a'), { ...ctx, timeoutMs: 1 });
+          seen.push('ok');
+        } catch (err) {
+          seen.push(err instanceof ProviderFaultError && err.message.includes('timed out') ? 'hang' : 'fail');
+        }
+        control.removeInstance(`rated-${i}`);
+      }
+      return seen;
+    };
+    const first = await outcomes(7);
+    const count = (what: string) => first.filter((o) => o === what).length;
+    expect(count('fail')).toBeGreaterThan(15);
+    expect(count('fail')).toBeLessThan(45);
+    expect(count('hang')).toBeGreaterThan(2);
+    expect(count('hang')).toBeLessThan(25);
+    expect(await outcomes(7)).toEqual(first);
+    expect(await outcomes(8)).not.toEqual(first);
+  });
+
   it('shares machines between provider objects (worker processes) through the state directory', async () => {
     await provider.createInstance(bootstrapFor('shared-1', 'pool-a'), ctx);
     const other = new FakeProvider({ name: 'fake', stateDir: dir });

@@ -1,0 +1,55 @@
+/** The simulator's webhook targets: round robin over several receivers, and GitHub's "redeliver" of failed deliveries. */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, expect, it } from 'vitest';
+import { startGitHubSimulator, type GitHubSimulator } from '../../github/simulator/server';
+
+interface Receiver {
+  url: string;
+  deliveries: string[];
+  server: Server;
+}
+
+/** Answers `failFirst` deliveries with 503, then 200; records each delivery GUID. */
+async function receiver(failFirst = 0): Promise<Receiver> {
+  const deliveries: string[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      deliveries.push(String(req.headers['x-github-delivery']));
+      res.writeHead(deliveries.length <= failFirst ? 503 : 200).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, deliveries, server };
+}
+
+let sim: GitHubSimulator | undefined;
+const receivers: Receiver[] = [];
+afterEach(async () => {
+  await sim?.close();
+  for (const r of receivers.splice(0)) await new Promise((done) => r.server.close(done));
+});
+
+it('spreads deliveries round robin over several receivers and redelivers the failed ones with their GUID', async () => {
+  const healthy = await receiver();
+  const flaky = await receiver(1);
+  receivers.push(healthy, flaky);
+  sim = await startGitHubSimulator({ onError: () => undefined });
+  const control = (method: string, path: string, body?: unknown) =>
+    fetch(`${sim!.controlUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  expect((await control('PUT', '/webhook', { urls: [healthy.url, flaky.url] })).status).toBe(204);
+
+  for (let i = 0; i < 4; i++) sim.queueJob({ repository: 'octo-org/app', labels: ['linux'] });
+  await sim.webhooksIdle();
+  expect(healthy.deliveries).toHaveLength(2);
+  expect(flaky.deliveries).toHaveLength(2);
+  const failed = sim.deliveries().filter((d) => d.status === 503);
+  expect(failed.map((d) => d.url)).toEqual([flaky.url]);
+
+  const res = await control('POST', '/deliveries/failed');
+  expect(await res.json()).toEqual({ redelivered: 1 });
+  await sim.webhooksIdle();
+  expect([...healthy.deliveries, ...flaky.deliveries].filter((id) => id === failed[0]!.id)).toHaveLength(2);
+  expect(sim.redeliverFailedWebhooks()).toBe(0);
+});
