@@ -42,6 +42,17 @@ export interface GitHubSweepArgs {
   lostJobAgeMs?: number;
 }
 
+export interface RemovePoolRegistrationsArgs {
+  settings: Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels' | 'github'>;
+}
+
+export interface PoolRegistrationsReport {
+  removed: string[];
+  /** Still registered, with why (busy at GitHub, owned by a running workflow, ...): ask again later. */
+  left: string[];
+  failed: string[];
+}
+
 export interface GitHubSweepDeps {
   client: Client;
   namespace: string;
@@ -62,6 +73,7 @@ interface ScopeGroup {
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NAMES_PER_QUERY = 100;
+const QUERIES_AT_ONCE = 16;
 
 /** The pool workflow names its runners `<prefix or pool name, first 50 characters>-<10 hex>` (workflows/pool-book.ts). */
 export function registrationMatcher(settings: Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels'>): (runner: GitHubRunner) => boolean {
@@ -79,6 +91,9 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
   const now = deps.now ?? Date.now;
   const client = deps.client.options.namespace === deps.namespace ? deps.client : new Client({ connection: deps.client.connection, namespace: deps.namespace });
   const pools = new PoolDirectory(client, 0);
+  const queryTimeoutMs = deps.queryTimeoutMs ?? 5_000;
+  /** A pool whose worker is gone would hold a query until the server gives up on it. */
+  const poolState = (workflowId: string) => client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(workflowId).query(poolStateQuery));
 
   async function scopeGroups(provider: string, report: GitHubSweepReport): Promise<{ groups: ScopeGroup[]; poolNames: string[] }> {
     const groups = new Map<string, ScopeGroup>();
@@ -89,7 +104,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       let settings: PoolSettings;
       try {
         // The memo lacks the credentials and runner prefix; the pool's own state has them.
-        settings = (await client.workflow.getHandle(entry.workflowId).query(poolStateQuery)).settings;
+        settings = (await poolState(entry.workflowId)).settings;
       } catch (err) {
         report.failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
         continue;
@@ -183,15 +198,20 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
   /** Job ids every running pool still counts as queued (or has seen start): they need no second routing. */
   async function jobsPoolsKnow(): Promise<Set<number>> {
     const known = new Set<number>();
-    for (const entry of await pools.fetch()) {
-      if (!entry.memo) continue;
-      try {
-        const view = await client.workflow.getHandle(entry.workflowId).query(poolStateQuery);
-        for (const job of view.queuedJobs) known.add(job.jobId);
-        for (const runner of view.runners) if (runner.jobId !== undefined) known.add(runner.jobId);
-      } catch {
-        // A pool that does not answer cannot claim the job; routing asks the pools again anyway.
-      }
+    const entries = (await pools.fetch()).filter((entry) => entry.memo);
+    // Side by side, each bounded: one pool whose worker is gone must not hold up the rest.
+    for (let i = 0; i < entries.length; i += QUERIES_AT_ONCE) {
+      await Promise.all(
+        entries.slice(i, i + QUERIES_AT_ONCE).map(async (entry) => {
+          try {
+            const view = await poolState(entry.workflowId);
+            for (const job of view.queuedJobs) known.add(job.jobId);
+            for (const runner of view.runners) if (runner.jobId !== undefined) known.add(runner.jobId);
+          } catch {
+            // A pool that does not answer cannot claim the job; routing asks the pools again anyway.
+          }
+        }),
+      );
     }
     return known;
   }
@@ -233,6 +253,29 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
   }
 
   return {
+    /**
+     * A deleted pool's last step, once none of its runners is left: registrations
+     * of its naming in its scope that no running workflow owns are removed now,
+     * with no grace period (the pool made all of them and waited for every
+     * runner to end). The sweep cannot do it later: it only looks at the scopes
+     * of pools that exist. Busy ones (a dead machine's job GitHub has not given
+     * up yet) are left and named, for the pool to ask again.
+     */
+    async removePoolRegistrations({ settings }: RemovePoolRegistrationsArgs): Promise<PoolRegistrationsReport> {
+      const report: GitHubSweepReport = { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] };
+      const group: ScopeGroup = {
+        credentials: settings.github.credentials,
+        scope: settings.github.scope,
+        pools: [{ name: settings.name, matches: registrationMatcher(settings) }],
+      };
+      await sweepScope(group, new Set(), 0, report);
+      return {
+        removed: report.removed.map((r) => r.name),
+        left: report.skipped.map((s) => `${s.name}: ${s.reason}`),
+        failed: report.failed.map((f) => `${f.target}: ${f.error}`),
+      };
+    },
+
     async sweepGitHubRunners(args: GitHubSweepArgs): Promise<GitHubSweepReport> {
       const report: GitHubSweepReport = { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] };
       const { groups, poolNames } = await scopeGroups(args.provider, report);

@@ -11,7 +11,7 @@
  * twice.
  */
 import { Context } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError, isGrpcServiceError, type Client } from '@temporalio/client';
+import { ServiceError, WorkflowExecutionAlreadyStartedError, isGrpcServiceError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { SignalBatcher } from '../api/signal-batcher';
 import { instanceStartOptions } from '../workflows/instance-options';
@@ -27,8 +27,30 @@ export interface StartRunnersResult {
   notStarted: { name: string; error: string }[];
 }
 
-/** gRPC codes worth retrying the whole step for: the server was briefly unreachable or slow. */
-const TRANSIENT = new Set([4, 8, 14]);
+/**
+ * gRPC codes that say the server refused the start for good (a bad request, a
+ * missing namespace, no permission). Anything else (unreachable, slow,
+ * cancelled, an unknown failure) leaves it undecided: the server may have
+ * started the workflow before the answer was lost, so the whole step is
+ * retried and the ones that did start answer "already started". Calling an
+ * undecided start "not started" would forget a runner that exists.
+ */
+const REFUSED = new Set([3, 5, 7, 9, 12, 16]);
+
+/** The client wraps gRPC errors in a ServiceError whose cause is the gRPC error. */
+function grpcCodeOf(err: unknown): number | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e)) return e.code;
+  }
+  return undefined;
+}
+
+/** Whether a failed start is known not to have happened and never will (see REFUSED). */
+export function startRefused(err: unknown): boolean {
+  const code = grpcCodeOf(err);
+  // An error that never reached the server (the input could not be encoded) will not change either.
+  return code !== undefined ? REFUSED.has(code) : !(err instanceof ServiceError);
+}
 
 export interface ReportToPoolArgs {
   pool: string;
@@ -64,15 +86,15 @@ export function createPoolActivities(deps: { client: Client }) {
         // load, first tasks waited 3 to 30 s to be picked up.
         runners.map((input) => deps.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input), requestEagerStart: true })),
       );
-      let transient: unknown;
+      let undecided: unknown;
       outcomes.forEach((outcome, i) => {
         if (outcome.status === 'fulfilled' || outcome.reason instanceof WorkflowExecutionAlreadyStartedError) return;
         const err: unknown = outcome.reason;
-        if (isGrpcServiceError(err) && TRANSIENT.has(err.code)) transient ??= err;
-        else notStarted.push({ name: runners[i]!.name, error: err instanceof Error ? err.message : String(err) });
+        if (startRefused(err)) notStarted.push({ name: runners[i]!.name, error: err instanceof Error ? err.message : String(err) });
+        else undecided ??= err;
       });
       // Those that did start are found by id on the retry.
-      if (transient) throw transient;
+      if (undecided) throw undecided;
       return { notStarted };
     },
   };

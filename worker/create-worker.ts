@@ -2,6 +2,7 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { createForceDeleteActivities } from '../activities/force-delete-activities';
+import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
 import { createPoolActivities } from '../activities/pool-activities';
 import { createScaleSetActivities } from '../activities/scale-set-activities';
@@ -53,6 +54,8 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
       ...createScaleSetActivities({ github: options.activities.github }),
       ...createPoolActivities({ client }),
       ...createForceDeleteActivities({ ...options.activities, client }),
+      // A deleted pool removes what it left at GitHub; the worker's sweep adds its job routing over these.
+      ...createGitHubSweepActivities({ client, namespace: options.namespace, github: options.activities.github }),
       ...(options.extraActivities ?? {}),
     },
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,

@@ -15,6 +15,13 @@ import type { JobProgressArgs, PoolCarriedState, PoolRunnerView, PoolView, Queue
 const HANDLED_EVENTS_KEPT = 5_000;
 /** Names of runners already gone, so a late out-of-order report cannot bring one back. */
 const GONE_KEPT = 2_000;
+/**
+ * How long a runner asked to leave may stay silent before it is asked again.
+ * The ask is a signal from the pool that can miss: a runner whose start was
+ * still in flight does not exist yet, and the signal fails with "not found".
+ * The runner's own delete handler is idempotent, so asking twice is harmless.
+ */
+export const LEAVE_REASK_MS = 30_000;
 
 interface RunnerEntry extends PoolRunnerView {
   /** Sequence number of the newest report applied. */
@@ -22,6 +29,9 @@ interface RunnerEntry extends PoolRunnerView {
   everReady: boolean;
   /** We asked it to leave (scale-down, replacement, pool deletion): its exit is not a bootstrap failure. */
   deleteRequested: boolean;
+  /** When we last asked it to leave, and why; it is asked again until it reports leaving. */
+  leaveAskedAt?: number;
+  leaveReason?: string;
   failureCounted?: boolean;
 }
 
@@ -53,6 +63,7 @@ export class PoolBook {
     settings: PoolSettings,
     private readonly timings: InstanceTimings,
     carried?: PoolCarriedState,
+    private readonly options: { reaskLeaving: boolean } = { reaskLeaving: true },
   ) {
     this.settings = settings;
     this.settingsVersion = carried?.settingsVersion ?? 1;
@@ -191,19 +202,35 @@ export class PoolBook {
     });
   }
 
-  /** A child that could not be started holds no capacity. */
+  /**
+   * A runner the server refused to start holds no capacity. Not remembered as
+   * gone: should it exist after all, its first report brings it back into the
+   * book (and under maxRunners) instead of leaving it running unseen.
+   */
   runnerNotStarted(name: string): void {
     this.runners.delete(name);
-    this.markGone(name);
   }
 
-  markDeleteRequested(name: string): void {
+  markDeleteRequested(name: string, reason?: string, now?: number): void {
     const entry = this.runners.get(name);
-    if (entry) entry.deleteRequested = true;
+    if (!entry) return;
+    entry.deleteRequested = true;
+    if (reason !== undefined) entry.leaveReason = reason;
+    if (now !== undefined) entry.leaveAskedAt = now;
   }
 
   get done(): boolean {
     return this.deleting && this.runners.size === 0;
+  }
+
+  /** Runners asked to leave that have not reported leaving since: asked again, or woken for. */
+  private reaskSilentLeavers(now: number, remove: PoolPlan['remove'], wake: number[]): void {
+    for (const r of this.runners.values()) {
+      if (!r.deleteRequested || isLeaving(r.status, r.runnerStatus)) continue;
+      const due = (r.leaveAskedAt ?? now - LEAVE_REASK_MS) + LEAVE_REASK_MS;
+      if (due <= now) remove.push({ name: r.name, reason: r.leaveReason ?? (this.deleting ? 'pool deleted' : 'asked to leave') });
+      else wake.push(due);
+    }
   }
 
   /** Whether a runner can still take a job: not asked to leave, not on its way out. */
@@ -255,9 +282,10 @@ export class PoolBook {
     const live = all.filter((r) => this.isLive(r));
     const remove: PoolPlan['remove'] = [];
 
+    if (this.options.reaskLeaving) this.reaskSilentLeavers(now, remove, wake);
     if (this.deleting) {
       for (const r of all) if (!r.deleteRequested && !isDeleting(r.status)) remove.push({ name: r.name, reason: 'pool deleted' });
-      return { create: 0, remove };
+      return { create: 0, remove, ...(wake.length > 0 ? { wakeAt: Math.min(...wake) } : {}) };
     }
 
     // Outdated idle runners are replaced; busy ones finish their job first.
@@ -296,7 +324,7 @@ export class PoolBook {
     return {
       settings: this.settings,
       settingsVersion: this.settingsVersion,
-      runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, failureCounted: _f, ...r }) => r),
+      runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, failureCounted: _f, leaveAskedAt: _a, leaveReason: _r, ...r }) => r),
       queuedJobs: [...this.queued.values()],
       target: Math.min(this.demand(), this.settings.maxRunners),
       deleting: this.deleting,

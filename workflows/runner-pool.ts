@@ -10,14 +10,19 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
   setHandler,
+  sleep,
   upsertMemo,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { GitHubSweepActivities } from '../activities/github-sweep-activities';
 import type { PoolActivities } from '../activities/pool-activities';
+import type { PoolSettings } from '../domain/pool';
+import type { InstanceTimings } from '../domain/timings';
 import { deleteSignal, runnerWorkflowId, type RunnerInstanceInput } from './messages';
 import { PoolBook } from './pool-book';
 import { poolMemoOf } from './pool-memo';
@@ -57,8 +62,43 @@ const starter = proxyActivities<PoolActivities>({
   retry: { initialInterval: 200, backoffCoefficient: 2, maximumInterval: 10_000 },
 });
 
+const registrations = proxyActivities<GitHubSweepActivities>({
+  startToCloseTimeout: 120_000,
+  retry: { initialInterval: 1_000, maximumInterval: 10_000, maximumAttempts: 3 },
+});
+
+/**
+ * What a deleted pool's runners may leave at GitHub (a dead busy runner's
+ * registration, a removal that failed) is removed before the pool closes:
+ * once it is gone no sweep looks at its scope. A registration GitHub still
+ * calls busy (its machine died mid-job) is asked for again until GitHub gives
+ * the job up, bounded by twice the busy-runner grace, then left with a warning.
+ */
+async function removeLeftRegistrations(settings: PoolSettings, timings: InstanceTimings): Promise<void> {
+  const giveUpAt = Date.now() + 2 * timings.busyRunnerLostGraceMs;
+  let wait = timings.busyRetryIntervalMs;
+  for (;;) {
+    let left: string[];
+    try {
+      const report = await registrations.removePoolRegistrations({ settings });
+      if (report.removed.length > 0) log.info('removed registrations the pool left at GitHub', { pool: settings.name, runners: report.removed });
+      left = [...report.left, ...report.failed];
+    } catch (err) {
+      left = [String(err)];
+    }
+    if (left.length === 0) return;
+    if (Date.now() + wait > giveUpAt) {
+      log.warn('registrations left at GitHub after the pool was deleted', { pool: settings.name, left });
+      return;
+    }
+    await sleep(wait);
+    wait = Math.min(wait * 2, timings.busyRetryIntervalMs * 16);
+  }
+}
+
 export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
-  const book = new PoolBook(input.settings, input.timings, input.carried);
+  // Pools whose history predates re-asking silent leavers replay without its timers.
+  const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers') });
   const scaleSet = new PoolScaleSet(input.timings);
   let dirty = true;
 
@@ -157,7 +197,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   }
 
   function askToLeave(name: string, reason: string): void {
-    book.markDeleteRequested(name);
+    book.markDeleteRequested(name, reason, Date.now());
     getExternalWorkflowHandle(runnerWorkflowId(name))
       .signal(deleteSignal, { reason })
       .catch((err: unknown) => log.warn('delete not delivered', { runner: name, error: String(err) }));
@@ -181,5 +221,6 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     else await condition(() => dirty, waitMs);
   }
   if (book.settings.mode === 'scaleSet') await scaleSet.finish(book.settings, 'pool deleted');
+  else if (patched('remove-registrations-on-delete')) await removeLeftRegistrations(book.settings, input.timings);
   return book.view();
 }

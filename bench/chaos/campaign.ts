@@ -150,7 +150,9 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     })();
     const done = () => completedJobs(stack, jobIds) >= options.lifecycles;
     // Chaos while jobs are queued and until most have run; the last ones run in calm weather.
-    await driver.run(() => Date.now() > deadline || (jobIds.size >= options.lifecycles && completedJobs(stack, jobIds) >= options.lifecycles * 0.9));
+    // At least one worker kill lands while jobs are in flight, however fast the machine runs them.
+    const progress = () => completedJobs(stack, jobIds) / options.lifecycles;
+    await driver.run(() => Date.now() > deadline || (jobIds.size >= options.lifecycles && progress() >= 0.9 && injected.workerKills > 0), progress);
     await queueing;
     stack.sim.clearFaults();
     stack.machines.clearFaults();
@@ -217,7 +219,8 @@ class ChaosDriver {
     private readonly injected: ChaosReport['injected'],
   ) {}
 
-  async run(stop: () => boolean): Promise<void> {
+  /** `progress` is the share of jobs done: the first worker kill comes by a quarter of them at the latest. */
+  async run(stop: () => boolean, progress: () => number): Promise<void> {
     let nextWorkerKill = Date.now() + this.random.int(3_000, 10_000);
     const temporalRestartAt = Date.now() + this.random.int(15_000, 30_000);
     while (!stop()) {
@@ -226,7 +229,7 @@ class ChaosDriver {
       if (this.random.chance(0.05)) this.injectGitHubFault();
       if (this.options.killMachines && this.random.chance(0.03)) this.killMachine();
       if (this.restarting) continue;
-      if (now >= nextWorkerKill) {
+      if (now >= nextWorkerKill || (this.injected.workerKills === 0 && progress() >= 0.25)) {
         nextWorkerKill = now + this.random.int(10_000, 30_000);
         this.restarting = this.killWorker().finally(() => (this.restarting = undefined));
       } else if (this.options.restartTemporal && !this.temporalRestarted && now >= temporalRestartAt) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
-import { PoolBook } from '../../workflows/pool-book';
+import { LEAVE_REASK_MS, PoolBook } from '../../workflows/pool-book';
 import { FAST_TIMINGS } from '../support/temporal';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -143,6 +143,39 @@ describe('PoolBook scaling', () => {
     book.runnerChanged({ seq: nextSeq(), name: a!, status: 'deleted', runnerStatus: 'terminated' }, T0);
     book.runnerChanged({ seq: nextSeq(), name: b!, status: 'deleted', runnerStatus: 'terminated' }, T0);
     expect(book.done).toBe(true);
+  });
+
+  it('asks a runner to leave again while it stays silent (its start may still have been in flight), never one that reports leaving', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 2 }), FAST_TIMINGS);
+    const [a, b] = startN(book, 2);
+    book.startDeleting();
+    const first = book.plan(T0);
+    for (const { name, reason } of first.remove) book.markDeleteRequested(name, reason, T0);
+    expect(book.plan(T0 + 1_000)).toEqual({ create: 0, remove: [], wakeAt: T0 + LEAVE_REASK_MS });
+    // b heard the first ask; a's signal was lost.
+    book.runnerChanged({ seq: nextSeq(), name: b!, status: 'pending_delete', runnerStatus: 'idle' }, T0 + 2_000);
+    book.runnerChanged({ seq: nextSeq(), name: a!, status: 'running', runnerStatus: 'idle' }, T0 + 2_000);
+    expect(book.plan(T0 + LEAVE_REASK_MS)).toEqual({ create: 0, remove: [{ name: a, reason: 'pool deleted' }] });
+  });
+
+  it('keeps the ask-again timers out of pools whose history predates them', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS, undefined, { reaskLeaving: false });
+    const [a] = startN(book, 1);
+    book.startDeleting();
+    book.markDeleteRequested(a!, 'pool deleted', T0);
+    expect(book.plan(T0 + LEAVE_REASK_MS)).toEqual({ create: 0, remove: [] });
+  });
+
+  it('adopts a runner whose start was reported refused if it reports in after all', () => {
+    const book = new PoolBook(settings({ maxRunners: 2 }), FAST_TIMINGS);
+    const [r] = startN(book, 1);
+    book.runnerNotStarted(r!);
+    expect(book.view().runners).toEqual([]);
+    expect(book.runnerChanged({ seq: nextSeq(), name: r!, status: 'running', runnerStatus: 'idle' }, T0)).toBe(true);
+    expect(book.view().runners.map((x) => x.name)).toEqual([r]);
+    // Once the pool is deleted, it is asked to leave like any other.
+    book.startDeleting();
+    expect(book.plan(T0).remove).toEqual([{ name: r, reason: 'pool deleted' }]);
   });
 
   it('drops stale and late reports: a runner that is gone stays gone', () => {

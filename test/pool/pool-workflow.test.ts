@@ -139,4 +139,32 @@ describe('runnerPool', () => {
     const gaps = creates.slice(1).map((t, i) => t - creates[i]!);
     gaps.forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual(1_000 * 2 ** i));
   });
+
+  it('removes the registrations its runners left at GitHub before it closes, waiting for a busy one GitHub has not given up', async () => {
+    const settings = poolSettings({ minIdleRunners: 0 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: { ...FAST_TIMINGS, busyRunnerLostGraceMs: 30_000 } });
+    // A dead busy runner's registration and one whose removal failed: workflows long closed, registrations still there.
+    const left = [`${settings.name}-0123456789`, `${settings.name}-abcdef0123`];
+    const other = `${settings.name}x-0123456789`;
+    for (const name of [...left, other]) {
+      await env.w.github.createRunnerCredential({ scope: settings.github.scope, name, labels: settings.labels, runnerGroupId: 1, workFolder: '_work', jit: true });
+    }
+    env.w.github.busy.add(left[0]!);
+    const listsBefore = env.w.github.calls.filter((c) => c.op === 'list').length;
+    try {
+      await pool.signal(deletePoolSignal, {});
+      await eventually(async () => (env.w.github.calls.some((c) => c.op === 'remove' && c.name === left[1]) ? true : undefined), 20_000, 'the idle registration removed');
+      // The busy one is asked for again; the pool stays open meanwhile.
+      await eventually(async () => (env.w.github.calls.filter((c) => c.op === 'list').length >= listsBefore + 3 ? true : undefined), 20_000, 'the registrations looked at again');
+      expect((await pool.describe()).status.name).toBe('RUNNING');
+    } finally {
+      env.w.github.busy.delete(left[0]!);
+    }
+    await pool.result();
+    const stillRegistered = (await env.w.github.listRunners()).map((r) => r.name);
+    expect(stillRegistered).not.toContain(left[0]);
+    expect(stillRegistered).not.toContain(left[1]);
+    // Another pool's naming is not this pool's to remove.
+    expect(stillRegistered).toContain(other);
+  });
 });
