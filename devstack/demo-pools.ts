@@ -9,8 +9,8 @@
  */
 import type { Client } from '@temporalio/client';
 import { quote } from '../api/temporal/visibility';
-import { RUNNER_INSTANCE_WORKFLOW, forceDeleteSignal } from '../workflows/messages';
-import { RUNNER_POOL_WORKFLOW, deletePoolSignal, poolWorkflowId } from '../workflows/pool-messages';
+import { RUNNER_INSTANCE_WORKFLOW, forceDeleteSignal, runnerWorkflowId } from '../workflows/messages';
+import { RUNNER_POOL_WORKFLOW, deletePoolSignal, poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
 
 export const DEMO_POOL_PREFIX = 'demo-';
 /** Memo key set on demo pools only. */
@@ -56,35 +56,56 @@ export interface RemoveDemoPoolsOptions {
 /**
  * Force-deletes every runner of the pools, asks the pools to go, and waits
  * (bounded) for all of them to close; a pool still open then is terminated,
- * so it can no longer be offered jobs. Runner workflows still open stay for
- * their own forced delete to finish (it always ends them).
+ * so it can no longer be offered jobs. Runners are found twice: the pool's own
+ * book (strongly consistent, it includes runners whose start is in flight) and
+ * visibility; after the pools are gone, visibility once more, for a runner whose
+ * start landed after the first look. A forced delete always ends a runner.
  */
 export async function removeDemoPools(client: Client, pools: string[], options: RemoveDemoPoolsOptions): Promise<void> {
   const reason = 'demo stopped';
   const deadline = Date.now() + options.waitMs;
+  const forced = new Set<string>();
+  const forceDelete = async (ids: string[]) => {
+    const fresh = ids.filter((id) => !forced.has(id));
+    for (const id of fresh) forced.add(id);
+    await Promise.allSettled(fresh.map((id) => client.workflow.getHandle(id).signal(forceDeleteSignal, { reason })));
+  };
   for (const pool of pools) {
-    // The pool first, so it makes no new runner after the list below was taken.
-    await client.workflow
-      .getHandle(poolWorkflowId(pool))
-      .signal(deletePoolSignal, { reason })
-      .catch(() => undefined);
-    const runners = await listIds(client, `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)} AND ExecutionStatus = 'Running' AND RunnerPool = ${quote(pool)}`);
-    await Promise.allSettled(runners.map((id) => client.workflow.getHandle(id).signal(forceDeleteSignal, { reason })));
+    const handle = client.workflow.getHandle(poolWorkflowId(pool));
+    // The pool first, so it makes no new runner after the lists below were taken.
+    await handle.signal(deletePoolSignal, { reason }).catch(() => undefined);
+    const booked = await within(
+      handle.query(poolStateQuery).then((view) => view.runners.map((r) => runnerWorkflowId(r.name)), () => []),
+      Math.max(100, Math.min(1_000, deadline - Date.now())),
+    );
+    const listed = await openRunnerIds(client, pool);
+    const runners = [...new Set([...(booked ?? []), ...listed])];
+    await forceDelete(runners);
     options.log?.(`removing demo pool "${pool}" and its ${runners.length} runner${runners.length === 1 ? '' : 's'}`);
   }
   for (const pool of pools) {
     const handle = client.workflow.getHandle(poolWorkflowId(pool));
-    for (;;) {
-      const status = await handle.describe().then(
-        (d) => d.status.name,
-        () => 'GONE',
-      );
-      if (status !== 'RUNNING') break;
-      if (Date.now() > deadline) {
-        await handle.terminate('demo pool left behind').catch(() => undefined);
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 200));
+    await untilClosed(handle, deadline, () => handle.terminate('demo pool left behind').catch(() => undefined));
+  }
+  for (const pool of pools) await forceDelete(await openRunnerIds(client, pool));
+  for (const id of forced) await untilClosed(client.workflow.getHandle(id), deadline);
+}
+
+const openRunnerIds = (client: Client, pool: string): Promise<string[]> =>
+  listIds(client, `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)} AND ExecutionStatus = 'Running' AND RunnerPool = ${quote(pool)}`);
+
+/** Waits for a workflow to close; at the deadline, `onDeadline` (if any) and return. */
+async function untilClosed(handle: { describe(): Promise<{ status: { name: string } }> }, deadline: number, onDeadline?: () => Promise<unknown>): Promise<void> {
+  for (;;) {
+    const status = await handle.describe().then(
+      (d) => d.status.name,
+      () => 'GONE',
+    );
+    if (status !== 'RUNNING') return;
+    if (Date.now() > deadline) {
+      await onDeadline?.();
+      return;
     }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
