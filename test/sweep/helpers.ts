@@ -122,6 +122,14 @@ export async function leakMachine(rig: SweepRig, provider: TestProvider): Promis
   // The machine's clean-up workflow would delete it once the provider works again; terminated,
   // it leaves the machine to the sweep, the safety net these tests are about.
   await rig.client.workflow.getHandle(cleanupWorkflowId(name)).terminate('leaving the machine to the sweep');
+  // A delete attempt dispatched just before the termination may still be running on the worker;
+  // cleared under it, the fault would let it delete the machine the sweep is to find. Calls are
+  // recorded when they end: a second with none means none is in flight.
+  await eventually(async () => {
+    const before = provider.fake.calls('delete').length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    return provider.fake.calls('delete').length === before ? true : undefined;
+  }, 20_000, `the last delete attempt on ${name} to end`);
   provider.fake.clearFaults('delete');
   await waitUntilListed(rig, name, `ExecutionStatus != 'Running' AND RunnerLeaked = true`);
   return name;
