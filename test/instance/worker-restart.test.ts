@@ -1,12 +1,12 @@
 import type { Client, Connection } from '@temporalio/client';
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeProviderControl } from '../../providers/fake';
 import { deleteSignal } from '../../workflows/messages';
 import { connectClient, eventually, FAST_TIMINGS, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { startWorkerProcess } from '../support/worker-child';
 import { startInstance, waitForStatus } from './helpers';
 
 let client: Client;
@@ -28,14 +28,7 @@ it('a worker killed in the middle of a create is replaced and exactly one machin
   const fake = new FakeProviderControl(fakeDir);
   fake.setFault('create', { delayMs: 3_000, instance: name });
 
-  const child = spawn(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../support/worker-process.ts')], {
-    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TASK_QUEUE: taskQueue, FAKE_DIR: fakeDir, BUNDLE_PATH: inject('workflowBundlePath') },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((ready, fail) => {
-    child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && ready());
-    child.once('exit', (code) => fail(new Error(`worker process exited early (${code})`)));
-  });
+  const child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir });
 
   const handle = await startInstance(client, taskQueue, instanceInput(name, { timings: { ...FAST_TIMINGS, heartbeatTimeoutMs: 1_000 } }));
   await waitForStatus(handle, 'creating');

@@ -1,55 +1,30 @@
 /**
- * A worker with the liveness activities next to the instance ones, a fresh fake
- * provider per test (the providers map is read on every call) and one GitHub double.
+ * The liveness tests' rig (test/support/provider-rig.ts) with the liveness activities,
+ * and instances brought to idle the way the reconciler sees them.
  */
-import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
+import type { WorkflowHandle } from '@temporalio/client';
 import { createLivenessActivities, type LivenessArgs, type LivenessReport } from '../../activities/liveness-activities';
-import { FakeProvider, FakeProviderControl } from '../../providers/fake';
-import type { ProviderPort } from '../../providers/port';
 import type { InstanceTimings } from '../../domain/timings';
 import type { InstanceSpec, RunnerInstanceInput } from '../../workflows/messages';
 import { livenessCheck } from '../../workflows/liveness-check';
 import { runnerInstance } from '../../workflows/runner-instance';
 import { startInstance, waitForStatus } from '../instance/helpers';
-import { GitHubDouble } from '../support/github-double';
-import { connectClient, eventually, FAST_TIMINGS, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { addProvider as addFakeProvider, useProviderRig, type ProviderRig, type TestProvider } from '../support/provider-rig';
+import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/temporal';
 
-export interface LivenessRig {
-  client: Client;
-  worker: TestWorker;
-  providers: Map<string, ProviderPort>;
-  github: GitHubDouble;
-}
+export type LivenessRig = ProviderRig;
 
 export function useLivenessRig(): LivenessRig {
-  const rig = { providers: new Map<string, ProviderPort>(), github: new GitHubDouble() } as LivenessRig;
-  let connection: Connection | undefined;
-  beforeAll(async () => {
-    ({ client: rig.client, connection } = await connectClient());
-    const liveness = createLivenessActivities({ controllerId: 'test-controller', providers: rig.providers, github: { get: () => rig.github }, client: rig.client, namespace: 'default' });
-    rig.worker = await startTestWorker({ providers: rig.providers, github: rig.github, extraActivities: liveness });
-  });
-  afterAll(async () => {
-    await rig.worker?.stop();
-    await connection?.close();
-  });
-  return rig;
+  return useProviderRig<LivenessRig>(
+    (rig) => createLivenessActivities({ controllerId: 'test-controller', providers: rig.providers, github: { get: () => rig.github }, client: rig.client, namespace: 'default' }),
+    {},
+  );
 }
 
-export interface TestProvider {
-  name: string;
-  fake: FakeProviderControl;
-}
+export type { TestProvider };
 
 export function addProvider(rig: LivenessRig): TestProvider {
-  const name = uniqueName('live-provider');
-  const stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-liveness-'));
-  rig.providers.set(name, new FakeProvider({ name, stateDir }));
-  return { name, fake: new FakeProviderControl(stateDir) };
+  return addFakeProvider(rig, 'live-provider');
 }
 
 /** Grace periods short enough to wait out in a test. */

@@ -1,12 +1,13 @@
 import type { Client, Connection } from '@temporalio/client';
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import type { WorkflowHandle } from '@temporalio/client';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sessionOwnerName } from '../../domain/scale-set';
 import { startGitHubSimulator, type GitHubSimulator } from '../../github/simulator/server';
 import { SCALE_SET_LISTENER_WORKFLOW, scaleSetListenerId, scaleSetStateQuery, stopListenerSignal, type ScaleSetListenerInput } from '../../workflows/scale-set-messages';
 import { connectClient, eventually, FAST_TIMINGS, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
-import { simulatorRegistry } from './support/simulator-registry';
+import { simulatorRegistry } from '../support/simulator-registry';
+import { startWorkerProcess } from '../support/worker-child';
+import type { InstanceTimings } from '../../domain/timings';
 
 let client: Client;
 let connection: Connection;
@@ -23,19 +24,8 @@ afterAll(async () => {
   await connection?.close();
 });
 
-it('a worker killed in the middle of a long poll is replaced: the same session resumes and no message is lost or applied twice', async () => {
-  const taskQueue = uniqueName('tq-ss-kill');
-  const pool = uniqueName('killpool').toLowerCase();
-  const child = spawn(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, 'support/listener-worker.ts')], {
-    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TASK_QUEUE: taskQueue, SIM_URL: sim.url, BUNDLE_PATH: inject('workflowBundlePath') },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((ready, fail) => {
-    child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && ready());
-    child.once('exit', (code) => fail(new Error(`worker process exited early (${code})`)));
-  });
-
-  const input: ScaleSetListenerInput = {
+function listenerInput(pool: string, maxRunners: number, timings: InstanceTimings): ScaleSetListenerInput {
+  return {
     settings: {
       pool,
       target: { credentials: 'default', scope: { kind: 'org', org: 'acme' } },
@@ -43,16 +33,28 @@ it('a worker killed in the middle of a long poll is replaced: the same session r
       runnerGroup: 'Default',
       labels: [],
       minRunners: 0,
-      maxRunners: 5,
+      maxRunners,
       ownerName: sessionOwnerName('test', pool),
     },
-    timings: { ...FAST_TIMINGS, heartbeatTimeoutMs: 1_000, scaleSetPollTimeoutMs: 8_000, scaleSetConflictRetryMs: 500 },
+    timings,
   };
-  const handle = await client.workflow.start(SCALE_SET_LISTENER_WORKFLOW, { workflowId: scaleSetListenerId(pool), taskQueue, args: [input] });
-  const before = await eventually(async () => {
+}
+
+async function untilListening(handle: WorkflowHandle) {
+  return eventually(async () => {
     const s = await handle.query(scaleSetStateQuery);
     return s.status === 'listening' ? s : undefined;
   }, 30_000, 'listening');
+}
+
+it('a worker killed in the middle of a long poll is replaced: the same session resumes and no message is lost or applied twice', async () => {
+  const taskQueue = uniqueName('tq-ss-kill');
+  const pool = uniqueName('killpool').toLowerCase();
+  const child = await startWorkerProcess(taskQueue, { SIM_URL: sim.url });
+
+  const input = listenerInput(pool, 5, { ...FAST_TIMINGS, heartbeatTimeoutMs: 1_000, scaleSetPollTimeoutMs: 8_000, scaleSetConflictRetryMs: 500 });
+  const handle = await client.workflow.start(SCALE_SET_LISTENER_WORKFLOW, { workflowId: scaleSetListenerId(pool), taskQueue, args: [input] });
+  const before = await untilListening(handle);
   const polls = sim.stats().actionsCalls['get-message'] ?? 0;
   await eventually(() => (sim.stats().actionsCalls['get-message'] ?? 0) > polls, 10_000, 'a long poll in flight');
   child.kill('SIGKILL');
@@ -83,25 +85,9 @@ it('a worker killed in the middle of a long poll is replaced: the same session r
 it('bounds its history: the listener continues as new and carries its session, cursor and counters', async () => {
   const worker = takeover ?? (takeover = await startTestWorker({ activities: { github: simulatorRegistry(sim.url) } }));
   const pool = uniqueName('canpool').toLowerCase();
-  const input: ScaleSetListenerInput = {
-    settings: {
-      pool,
-      target: { credentials: 'default', scope: { kind: 'org', org: 'acme' } },
-      name: pool,
-      runnerGroup: 'Default',
-      labels: [],
-      minRunners: 0,
-      maxRunners: 10,
-      ownerName: sessionOwnerName('test', pool),
-    },
-    timings: { ...FAST_TIMINGS, scaleSetPollTimeoutMs: 8_000 },
-    historyLimit: 40,
-  };
+  const input: ScaleSetListenerInput = { ...listenerInput(pool, 10, { ...FAST_TIMINGS, scaleSetPollTimeoutMs: 8_000 }), historyLimit: 40 };
   const handle = await client.workflow.start(SCALE_SET_LISTENER_WORKFLOW, { workflowId: scaleSetListenerId(pool), taskQueue: worker.taskQueue, args: [input] });
-  const first = await eventually(async () => {
-    const s = await handle.query(scaleSetStateQuery);
-    return s.status === 'listening' ? s : undefined;
-  }, 30_000, 'listening');
+  const first = await untilListening(handle);
   // One at a time, so each job's events arrive as messages of their own (GitHub batches what arrives together).
   const jobs: number[] = [];
   for (let i = 0; i < 8; i++) {

@@ -1,11 +1,15 @@
 /**
  * A worker in its own process, for tests that kill a worker mid-activity.
- * Env: TEMPORAL_ADDRESS, TASK_QUEUE, FAKE_DIR, BUNDLE_PATH. Prints "ready" once polling.
+ * Env: TEMPORAL_ADDRESS, TASK_QUEUE, BUNDLE_PATH; FAKE_DIR for a fake provider
+ * named "fake"; SIM_URL for GitHub through the simulator (a GitHub double
+ * otherwise). Prints "ready" once polling.
  */
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { FakeProvider } from '../../providers/fake';
+import type { ProviderPort } from '../../providers/port';
 import { createRunnerflowWorker } from '../../worker/create-worker';
 import { GitHubDouble } from './github-double';
+import { simulatorRegistry } from './simulator-registry';
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const env = (name: string): string => {
@@ -14,7 +18,9 @@ const env = (name: string): string => {
   return value;
 };
 const connection = await NativeConnection.connect({ address: env('TEMPORAL_ADDRESS') });
-const github = new GitHubDouble();
+const providers = new Map<string, ProviderPort>();
+if (process.env.FAKE_DIR) providers.set('fake', new FakeProvider({ name: 'fake', stateDir: process.env.FAKE_DIR }));
+const double = new GitHubDouble();
 const worker = await createRunnerflowWorker({
   connection,
   namespace: 'default',
@@ -22,8 +28,8 @@ const worker = await createRunnerflowWorker({
   workflowBundlePath: env('BUNDLE_PATH'),
   activities: {
     controllerId: 'test-controller',
-    providers: new Map([['fake', new FakeProvider({ name: 'fake', stateDir: env('FAKE_DIR') })]]),
-    github: { get: () => github },
+    providers,
+    github: process.env.SIM_URL ? simulatorRegistry(process.env.SIM_URL) : { get: () => double },
     callbackUrl: 'http://127.0.0.1:9/api/v1/callbacks/status',
     metadataUrl: 'http://127.0.0.1:9/api/v1/metadata',
     mintInstanceToken: async (claims) => `token-for-${claims.instance}`,

@@ -1,74 +1,46 @@
 /**
- * A worker with the sweep activities, and one fresh fake provider per test: the
- * providers map is read on every activity call, so tests add providers to it
- * while the worker runs and never see each other's machines or runners.
+ * The sweep tests' rig (test/support/provider-rig.ts) with the sweep activities
+ * and a clock the tests can move forward.
  */
-import type { Client, Connection, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import type { Client, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
+import { afterEach } from 'vitest';
 import { createGitHubSweepActivities } from '../../activities/github-sweep-activities';
 import { createSweepActivities, type SweepReport } from '../../activities/sweep-activities';
-import { GitHubDouble } from '../support/github-double';
-import { FakeProvider, FakeProviderControl } from '../../providers/fake';
-import type { ProviderPort } from '../../providers/port';
+import { FakeProvider } from '../../providers/fake';
+import { addProvider as addFakeProvider, useProviderRig, type ProviderRig, type TestProvider } from '../support/provider-rig';
 import { forceDeleteSignal, RUNNER_INSTANCE_WORKFLOW } from '../../workflows/messages';
 import { providerSweep } from '../../workflows/provider-sweep';
 import { startInstance, waitForStatus } from '../instance/helpers';
-import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { eventually, instanceInput, uniqueName } from '../support/temporal';
 import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
 
 export const CONTROLLER = 'test-controller';
 
-export interface SweepRig {
-  client: Client;
-  worker: TestWorker;
-  providers: Map<string, ProviderPort>;
+export interface SweepRig extends ProviderRig {
   /** Sweep activities see this much later than the real clock (ms). */
   clockOffset: { ms: number };
-  /** GitHub as the instances and the sweep's GitHub side see it. */
-  github: GitHubDouble;
 }
 
-/** One rig for the whole test file, filled in by beforeAll; the clock offset is reset after each test. */
+/** The clock offset is reset after each test. */
 export function useSweepRig(): SweepRig {
-  const rig = { providers: new Map<string, ProviderPort>(), clockOffset: { ms: 0 }, github: new GitHubDouble() } as SweepRig;
-  let connection: Connection | undefined;
-  beforeAll(async () => {
-    ({ client: rig.client, connection } = await connectClient());
-    const sweep = createSweepActivities({
-      controllerId: CONTROLLER,
-      providers: rig.providers,
-      client: rig.client,
-      namespace: 'default',
-      now: () => Date.now() + rig.clockOffset.ms,
-    });
-    const githubSweep = createGitHubSweepActivities({ client: rig.client, namespace: 'default', github: { get: () => rig.github }, now: () => Date.now() + rig.clockOffset.ms });
-    rig.worker = await startTestWorker({ providers: rig.providers, github: rig.github, extraActivities: { ...sweep, ...githubSweep } });
-  });
+  const rig = useProviderRig<SweepRig>(
+    (r) => ({
+      ...createSweepActivities({ controllerId: CONTROLLER, providers: r.providers, client: r.client, namespace: 'default', now: () => Date.now() + r.clockOffset.ms }),
+      ...createGitHubSweepActivities({ client: r.client, namespace: 'default', github: { get: () => r.github }, now: () => Date.now() + r.clockOffset.ms }),
+    }),
+    { clockOffset: { ms: 0 } },
+  );
   afterEach(() => {
     rig.clockOffset.ms = 0;
-  });
-  afterAll(async () => {
-    await rig.worker?.stop();
-    await connection?.close();
   });
   return rig;
 }
 
-export interface TestProvider {
-  name: string;
-  stateDir: string;
-  fake: FakeProviderControl;
-}
+export type { TestProvider };
 
 /** A fake provider (or a subclass) under a name no other test uses. */
 export function addProvider(rig: SweepRig, Provider: typeof FakeProvider = FakeProvider): TestProvider {
-  const name = uniqueName('sweep-provider');
-  const stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-sweep-'));
-  rig.providers.set(name, new Provider({ name, stateDir }));
-  return { name, stateDir, fake: new FakeProviderControl(stateDir) };
+  return addFakeProvider(rig, 'sweep-provider', Provider);
 }
 
 export async function runSweep(rig: SweepRig, provider: string, gracePeriodMs: number): Promise<SweepReport> {

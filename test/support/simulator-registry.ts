@@ -1,5 +1,5 @@
-import { parseConfig } from '../../../config/load';
-import { createGitHubRegistry, type GitHubRegistry } from '../../../github/registry';
+import { parseConfig } from '../../config/load';
+import { createGitHubRegistry, type GitHubRegistry } from '../../github/registry';
 
 /** The project's GitHub registry pointed at a simulator, as a configured installation would build it. */
 export function simulatorRegistry(simUrl: string): GitHubRegistry {
