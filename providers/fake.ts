@@ -173,6 +173,9 @@ class FakeState {
   }
   /** By provider id or by name. */
   findMachine(idOrName: string): FakeMachine | undefined {
+    // Provider ids are `fake-<name>`: one file read, not a scan of every machine.
+    const byId = idOrName.startsWith('fake-') ? this.readMachine(idOrName.slice('fake-'.length)) : undefined;
+    if (byId?.providerId === idOrName) return byId;
     return this.readMachine(idOrName) ?? this.machines().find((m) => m.providerId === idOrName);
   }
 

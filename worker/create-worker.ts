@@ -38,6 +38,8 @@ export interface RunnerflowWorkerOptions {
  */
 export const WORKER_TUNING = {
   maxCachedWorkflows: 1_000,
+  maxConcurrentWorkflowTaskExecutions: 500,
+  maxConcurrentLocalActivityExecutions: 500,
   workflowTaskPollerBehavior: { type: 'autoscaling' },
   activityTaskPollerBehavior: { type: 'autoscaling' },
 } as const satisfies Partial<WorkerOptions>;

@@ -161,14 +161,19 @@ export class SimAgents {
   /** Hands queued jobs to idle agents whose runner matches, oldest job first. */
   dispatch(): void {
     if (this.closed) return;
+    // Called on every event: with thousands of jobs and agents, scanning all of them for each
+    // job would make the simulator, not the system under test, what a bench measures.
+    const idle = [...this.agents.values()].filter((a) => {
+      const runner = this.state.runners.get(a.runnerId);
+      return a.state === 'idle' && runner !== undefined && !runner.busy;
+    });
+    if (idle.length === 0) return;
     for (const job of this.state.queuedJobs()) {
-      const agent = [...this.agents.values()].find((a) => {
-        const runner = this.state.runners.get(a.runnerId);
-        return a.state === 'idle' && runner !== undefined && !runner.busy && this.state.canRun(runner, job);
-      });
-      if (!agent) continue;
-      const runner = this.state.runners.get(agent.runnerId) as SimRunner;
-      this.begin(job, runner, agent);
+      const at = idle.findIndex((a) => this.state.canRun(this.state.runners.get(a.runnerId) as SimRunner, job));
+      if (at < 0) continue;
+      const [agent] = idle.splice(at, 1);
+      this.begin(job, this.state.runners.get(agent!.runnerId) as SimRunner, agent!);
+      if (idle.length === 0) return;
     }
   }
 
