@@ -5,17 +5,28 @@
  *
  * A pool with `minIdleRunners` N (and `maxRunners` N) is created on simulated
  * machines; the bench waits until N runner agents are online and idle, then
- * for the worker to settle. RSS is this process's: worker, API and GitHub
- * simulator together (the latter two a constant measured before the pool).
+ * for the worker to settle. The worker runs in a process of its own (as in
+ * production), so its RSS is the worker's alone; the API and the GitHub
+ * simulator with its thousands of agents live elsewhere.
  *
  *   npx tsx bench/live-runners.ts --runners 1000
  *   npx tsx bench/live-runners.ts --runners 5000
  */
+import { readFileSync } from 'node:fs';
 import { exitAfter, intArg, mb, ms, printTable, quietTemporal, runBench, sleep, temporalServer, until } from './common';
-import { api, poolView, startBenchStack, stopBenchStack, terminatePoolWorkflows } from './stack';
+import { terminatePoolWorkflows } from './stack';
+import { processStackRequest, startProcessStack } from '../devstack/process-stack';
 import { SIMULATED_PROVIDER } from '../devstack/stack';
 import type { PoolSettingsInput } from '../domain/pool';
+import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
 import { uniqueName } from './common';
+
+/** Resident set size of another process, from /proc (bytes). */
+function rssOf(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  if (!kb) throw new Error(`no VmRSS for process ${pid}`);
+  return Number(kb) * 1024;
+}
 
 const RSS_TARGET = 1024 * 1024 * 1024;
 const RATE_TARGET = 50;
@@ -29,18 +40,18 @@ async function main(): Promise<void> {
   exitAfter(timeoutMs + settleMs + cleanupMs + 300_000, 'live-runners');
   quietTemporal();
   const temporal = await temporalServer(console.log);
-  const stack = await startBenchStack(temporal.address, 1_000, 64);
+  const stack = await startProcessStack({ temporalAddress: temporal.address, taskQueue: uniqueName('live-tq'), workers: 1, apis: 1, simulator: { jobDurationMs: 1_000, webhookConcurrency: 64 } });
+  const workerRss = () => rssOf(stack.workers[0]!.child.pid!);
   const name = uniqueName('live').toLowerCase().slice(0, 40);
-  const pool = { name, repository: `bench/${name}`, labels: ['self-hosted', 'linux', name] };
+  const pool = { name, labels: ['self-hosted', 'linux', name] };
   try {
-    global.gc?.();
-    await sleep(1_000);
-    const rssBefore = process.memoryUsage().rss;
+    await sleep(2_000);
+    const rssBefore = workerRss();
     let peakRss = rssBefore;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+        peakRss = Math.max(peakRss, workerRss());
         await sleep(200);
       }
     })();
@@ -56,7 +67,7 @@ async function main(): Promise<void> {
     };
     console.log(`live-runners: pool ${name} with ${n} idle runners on ${temporal.address}`);
     const started = Date.now();
-    const res = await api(stack, 'POST', '/api/v1/pools', settings);
+    const res = await processStackRequest(stack, 'POST', '/api/v1/pools', settings);
     if (res.status !== 201) throw new Error(`pool not created (${res.status}): ${JSON.stringify(res.body)}`);
     const idleAgents = () => stack.sim.agents().filter((a) => a.state === 'idle' && a.runnerName.startsWith(name)).length;
     let half: number | undefined;
@@ -66,12 +77,12 @@ async function main(): Promise<void> {
       return idle >= n ? Date.now() : undefined;
     }, timeoutMs, 200);
     const idleCount = idleAgents();
-    const poolIdle = allIdle ? await until(async () => ((await poolView(stack, pool)).runners.filter((r) => r.runnerStatus === 'idle').length >= n ? Date.now() : undefined), 120_000, 1_000) : undefined;
+    const poolIdle = allIdle ? await until(async () => ((await stack.client.workflow.getHandle(poolWorkflowId(name)).query(poolStateQuery)).runners.filter((r) => r.runnerStatus === 'idle').length >= n ? Date.now() : undefined), 120_000, 1_000) : undefined;
     await sleep(settleMs);
-    const rssSettled = process.memoryUsage().rss;
+    const rssSettled = workerRss();
     sampling = false;
     await sampler;
-    const cleaned = await terminatePoolWorkflows(stack, pool, cleanupMs).catch((err: unknown) => {
+    const cleaned = await terminatePoolWorkflows({ client: stack.client, namespace: 'default' }, pool, cleanupMs).catch((err: unknown) => {
       console.error(`clean-up failed: ${String(err)}`);
       return false;
     });
@@ -85,14 +96,14 @@ async function main(): Promise<void> {
       { figure: 'time until the pool sees all idle', value: poolIdle ? ms(poolIdle - started) : 'not seen' },
       { figure: 'time until half idle', value: half ? ms(half - started) : 'not reached' },
       { figure: 'runners per second (scale-up from empty)', value: rate.toFixed(1), target: `≥ ${RATE_TARGET}`, met: rate >= RATE_TARGET },
-      { figure: 'RSS before the pool', value: mb(rssBefore) },
-      { figure: `RSS with ${n} idle (after ${settleMs / 1000} s)`, value: mb(rssSettled), target: '≤ 1024 MB', met: rssSettled <= RSS_TARGET },
-      { figure: 'RSS peak', value: mb(peakRss) },
-      { figure: 'RSS per idle runner', value: `${(perRunner / 1024).toFixed(0)} KB` },
+      { figure: 'worker RSS before the pool', value: mb(rssBefore) },
+      { figure: `worker RSS with ${n} idle (after ${settleMs / 1000} s)`, value: mb(rssSettled), target: '≤ 1024 MB', met: rssSettled <= RSS_TARGET },
+      { figure: 'worker RSS peak', value: mb(peakRss) },
+      { figure: 'worker RSS per idle runner', value: `${(perRunner / 1024).toFixed(0)} KB` },
       { figure: 'workflows terminated at the end', value: cleaned ? 'all' : 'some left', target: 'all', met: cleaned },
     ]);
   } finally {
-    await stopBenchStack(stack);
+    await stack.stop();
     temporal.release();
   }
 }

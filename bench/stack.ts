@@ -95,7 +95,7 @@ export async function stopBenchStack(stack: BenchStack): Promise<void> {
  * otherwise spend minutes deleting them one by one. Only for benches, whose
  * machines are simulated and vanish with the stack.
  */
-export async function terminatePoolWorkflows(stack: DevStack, pool: BenchPool, timeoutMs = 120_000): Promise<boolean> {
+export async function terminatePoolWorkflows(stack: { client: DevStack['client']; namespace: string }, pool: Pick<BenchPool, 'name'>, timeoutMs = 120_000): Promise<boolean> {
   const query = `RunnerPool = "${pool.name}" AND ExecutionStatus = "Running"`;
   const deadline = Date.now() + timeoutMs;
   // Again until none is left: a start the pool had in flight can land after a batch's snapshot.
@@ -103,7 +103,7 @@ export async function terminatePoolWorkflows(stack: DevStack, pool: BenchPool, t
     if ((await stack.client.workflow.count(query)).count === 0) return true;
     await stack.client.workflowService
       .startBatchOperation({
-        namespace: stack.loaded.config.temporal.namespace,
+        namespace: stack.namespace,
         jobId: uniqueName('bench-cleanup'),
         visibilityQuery: query,
         reason: 'bench cleanup',

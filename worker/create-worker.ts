@@ -37,9 +37,9 @@ export interface RunnerflowWorkerOptions {
  *   poll round trip; autoscaling pollers grow with the backlog the server reports.
  */
 export const WORKER_TUNING = {
-  maxCachedWorkflows: 1_000,
-  maxConcurrentWorkflowTaskExecutions: 500,
-  maxConcurrentLocalActivityExecutions: 500,
+  maxCachedWorkflows: 250,
+  maxConcurrentWorkflowTaskExecutions: 200,
+  maxConcurrentLocalActivityExecutions: 200,
   workflowTaskPollerBehavior: { type: 'autoscaling' },
   activityTaskPollerBehavior: { type: 'autoscaling' },
 } as const satisfies Partial<WorkerOptions>;

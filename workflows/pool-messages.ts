@@ -25,6 +25,8 @@ export interface RunnerPoolInput {
   carried?: PoolCarriedState;
   /** History events before the pool continues as new (tests set it low). */
   historyLimit?: number;
+  /** Runners started per pool decision at most (tests set it low); the rest follow in the next ones. */
+  maxStartsPerDecision?: number;
 }
 
 export interface PoolRunnerView {

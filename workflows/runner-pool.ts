@@ -50,6 +50,14 @@ const START_BATCH = 50;
 const DEFAULT_HISTORY_LIMIT = 4_000;
 
 /**
+ * Every start's input travels in the decision's commands, and a workflow task
+ * completion larger than the server's gRPC limit (4 MB) makes the server
+ * terminate the workflow: a pool asked for thousands of idle runners at once
+ * died on its first decision. A few hundred per decision keeps it far below.
+ */
+const MAX_STARTS_PER_DECISION = 250;
+
+/**
  * An ordinary activity, not a local one: a local activity holds the pool's
  * workflow task open until every start has returned, and under load that
  * stalled every decision behind it. Retried until the server takes the starts:
@@ -204,12 +212,21 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   }
 
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+  const boundedStarts = patched('bounded-starts-per-decision');
   while (!book.done) {
     await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
     const plan = book.plan(Date.now());
     for (const { name, reason } of plan.remove) askToLeave(name, reason);
-    createRunners(plan.create);
+    // Pools whose history predates the bound replay their unbounded decisions unchanged.
+    const maxStarts = boundedStarts ? (input.maxStartsPerDecision ?? MAX_STARTS_PER_DECISION) : Infinity;
+    createRunners(Math.min(plan.create, maxStarts));
     dirty = false;
+    // More to start: the next decision follows in a workflow task of its own (a condition that
+    // is already true would resolve within this one, and its starts would join this completion).
+    if (plan.create > maxStarts) {
+      await sleep(1);
+      continue;
+    }
 
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > historyLimit) {

@@ -167,4 +167,22 @@ describe('runnerPool', () => {
     // Another pool's naming is not this pool's to remove.
     expect(stillRegistered).toContain(other);
   });
+
+  it('starts a large number of runners over several decisions, never more per decision than its bound', async () => {
+    const settings = poolSettings({ minIdleRunners: 7, maxRunners: 10 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, maxStartsPerDecision: 3 });
+    try {
+      await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 7 ? true : undefined), 20_000, 'seven runners');
+      const { events } = await pool.fetchHistory();
+      const batches = (events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'startRunners');
+      // 3 + 3 + 1, each decision in a workflow task of its own.
+      expect(batches).toHaveLength(3);
+      const tasksWithStarts = new Set(batches.map((e) => String(e.activityTaskScheduledEventAttributes?.workflowTaskCompletedEventId)));
+      expect(tasksWithStarts.size).toBe(3);
+    } finally {
+      await pool.signal(deletePoolSignal, {});
+    }
+    await pool.result();
+  });
 });
+
