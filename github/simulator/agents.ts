@@ -10,6 +10,10 @@ import type { SimJob, SimRunner, SimState } from './sim-state';
 import type { WebhookSender } from './webhook-sender';
 import { workflowJobPayload } from './workflow-job-payload';
 
+/** Status callback attempts and the growing pause between them (GARM's bootstrap: curl --retry 5). */
+const CALLBACK_ATTEMPTS = 5;
+const CALLBACK_RETRY_MS = 1_000;
+
 export type AgentState = 'idle' | 'busy' | 'done';
 
 export interface SimAgent {
@@ -249,21 +253,39 @@ export class SimAgents {
     this.waiters.delete(agent.id);
   }
 
+  /**
+   * Tells runnerflow the runner is up. Tried a few times, as a real bootstrap script
+   * does (GARM's retries its status calls with curl): one lost answer under load must
+   * not leave a runner that GitHub shows online looking unborn to its workflow.
+   */
   private async reportIdle(agent: SimAgent): Promise<void> {
     if (!agent.callbackUrl) return;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (agent.instanceToken) headers.authorization = `Bearer ${agent.instanceToken}`;
-    try {
-      const res = await fetch(agent.callbackUrl, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ status: 'idle' }),
-        signal: AbortSignal.timeout(5_000),
-      });
-      await res.arrayBuffer();
-      if (!res.ok) this.onError(`runner ${agent.runnerName}: status callback answered ${res.status}`);
-    } catch (err) {
-      this.onError(`runner ${agent.runnerName}: status callback failed: ${(err as Error).message}`);
+    for (let attempt = 1; ; attempt++) {
+      let failure: string;
+      try {
+        const res = await fetch(agent.callbackUrl, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ status: 'idle' }),
+          signal: AbortSignal.timeout(5_000),
+        });
+        await res.arrayBuffer();
+        // A 4xx (bad token, unknown runner) will not change on a retry.
+        if (res.ok || (res.status >= 400 && res.status < 500 && res.status !== 429)) {
+          if (!res.ok) this.onError(`runner ${agent.runnerName}: status callback answered ${res.status}`);
+          return;
+        }
+        failure = `answered ${res.status}`;
+      } catch (err) {
+        failure = `failed: ${(err as Error).message}`;
+      }
+      if (attempt >= CALLBACK_ATTEMPTS || this.closed || agent.state === 'done') {
+        this.onError(`runner ${agent.runnerName}: status callback ${failure}`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, CALLBACK_RETRY_MS * attempt));
     }
   }
 }
