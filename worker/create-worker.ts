@@ -31,6 +31,10 @@ export interface RunnerflowWorkerOptions {
  *   signal comes. The pool workflows are busy and stay cached (least recently used
  *   goes first). The SDK's default sizes the cache from the heap, which let
  *   thousands of idle runners hold about half a megabyte each.
+ * - slots: a runner's workflow task keeps its slot while its report to the pool
+ *   (a local activity) runs; with the SDK's 40, new runners' first tasks waited
+ *   23 s at 50 jobs/s while the workflow thread was mostly idle. 200 removed the
+ *   wait; 500 changed no latency and cost RSS.
  * - pollers: the job-path breakdown put most of a job's wait between a runner
  *   workflow starting and its create activity starting, i.e. in activity
  *   dispatch. A fixed ten pollers bound how many tasks a worker can take per
