@@ -70,6 +70,7 @@ interface ScopeGroup {
   pools: { name: string; matches: (runner: GitHubRunner) => boolean }[];
 }
 
+const emptyReport = (): GitHubSweepReport => ({ scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] });
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NAMES_PER_QUERY = 100;
@@ -262,7 +263,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
      * up yet) are left and named, for the pool to ask again.
      */
     async removePoolRegistrations({ settings }: RemovePoolRegistrationsArgs): Promise<PoolRegistrationsReport> {
-      const report: GitHubSweepReport = { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] };
+      const report = emptyReport();
       const group: ScopeGroup = {
         credentials: settings.github.credentials,
         scope: settings.github.scope,
@@ -277,7 +278,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     },
 
     async sweepGitHubRunners(args: GitHubSweepArgs): Promise<GitHubSweepReport> {
-      const report: GitHubSweepReport = { scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] };
+      const report = emptyReport();
       const { groups, poolNames } = await scopeGroups(args.provider, report);
       if (groups.length === 0) return report;
       const running = await runningRunnerNames(poolNames);
