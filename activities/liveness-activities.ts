@@ -2,7 +2,8 @@
  * The liveness reconciler: one pass over every running instance of one provider.
  * Its cost is flat in the number of runners: one visibility listing plus ONE
  * provider ListInstances (machine pass), or one paginated list-runners per GitHub
- * scope (GitHub pass). Only instances found dead get a signal; a healthy fleet
+ * scope (GitHub pass), and one describe per pool the listed runners belong to.
+ * Only instances found dead or orphaned get a signal; a healthy fleet
  * costs no signal, no workflow task and no history event in any instance.
  *
  * Signals are idempotent (an instance keeps its first finding), so a pass killed
@@ -16,8 +17,9 @@ import { machineFinding, runnerFinding, type HealthFinding } from '../domain/liv
 import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import type { ProviderInstance, ProviderPort } from '../providers/port';
 import type { InstanceMemo } from '../workflows/instance-options';
-import { healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
-import { RUNNER_NAME, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
+import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
+import { poolWorkflowId } from '../workflows/pool-messages';
+import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { whileHeartbeating } from './heartbeat';
 
@@ -36,6 +38,8 @@ export interface LivenessReport {
   /** Provider ListInstances calls (machine pass) or GitHub scopes listed (GitHub pass). */
   listings: number;
   signalled: { name: string; finding: HealthFinding }[];
+  /** Pooled runners whose pool no longer runs, asked to leave (machine pass). */
+  orphaned: { name: string; pool: string }[];
   failed: { target: string; error: string }[];
 }
 
@@ -52,6 +56,8 @@ export interface LivenessActivityDeps {
 interface LiveInstance {
   name: string;
   github?: InstanceMemo['github'];
+  /** The pool that started it and counts it, if one did. */
+  pool?: string;
 }
 
 const MAX_ERROR_LENGTH = 300;
@@ -76,9 +82,43 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       const name = info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId);
       if (!name) continue;
       const memo = info.memo as Partial<InstanceMemo> | undefined;
-      found.push({ name, ...(memo?.github ? { github: memo.github } : {}) });
+      const pool = memo?.pooled ? info.typedSearchAttributes.get(RUNNER_POOL) : undefined;
+      found.push({ name, ...(memo?.github ? { github: memo.github } : {}), ...(pool ? { pool } : {}) });
     }
     return found;
+  }
+
+  /**
+   * A pool counts its runners and asks them to leave when it is deleted; a runner
+   * it does not know of (started by a retry after the pool wrote the name off, or
+   * by an operator's mistake) would otherwise idle forever once that pool is gone.
+   * One describe per pool, not per runner. Graceful: a busy runner finishes its job.
+   */
+  async function orphanPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
+    const byPool = new Map<string, string[]>();
+    for (const { name, pool } of instances) if (pool) byPool.set(pool, [...(byPool.get(pool) ?? []), name]);
+    for (const [pool, names] of byPool) {
+      let running: boolean;
+      try {
+        running = (await client.workflow.getHandle(poolWorkflowId(pool)).describe()).status.name === 'RUNNING';
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) {
+          report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
+          continue;
+        }
+        running = false;
+      }
+      if (running) continue;
+      for (const name of names) {
+        try {
+          await client.workflow.getHandle(runnerWorkflowId(name)).signal(deleteSignal, { reason: `pool ${pool} no longer exists` });
+          report.orphaned.push({ name, pool });
+          log.warn('runner outlived its pool; asked to leave', { provider: report.provider, name, pool });
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) report.failed.push({ target: name, error: errorText(err) });
+        }
+      }
+    }
   }
 
   async function signalAll(reports: { name: string; args: HealthReportArgs }[], report: LivenessReport): Promise<void> {
@@ -162,9 +202,13 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       try {
         return await whileHeartbeating(async (signal) => {
           const instances = await runningInstances(args.provider);
-          const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], failed: [] };
+          const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], failed: [] };
           if (instances.length === 0) return report;
-          if (args.check === 'machines') await machinePass(target, instances, report, signal);
+          if (args.check === 'machines') {
+            // Before the provider listing, so a provider that is down does not keep orphans alive.
+            await orphanPass(instances, report);
+            await machinePass(target, instances, report, signal);
+          }
           else await githubPass(instances, report);
           return report;
         });

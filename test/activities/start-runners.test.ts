@@ -1,6 +1,9 @@
-import { ServiceError } from '@temporalio/client';
+import { ServiceError, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { startRefused } from '../../activities/pool-activities';
+import { instanceStartOptions } from '../../workflows/instance-options';
+import { RUNNER_INSTANCE_WORKFLOW } from '../../workflows/messages';
+import { connectClient, instanceInput, uniqueName } from '../support/temporal';
 
 /** gRPC status codes (google.rpc.Code). */
 const status = {
@@ -35,5 +38,24 @@ describe('a failed runner start', () => {
       expect(startRefused(wrapped(code)), `code ${code}`).toBe(true);
     }
     expect(startRefused(new TypeError('could not encode the input'))).toBe(true);
+  });
+});
+
+describe('a runner name', () => {
+  it('lives once: a start retried after the runner closed is answered "already started", not run again', async () => {
+    const { client, connection } = await connectClient();
+    try {
+      // No worker polls this queue: the runner only needs to exist and then close.
+      const taskQueue = uniqueName('tq-once');
+      const input = instanceInput(uniqueName('once'));
+      const first = await client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input) });
+      await first.terminate('did its job');
+      // What the pool's start activity does when its first answer was lost: the same start again.
+      await expect(client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input) })).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
+      const runs = await client.workflow.count(`WorkflowId = '${first.workflowId}'`);
+      expect(runs.count).toBe(1);
+    } finally {
+      await connection.close();
+    }
   });
 });
