@@ -47,6 +47,12 @@ export interface InstanceTimings {
   scaleSetPollTimeoutMs: number;
   /** How long a scale-set listener waits before asking again for a session another listener holds (ARC: 30 s). */
   scaleSetConflictRetryMs: number;
+  /**
+   * A runner its pool asked to leave that has not reported leaving within this long is
+   * asked again (the ask is a signal that misses a runner whose start is still in flight).
+   * Absent from the input of pools started before it was configurable.
+   */
+  leaveReaskIntervalMs?: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -71,6 +77,7 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   runnerOfflineGraceMs: 2 * 60_000,
   scaleSetPollTimeoutMs: 70_000,
   scaleSetConflictRetryMs: 30_000,
+  leaveReaskIntervalMs: 30_000,
 };
 
 export const timingsOverrideSchema = z
@@ -96,6 +103,7 @@ export const timingsOverrideSchema = z
     runnerOfflineGrace: durationMs,
     scaleSetPollTimeout: durationMs,
     scaleSetConflictRetry: durationMs,
+    leaveReaskInterval: durationMs,
   })
   .partial()
   .strict();

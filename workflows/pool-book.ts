@@ -16,10 +16,11 @@ const HANDLED_EVENTS_KEPT = 5_000;
 /** Names of runners already gone, so a late out-of-order report cannot bring one back. */
 const GONE_KEPT = 2_000;
 /**
- * How long a runner asked to leave may stay silent before it is asked again.
- * The ask is a signal from the pool that can miss: a runner whose start was
- * still in flight does not exist yet, and the signal fails with "not found".
- * The runner's own delete handler is idempotent, so asking twice is harmless.
+ * How long a runner asked to leave may stay silent before it is asked again, for
+ * pools whose timings predate `leaveReaskIntervalMs`. The ask is a signal from the
+ * pool that can miss: a runner whose start was still in flight does not exist yet,
+ * and the signal fails with "not found". The runner's own delete handler is
+ * idempotent, so asking twice is harmless.
  */
 export const LEAVE_REASK_MS = 30_000;
 
@@ -227,7 +228,8 @@ export class PoolBook {
   private reaskSilentLeavers(now: number, remove: PoolPlan['remove'], wake: number[]): void {
     for (const r of this.runners.values()) {
       if (!r.deleteRequested || isLeaving(r.status, r.runnerStatus)) continue;
-      const due = (r.leaveAskedAt ?? now - LEAVE_REASK_MS) + LEAVE_REASK_MS;
+      const interval = this.timings.leaveReaskIntervalMs ?? LEAVE_REASK_MS;
+      const due = (r.leaveAskedAt ?? now - interval) + interval;
       if (due <= now) remove.push({ name: r.name, reason: r.leaveReason ?? (this.deleting ? 'pool deleted' : 'asked to leave') });
       else wake.push(due);
     }

@@ -69,6 +69,7 @@ const TIMINGS = {
   poolCreateBackoffMax: 2_000,
   busyRunnerLostGrace: 3_000,
   runnerOfflineGrace: 2_000,
+  leaveReaskInterval: 5_000,
 };
 /** Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within seconds. */
 const LIVENESS = { interval: '2s', githubInterval: '3s', jitter: '500ms' };

@@ -146,15 +146,25 @@ describe('PoolBook scaling', () => {
   });
 
   it('asks a runner to leave again while it stays silent (its start may still have been in flight), never one that reports leaving', () => {
-    const book = new PoolBook(settings({ minIdleRunners: 2 }), FAST_TIMINGS);
+    const book = new PoolBook(settings({ minIdleRunners: 2 }), { ...FAST_TIMINGS, leaveReaskIntervalMs: 5_000 });
     const [a, b] = startN(book, 2);
     book.startDeleting();
     const first = book.plan(T0);
     for (const { name, reason } of first.remove) book.markDeleteRequested(name, reason, T0);
-    expect(book.plan(T0 + 1_000)).toEqual({ create: 0, remove: [], wakeAt: T0 + LEAVE_REASK_MS });
+    expect(book.plan(T0 + 1_000)).toEqual({ create: 0, remove: [], wakeAt: T0 + 5_000 });
     // b heard the first ask; a's signal was lost.
     book.runnerChanged({ seq: nextSeq(), name: b!, status: 'pending_delete', runnerStatus: 'idle' }, T0 + 2_000);
     book.runnerChanged({ seq: nextSeq(), name: a!, status: 'running', runnerStatus: 'idle' }, T0 + 2_000);
+    expect(book.plan(T0 + 5_000)).toEqual({ create: 0, remove: [{ name: a, reason: 'pool deleted' }] });
+  });
+
+  it('asks again after 30 s when its timings predate the setting (a pool started before it existed)', () => {
+    const { leaveReaskIntervalMs: _absent, ...older } = FAST_TIMINGS;
+    const book = new PoolBook(settings(), older);
+    const [a] = startN(book, 1);
+    book.startDeleting();
+    book.markDeleteRequested(a!, 'pool deleted', T0);
+    expect(book.plan(T0 + 1_000)).toEqual({ create: 0, remove: [], wakeAt: T0 + LEAVE_REASK_MS });
     expect(book.plan(T0 + LEAVE_REASK_MS)).toEqual({ create: 0, remove: [{ name: a, reason: 'pool deleted' }] });
   });
 
