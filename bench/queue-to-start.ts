@@ -11,12 +11,15 @@
  * Also prints where one job's time goes (bench/job-path.ts) and the most
  * machines alive, which must never exceed the pool's max.
  *
- *   npx tsx bench/queue-to-start.ts [--rate 10] [--seconds 10] [--max-runners 100] [--job-ms 1000]
+ *   npx tsx bench/queue-to-start.ts [--rate 10] [--seconds 10] [--max-runners 100] [--job-ms 1000] [--processes]
  *   npx tsx bench/queue-to-start.ts --rate 50 --seconds 60 --max-runners 300
+ *
+ * --processes: worker and API each in a process of their own, as deployed; by
+ * default everything shares this process (the simulator always stays here).
  */
 import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, sleep, temporalServer, until, type Figure } from './common';
 import { breakdownFigures, jobPathBreakdown } from './job-path';
-import { completedJobs, createPool, removePool, startBenchStack, stopBenchStack } from './stack';
+import { completedJobs, createPool, removePool, startBenchStack, startProcessBenchStack, stopBenchStack } from './stack';
 import { poolWorkflowId } from '../workflows/pool-messages';
 
 const P50_TARGET_MS = 300;
@@ -33,10 +36,11 @@ async function main(): Promise<void> {
   exitAfter(seconds * 1_000 + drainMs + 240_000, 'queue-to-start');
   quietTemporal();
   const temporal = await temporalServer(console.log);
-  const stack = await startBenchStack(temporal.address, jobMs, 64);
+  const processes = process.argv.includes('--processes');
+  const stack = processes ? await startProcessBenchStack(temporal.address, jobMs, 64) : await startBenchStack(temporal.address, jobMs, 64);
   try {
     const pool = await createPool(stack, maxRunners);
-    console.log(`queue-to-start: ${total} jobs at ${rate}/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs, on ${temporal.address}`);
+    console.log(`queue-to-start: ${total} jobs at ${rate}/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs, on ${temporal.address}${processes ? ', worker and API in processes of their own' : ''}`);
     let maxMachines = 0;
     let sampling = true;
     const sampler = (async () => {
@@ -88,9 +92,10 @@ async function main(): Promise<void> {
       { figure: 'max machines alive', value: String(maxMachines), target: `≤ ${maxRunners}`, met: maxMachines <= maxRunners },
       ...(breakdown ? breakdownFigures(breakdown) : []),
     ];
-    printTable(`Queue-to-start: ${rate} jobs/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs (simulated machines)`, figures);
+    printTable(`Queue-to-start: ${rate} jobs/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs (simulated machines${processes ? '; worker and API in their own processes' : ''})`, figures);
   } finally {
-    await stopBenchStack(stack);
+    if ('processes' in stack) await stack.stop();
+    else await stopBenchStack(stack);
     temporal.release();
   }
 }

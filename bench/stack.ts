@@ -5,6 +5,7 @@
  * simulated machines nothing fails, so no backoff is ever waited out.
  */
 import { rmSync } from 'node:fs';
+import { processStackRequest, startProcessStack, type ProcessStack } from '../devstack/process-stack';
 import { apiRequest as api, SIMULATED_PROVIDER, startDevStack, type DevStack } from '../devstack/stack';
 import type { PoolSettingsInput } from '../domain/pool';
 import { FakeProviderControl } from '../providers/fake';
@@ -34,6 +35,33 @@ export async function startBenchStack(temporalAddress: string, jobDurationMs: nu
 
 export { api };
 
+/**
+ * A stack whose worker and API each run in a process of their own, as deployed
+ * (`npm run worker` beside the API): activities, the API and the simulator no
+ * longer share one event loop with the workflow bridge.
+ */
+export interface ProcessBenchStack extends ProcessStack {
+  processes: true;
+}
+
+export async function startProcessBenchStack(temporalAddress: string, jobDurationMs: number, webhookConcurrency = 8): Promise<ProcessBenchStack> {
+  const stack = await startProcessStack({
+    temporalAddress,
+    taskQueue: uniqueName('bench-tq'),
+    workers: 1,
+    apis: 1,
+    config: { controllerId: uniqueName('bench-ctl'), sweep: { enabled: false }, liveness: { enabled: false } },
+    simulator: { jobDurationMs, webhookConcurrency },
+  });
+  return Object.assign(stack, { processes: true as const });
+}
+
+type AnyBenchStack = DevStack | ProcessBenchStack;
+
+function request(stack: AnyBenchStack, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  return 'processes' in stack ? processStackRequest(stack, method, path, body) : api(stack, method, path, body);
+}
+
 export interface BenchPool {
   name: string;
   repository: string;
@@ -41,7 +69,7 @@ export interface BenchPool {
 }
 
 /** An ephemeral pool of its own repo and labels, so its jobs match no other pool. */
-export async function createPool(stack: DevStack, maxRunners: number): Promise<BenchPool> {
+export async function createPool(stack: AnyBenchStack, maxRunners: number): Promise<BenchPool> {
   const name = uniqueName('bench').toLowerCase().slice(0, 40);
   const repo = name;
   const labels = ['self-hosted', 'linux', repo];
@@ -53,17 +81,17 @@ export async function createPool(stack: DevStack, maxRunners: number): Promise<B
     minIdleRunners: 0,
     maxRunners,
   };
-  const res = await api(stack, 'POST', '/api/v1/pools', settings);
+  const res = await request(stack, 'POST', '/api/v1/pools', settings);
   if (res.status !== 201) throw new Error(`pool not created (${res.status}): ${JSON.stringify(res.body)}`);
   return { name, repository: `bench/${repo}`, labels };
 }
 
-export async function poolView(stack: DevStack, pool: BenchPool): Promise<PoolView> {
+export async function poolView(stack: AnyBenchStack, pool: BenchPool): Promise<PoolView> {
   return stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(poolStateQuery);
 }
 
 /** Jobs of `ids` that GitHub (the simulator) shows completed. */
-export function completedJobs(stack: DevStack, ids: Set<number>): number {
+export function completedJobs(stack: AnyBenchStack, ids: Set<number>): number {
   return stack.sim.jobs().filter((j) => ids.has(j.id) && j.status === 'completed').length;
 }
 
@@ -71,10 +99,10 @@ export function completedJobs(stack: DevStack, ids: Set<number>): number {
  * Deletes the pool through the API and waits for it to close; runners still
  * there after `timeoutMs` are force-deleted so nothing outlives the bench.
  */
-export async function removePool(stack: DevStack, pool: BenchPool, timeoutMs = 30_000): Promise<void> {
+export async function removePool(stack: AnyBenchStack, pool: BenchPool, timeoutMs = 30_000): Promise<void> {
   const handle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
   const left = await poolView(stack, pool).catch(() => undefined);
-  await api(stack, 'DELETE', `/api/v1/pools/${pool.name}`).catch(() => undefined);
+  await request(stack, 'DELETE', `/api/v1/pools/${pool.name}`).catch(() => undefined);
   const closed = await until(async () => ((await handle.describe()).status.name === 'RUNNING' ? undefined : true), timeoutMs, 200);
   if (closed) return;
   for (const runner of left?.runners ?? []) {
