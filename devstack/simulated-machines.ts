@@ -9,6 +9,13 @@
  * or over the simulator's `/_sim` endpoints; so several worker processes can
  * share one set of machines, and a worker killed mid-create leaves nothing a
  * later attempt in another process cannot find.
+ *
+ * A real machine boots its runner by itself once it exists, whether or not the
+ * create call that made it returned. So does this one: the bootstrap is written
+ * (like a VM's user data) before the machine is recorded, and a machine found
+ * without its agent boots it on the next look. Otherwise a create cut short
+ * between the two steps left a machine that a retried create reused and that
+ * never ran a runner.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +23,9 @@ import { FakeProvider, FakeProviderControl } from '../providers/fake';
 import type { BootstrapInstance, ProviderCallContext, ProviderInstance, ProviderPort } from '../providers/port';
 import { ProviderFaultError } from '../providers/port';
 import { AgentError, type StartAgentInput } from '../github/simulator/agents';
+
+/** What a machine's runner is started with (a VM's user data). */
+type PendingBoot = Pick<StartAgentInput, 'jitConfig' | 'callbackUrl' | 'instanceToken'>;
 
 /** The part of the simulator the machines need: its runner agents. */
 export interface SimulatorAgents {
@@ -88,11 +98,10 @@ export class SimulatedMachinesProvider implements ProviderPort {
 
   async createInstance(bootstrap: BootstrapInstance, ctx: ProviderCallContext): Promise<ProviderInstance> {
     if (!bootstrap.jitConfig) throw new ProviderFaultError(this.name, 'simulated machines need a JIT config (ephemeral pools)', undefined, false);
+    const boot: PendingBoot = { jitConfig: bootstrap.jitConfig, callbackUrl: bootstrap.callbackUrl, instanceToken: bootstrap.instanceToken };
+    writeFileSync(this.bootFile(bootstrap.name), JSON.stringify(boot), { mode: 0o600 });
     const machine = await this.machines.createInstance(bootstrap, ctx);
-    if (this.agentOf(bootstrap.name) === undefined) {
-      const agentId = await this.startAgent(bootstrap);
-      writeFileSync(this.agentFile(bootstrap.name), agentId);
-    }
+    await this.boot(bootstrap.name);
     return machine;
   }
 
@@ -102,10 +111,13 @@ export class SimulatedMachinesProvider implements ProviderPort {
     const agent = this.agentOf(name);
     if (agent) await this.sim.stopAgent(agent);
     rmSync(this.agentFile(name), { force: true });
+    rmSync(this.bootFile(name), { force: true });
   }
 
-  getInstance(instanceId: string, ctx: ProviderCallContext): Promise<ProviderInstance> {
-    return this.machines.getInstance(instanceId, ctx);
+  async getInstance(instanceId: string, ctx: ProviderCallContext): Promise<ProviderInstance> {
+    const machine = await this.machines.getInstance(instanceId, ctx);
+    if (machine.status === 'running') await this.boot(machine.name);
+    return machine;
   }
 
   listInstances(ctx: ProviderCallContext): Promise<ProviderInstance[]> {
@@ -121,14 +133,28 @@ export class SimulatedMachinesProvider implements ProviderPort {
     }
   }
 
-  /** An earlier attempt (perhaps in a worker that died) may have started the agent already: adopt it. */
-  private async startAgent(bootstrap: BootstrapInstance): Promise<string> {
+  /** Starts the machine's runner agent from its written bootstrap, once; a machine already booted is left alone. */
+  private async boot(name: string): Promise<void> {
+    if (this.agentOf(name) !== undefined) return;
+    let boot: PendingBoot;
     try {
-      const agent = await this.sim.startAgent({ jitConfig: bootstrap.jitConfig!, callbackUrl: bootstrap.callbackUrl, instanceToken: bootstrap.instanceToken });
+      boot = JSON.parse(readFileSync(this.bootFile(name), 'utf8')) as PendingBoot;
+    } catch {
+      return;
+    }
+    const agentId = await this.startAgent(name, boot);
+    writeFileSync(this.agentFile(name), agentId);
+    rmSync(this.bootFile(name), { force: true });
+  }
+
+  /** An earlier attempt (perhaps in a worker that died) may have started the agent already: adopt it. */
+  private async startAgent(name: string, boot: PendingBoot): Promise<string> {
+    try {
+      const agent = await this.sim.startAgent(boot);
       return agent.id;
     } catch (err) {
       if (!(err instanceof AgentError) || err.status !== 409) throw err;
-      const running = (await this.sim.agents()).find((a) => a.runnerName === bootstrap.name && a.state !== 'done');
+      const running = (await this.sim.agents()).find((a) => a.runnerName === name && a.state !== 'done');
       if (!running) throw err;
       return running.id;
     }
@@ -136,5 +162,9 @@ export class SimulatedMachinesProvider implements ProviderPort {
 
   private agentFile(name: string): string {
     return join(this.agentsDir, encodeURIComponent(name));
+  }
+
+  private bootFile(name: string): string {
+    return join(this.agentsDir, `${encodeURIComponent(name)}.boot`);
   }
 }
