@@ -88,6 +88,15 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     return found;
   }
 
+  /** Runs `work` over `items`, a bounded number at a time, so a mass finding (a whole zone gone) does not flood the frontend. */
+  async function eachConcurrently<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < items.length) await work(items[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.max(1, deps.signalConcurrency ?? 20) }, lane));
+  }
+
   /**
    * A pool counts its runners and asks them to leave when it is deleted; a runner
    * it does not know of (started by a retry after the pool wrote the name off, or
@@ -96,47 +105,47 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    */
   async function orphanPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
     const byPool = new Map<string, string[]>();
-    for (const { name, pool } of instances) if (pool) byPool.set(pool, [...(byPool.get(pool) ?? []), name]);
+    for (const { name, pool } of instances) {
+      if (!pool) continue;
+      const names = byPool.get(pool);
+      if (names) names.push(name);
+      else byPool.set(pool, [name]);
+    }
+    const orphans: { name: string; pool: string }[] = [];
     for (const [pool, names] of byPool) {
-      let running: boolean;
       try {
-        running = (await client.workflow.getHandle(poolWorkflowId(pool)).describe()).status.name === 'RUNNING';
+        if ((await client.workflow.getHandle(poolWorkflowId(pool)).describe()).status.name === 'RUNNING') continue;
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) {
           report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
           continue;
         }
-        running = false;
       }
-      if (running) continue;
-      for (const name of names) {
-        try {
-          await client.workflow.getHandle(runnerWorkflowId(name)).signal(deleteSignal, { reason: `pool ${pool} no longer exists` });
-          report.orphaned.push({ name, pool });
-          log.warn('runner outlived its pool; asked to leave', { provider: report.provider, name, pool });
-        } catch (err) {
-          if (!(err instanceof WorkflowNotFoundError)) report.failed.push({ target: name, error: errorText(err) });
-        }
-      }
+      for (const name of names) orphans.push({ name, pool });
     }
+    await eachConcurrently(orphans, async ({ name, pool }) => {
+      try {
+        await client.workflow.getHandle(runnerWorkflowId(name)).signal(deleteSignal, { reason: `pool ${pool} no longer exists` });
+        report.orphaned.push({ name, pool });
+        log.warn('runner outlived its pool; asked to leave', { provider: report.provider, name, pool });
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) report.failed.push({ target: name, error: errorText(err) });
+      }
+    });
   }
 
   async function signalAll(reports: { name: string; args: HealthReportArgs }[], report: LivenessReport): Promise<void> {
-    const queue = [...reports];
-    const worker = async (): Promise<void> => {
-      for (let next = queue.shift(); next; next = queue.shift()) {
-        try {
-          await client.workflow.getHandle(runnerWorkflowId(next.name)).signal(healthReportSignal, next.args);
-          report.signalled.push({ name: next.name, finding: next.args.finding });
-          log.info('liveness finding reported', { provider: report.provider, name: next.name, finding: next.args.finding, detail: next.args.detail });
-        } catch (err) {
-          // Closed since visibility listed it: nothing left to tell.
-          if (err instanceof WorkflowNotFoundError) continue;
-          report.failed.push({ target: next.name, error: errorText(err) });
-        }
+    await eachConcurrently(reports, async (next) => {
+      try {
+        await client.workflow.getHandle(runnerWorkflowId(next.name)).signal(healthReportSignal, next.args);
+        report.signalled.push({ name: next.name, finding: next.args.finding });
+        log.info('liveness finding reported', { provider: report.provider, name: next.name, finding: next.args.finding, detail: next.args.detail });
+      } catch (err) {
+        // Closed since visibility listed it: nothing left to tell.
+        if (err instanceof WorkflowNotFoundError) return;
+        report.failed.push({ target: next.name, error: errorText(err) });
       }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, deps.signalConcurrency ?? 20) }, worker));
+    });
   }
 
   /**
