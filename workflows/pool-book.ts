@@ -144,6 +144,10 @@ export class PoolBook {
       since: entry && entry.runnerStatus === args.runnerStatus && entry.status === args.status ? entry.since : at,
       everReady: (entry?.everReady ?? false) || ready,
       deleteRequested: entry?.deleteRequested ?? false,
+      ...(entry?.leaveReason !== undefined ? { leaveReason: entry.leaveReason } : {}),
+      // Not carried: a runner asked to leave that reports anything but leaving did not
+      // hear the ask (one that hears it reports leaving at once, busy or not), so it is
+      // due to be asked again now rather than when the interval runs out.
       ...(entry?.failureCounted ? { failureCounted: true } : {}),
     };
     this.runners.set(args.name, next);

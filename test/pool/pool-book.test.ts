@@ -158,6 +158,15 @@ describe('PoolBook scaling', () => {
     expect(book.plan(T0 + 5_000)).toEqual({ create: 0, remove: [{ name: a, reason: 'pool deleted' }] });
   });
 
+  it('asks at once, with the same reason, a runner that reports in without leaving after it was asked (it did not hear)', () => {
+    const book = new PoolBook(settings({ minIdleRunners: 1 }), { ...FAST_TIMINGS, leaveReaskIntervalMs: 60_000 });
+    const [a] = startN(book, 1);
+    book.markDeleteRequested(a!, 'idle for longer than 1000 ms', T0);
+    expect(book.plan(T0 + 1_000).remove).toEqual([]);
+    book.runnerChanged({ seq: nextSeq(), name: a!, status: 'running', runnerStatus: 'idle' }, T0 + 2_000);
+    expect(book.plan(T0 + 2_000).remove).toEqual([{ name: a, reason: 'idle for longer than 1000 ms' }]);
+  });
+
   it('asks again after 30 s when its timings predate the setting (a pool started before it existed)', () => {
     const { leaveReaskIntervalMs: _absent, ...older } = FAST_TIMINGS;
     const book = new PoolBook(settings(), older);
