@@ -35,8 +35,16 @@ function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undef
   };
 }
 
+/**
+ * How long a pool this process started is listed without visibility: the
+ * index lags a start (seconds on a busy server), and a job queued for the new
+ * pool in that time would be recorded as unmatched and get no runner.
+ */
+const STARTED_KEPT_MS = 60_000;
+
 export class PoolDirectory {
   private cached?: { at: number; pools: Promise<PoolEntry[]> };
+  private readonly started = new Map<string, { entry: PoolEntry; until: number }>();
 
   constructor(
     private readonly client: Client,
@@ -68,7 +76,37 @@ export class PoolDirectory {
       this.cached = { at: now, pools };
       pools.catch(() => this.invalidate());
     }
-    return this.cached.pools;
+    return this.withStarted(await this.cached.pools, now);
+  }
+
+  /** Pools this process started that visibility does not list yet are listed anyway. */
+  private withStarted(listed: PoolEntry[], now: number): PoolEntry[] {
+    if (this.started.size === 0) return listed;
+    const missing: PoolEntry[] = [];
+    for (const [workflowId, { entry, until }] of this.started) {
+      if (until < now || listed.some((p) => p.workflowId === workflowId)) this.started.delete(workflowId);
+      else missing.push(entry);
+    }
+    return missing.length === 0 ? listed : [...listed, ...missing].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** A pool this process just started (or changed): listed from now on, whatever visibility says yet. */
+  poolStarted(entry: PoolEntry): void {
+    this.started.set(entry.workflowId, { entry, until: Date.now() + STARTED_KEPT_MS });
+    this.invalidate();
+  }
+
+  /** The memo a started pool carries now, while it is still listed from here. */
+  poolChanged(workflowId: string, memo: PoolMemo): void {
+    const known = this.started.get(workflowId);
+    if (known) known.entry = { ...known.entry, memo };
+    this.invalidate();
+  }
+
+  /** A pool being deleted is no longer listed from here (visibility shows it until it closes). */
+  poolDeleted(workflowId: string): void {
+    this.started.delete(workflowId);
+    this.invalidate();
   }
 
   invalidate(): void {

@@ -93,7 +93,7 @@ export class TemporalJobSink implements WorkflowJobSink {
       } catch (err) {
         // The pool ended since the list was read: read it again.
         if (!isNotFound(err)) throw err;
-        this.deps.pools.invalidate();
+        this.deps.pools.poolDeleted(pool.workflowId);
       }
     }
     await this.recordUnmatched(queued, 'the matching pool ended while the job was routed');

@@ -1,4 +1,5 @@
 import { poolSettingsSchema } from '../../domain/pool';
+import { poolMemoOf } from '../../workflows/pool-memo';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { readJson, readValidJson } from '../http/body';
@@ -37,7 +38,8 @@ export const poolRoutes: Route<Services>[] = [
       const settings = await readValidJson(request, poolSettingsSchema, services.limits.apiBodyBytes, 'pool');
       checkPoolReferences(settings, services.deps.config);
       const { runId } = await startPool(services.deps.client, services.deps.taskQueue, services.deps.config, settings);
-      services.pools.invalidate();
+      const workflowId = poolWorkflowId(settings.name);
+      services.pools.poolStarted({ name: settings.name, workflowId, runId, startTime: new Date().toISOString(), memo: poolMemoOf(settings) });
       services.deps.logger.info('pool created', { pool: settings.name, runId });
       return json({ pool: settings }, 201, { location: `/api/v1/pools/${encodeURIComponent(settings.name)}` });
     },
@@ -90,7 +92,7 @@ export const poolRoutes: Route<Services>[] = [
       await orNotFound(`pool ${name}`, () =>
         services.deps.client.workflow.getHandle(poolWorkflowId(name)).signal(updatePoolSignal, { settings: parsed.data }),
       );
-      services.pools.invalidate();
+      services.pools.poolChanged(poolWorkflowId(name), poolMemoOf(parsed.data));
       services.deps.logger.info('pool update sent', { pool: name });
       return json({ pool: parsed.data }, 202);
     },
@@ -110,7 +112,7 @@ export const poolRoutes: Route<Services>[] = [
       await orNotFound(`pool ${name}`, () =>
         services.deps.client.workflow.getHandle(poolWorkflowId(name)).signal(deletePoolSignal, { reason: 'deleted through the API' }),
       );
-      services.pools.invalidate();
+      services.pools.poolDeleted(poolWorkflowId(name));
       services.deps.logger.info('pool delete sent', { pool: name });
       return json({ pool: name, action: 'delete' }, 202);
     },
