@@ -172,8 +172,10 @@ export class LocalProcessProvider implements ProviderPort {
   }
 
   private toInstance(record: LocalInstanceRecord, dir: string): ProviderInstance {
-    const running = isRunning(record.pid, record.startTicks);
-    const exitStatus = running ? undefined : readExitStatus(dir);
+    // The status is written as the runner ends, a moment before the shell around it
+    // exits: once it is there the runner has stopped, whatever the pid says.
+    const exitStatus = readExitStatus(dir);
+    const running = exitStatus === undefined && isRunning(record.pid, record.startTicks);
     return {
       providerId: record.name,
       name: record.name,
@@ -205,7 +207,9 @@ function writeRecord(dir: string, record: LocalInstanceRecord): void {
 
 function readExitStatus(dir: string): number | undefined {
   try {
-    const value = Number(readFileSync(join(dir, EXIT_STATUS_FILE), 'utf8').trim());
+    const text = readFileSync(join(dir, EXIT_STATUS_FILE), 'utf8').trim();
+    // Empty while the shell is still writing it.
+    const value = text === '' ? NaN : Number(text);
     return Number.isFinite(value) ? value : undefined;
   } catch {
     return undefined;
