@@ -17,6 +17,9 @@ export interface BenchStack extends DevStack {
   machines: FakeProviderControl;
 }
 
+/** What every bench stack runs with: its own controller id, no sweep or liveness schedules to add load. */
+const benchConfig = () => ({ controllerId: uniqueName('bench-ctl'), sweep: { enabled: false }, liveness: { enabled: false } });
+
 /**
  * `webhookConcurrency`: deliveries the simulated GitHub has in flight at once. GitHub itself
  * sends many more; a low figure makes the simulator, not runnerflow, pace a fast bench.
@@ -26,7 +29,7 @@ export async function startBenchStack(temporalAddress: string, jobDurationMs: nu
     temporalAddress,
     taskQueue: uniqueName('bench-tq'),
     machines: 'simulated',
-    config: { controllerId: uniqueName('bench-ctl'), sweep: { enabled: false }, liveness: { enabled: false } },
+    config: benchConfig(),
     // Webhooks of different jobs delivered concurrently, as GitHub does.
     simulator: { jobDurationMs, webhookConcurrency, onError: () => undefined },
   });
@@ -50,7 +53,7 @@ export async function startProcessBenchStack(temporalAddress: string, jobDuratio
     taskQueue: uniqueName('bench-tq'),
     workers: 1,
     apis: 1,
-    config: { controllerId: uniqueName('bench-ctl'), sweep: { enabled: false }, liveness: { enabled: false } },
+    config: benchConfig(),
     simulator: { jobDurationMs, webhookConcurrency },
   });
   return Object.assign(stack, { processes: true as const });
