@@ -88,7 +88,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     return found;
   }
 
-  /** Runs `work` over `items`, a bounded number at a time, so a mass finding (a whole zone gone) does not flood the frontend. */
+  /** Runs `work` over `items`, a bounded number at a time, so many pools or a mass finding (a whole zone gone) do not flood the frontend. */
   async function eachConcurrently<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
     let next = 0;
     const lane = async (): Promise<void> => {
@@ -112,17 +112,17 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       else byPool.set(pool, [name]);
     }
     const orphans: { name: string; pool: string }[] = [];
-    for (const [pool, names] of byPool) {
+    await eachConcurrently([...byPool], async ([pool, names]) => {
       try {
-        if ((await client.workflow.getHandle(poolWorkflowId(pool)).describe()).status.name === 'RUNNING') continue;
+        if ((await client.workflow.getHandle(poolWorkflowId(pool)).describe()).status.name === 'RUNNING') return;
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) {
           report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
-          continue;
+          return;
         }
       }
       for (const name of names) orphans.push({ name, pool });
-    }
+    });
     await eachConcurrently(orphans, async ({ name, pool }) => {
       try {
         await client.workflow.getHandle(runnerWorkflowId(name)).signal(deleteSignal, { reason: `pool ${pool} no longer exists` });
@@ -217,8 +217,9 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
             // Before the provider listing, so a provider that is down does not keep orphans alive.
             await orphanPass(instances, report);
             await machinePass(target, instances, report, signal);
+          } else {
+            await githubPass(instances, report);
           }
-          else await githubPass(instances, report);
           return report;
         });
       } catch (err) {

@@ -1,8 +1,9 @@
 /**
  * The running pools as visibility sees them, with the memo each pool keeps
- * current (labels, priority, enabled, size, provider). Job routing reads it for
+ * current (labels, priority, enabled, size, provider), plus the pools this
+ * process started that visibility does not list yet. Job routing reads it for
  * every queued job, so it is reused for a few seconds; callers that need fresh
- * data call `fetch()`.
+ * data from visibility alone call `fetch()`.
  */
 import type { Client } from '@temporalio/client';
 import { RUNNER_POOL_WORKFLOW, type PoolMemo } from '../workflows/pool-messages';
