@@ -33,7 +33,7 @@ class Sampler {
         const { rss, heapUsed } = process.memoryUsage();
         this.peakRss = Math.max(this.peakRss, rss);
         this.peakHeap = Math.max(this.peakHeap, heapUsed);
-        this.machines = Math.max(this.machines, stack.machines.instances().filter((m) => m.poolId === pool.name).length);
+        this.machines = Math.max(this.machines, stack.machines.countNamed(`${pool.name}-`));
         this.githubRunners = Math.max(this.githubRunners, stack.sim.stats().runners);
       }),
       // A query is a task on the worker the burst keeps busy: asked less often.

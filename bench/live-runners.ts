@@ -14,6 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { exitAfter, intArg, mb, ms, printTable, quietTemporal, runBench, sleep, temporalServer, until } from './common';
+import { cpuBetween, cpuSnapshot } from './cpu';
 import { terminatePoolWorkflows } from './stack';
 import { processStackRequest, startProcessStack } from '../devstack/process-stack';
 import { SIMULATED_PROVIDER } from '../devstack/stack';
@@ -76,6 +77,8 @@ async function main(): Promise<void> {
       bootstrapTimeout: 30 * 60_000,
     };
     console.log(`live-runners: pool ${name} with ${n} idle runners on ${temporal.address}`);
+    const pids = { 'bench process (simulator, agents)': process.pid, 'worker process': stack.workers[0]?.child.pid, 'API process': stack.apis[0]?.child.pid };
+    const cpuBefore = cpuSnapshot(pids);
     const started = Date.now();
     const res = await processStackRequest(stack, 'POST', '/api/v1/pools', settings);
     if (res.status !== 201) throw new Error(`pool not created (${res.status}): ${JSON.stringify(res.body)}`);
@@ -87,6 +90,8 @@ async function main(): Promise<void> {
       return idle >= n ? Date.now() : undefined;
     }, timeoutMs, 200);
     const idleCount = idleAgents();
+    const cpu = cpuBetween(cpuBefore, cpuSnapshot(pids));
+    const busyCores = (cpu.at(-1)?.seconds ?? 0) / ((Date.now() - started) / 1000);
     const poolIdle = allIdle ? await until(async () => ((await stack.client.workflow.getHandle(poolWorkflowId(name)).query(poolStateQuery)).runners.filter((r) => r.runnerStatus === 'idle').length >= n ? Date.now() : undefined), 120_000, 1_000) : undefined;
     await sleep(settleMs);
     const rssSettled = workerRss();
@@ -110,6 +115,9 @@ async function main(): Promise<void> {
       { figure: `worker RSS with ${n} idle (after ${settleMs / 1000} s)`, value: mb(rssSettled), target: '≤ 1024 MB', met: rssSettled <= RSS_TARGET },
       { figure: 'worker RSS peak', value: mb(peakRss) },
       { figure: 'worker RSS per idle runner', value: `${(perRunner / 1024).toFixed(0)} KB` },
+      { figure: 'machine busy while scaling up (2 cores = 2.0)', value: `${busyCores.toFixed(2)} cores` },
+      // Core-milliseconds per runner brought online, from creating the pool until the last was idle.
+      ...cpu.map(({ what, seconds }) => ({ figure: `CPU per runner: ${what}`, value: `${((seconds * 1000) / Math.max(1, idleCount)).toFixed(1)} core-ms` })),
       { figure: 'workflows terminated at the end', value: cleaned ? 'all' : 'some left', target: 'all', met: cleaned },
     ]);
   } finally {

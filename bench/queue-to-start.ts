@@ -18,6 +18,7 @@
  * default everything shares this process (the simulator always stays here).
  */
 import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, sleep, temporalServer, until, type Figure } from './common';
+import { cpuBetween, cpuSnapshot } from './cpu';
 import { breakdownFigures, jobPathBreakdown } from './job-path';
 import { completedJobs, createPool, removePool, startBenchStack, startProcessBenchStack, stopBenchStack } from './stack';
 import { poolWorkflowId } from '../workflows/pool-messages';
@@ -45,11 +46,16 @@ async function main(): Promise<void> {
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        maxMachines = Math.max(maxMachines, stack.machines.instances().filter((m) => m.poolId === pool.name).length);
+        maxMachines = Math.max(maxMachines, stack.machines.countNamed(`${pool.name}-`));
         await sleep(100);
       }
     })();
 
+    const pids = {
+      'bench process': process.pid,
+      ...('processes' in stack ? { 'worker process': stack.workers[0]?.child.pid, 'API process': stack.apis[0]?.child.pid } : {}),
+    };
+    const cpuBefore = cpuSnapshot(pids);
     const ids = new Set<number>();
     const begin = Date.now();
     while (ids.size < total) {
@@ -61,6 +67,7 @@ async function main(): Promise<void> {
     const backlog = stack.sim.jobs().filter((j) => ids.has(j.id) && j.status === 'queued').length;
     const allStarted = await until(() => (stack.sim.jobs().every((j) => !ids.has(j.id) || j.status !== 'queued') ? true : undefined), drainMs, 50);
     const allDone = await until(() => (completedJobs(stack, ids) === total ? true : undefined), drainMs, 100);
+    const cpu = cpuBetween(cpuBefore, cpuSnapshot(pids));
     sampling = false;
     await sampler;
 
@@ -91,6 +98,8 @@ async function main(): Promise<void> {
       },
       { figure: 'max machines alive', value: String(maxMachines), target: `≤ ${maxRunners}`, met: maxMachines <= maxRunners },
       ...(breakdown ? breakdownFigures(breakdown) : []),
+      // Core-milliseconds per completed lifecycle, from queueing the first job until the last one completed.
+      ...cpu.map(({ what, seconds }) => ({ figure: `CPU per lifecycle: ${what}`, value: `${((seconds * 1000) / Math.max(1, completedJobs(stack, ids))).toFixed(1)} core-ms` })),
     ];
     printTable(`Queue-to-start: ${rate} jobs/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs (simulated machines${processes ? '; worker and API in their own processes' : ''})`, figures);
   } finally {

@@ -56,7 +56,7 @@ async function run(stack: BenchStack, mode: ModeResult['mode'], jobs: number, ma
   const ids = new Set(Array.from({ length: jobs }, () => stack.sim.queueJob({ repository: pool.repository, labels: pool.labels }).id));
   let maxAlive = 0;
   await until(() => {
-    maxAlive = Math.max(maxAlive, stack.machines.instances().filter((m) => m.poolId === pool.name).length);
+    maxAlive = Math.max(maxAlive, stack.machines.countNamed(`${pool.name}-`));
     return completedJobs(stack, ids) === jobs ? true : undefined;
   }, timeoutMs, 100);
   await until(async () => ((await poolView(stack, pool)).runners.length === 0 ? true : undefined), 60_000, 200);

@@ -71,8 +71,15 @@ export class PoolBook {
     this.runnerSeq = carried?.runnerSeq ?? 0;
     this.deleting = carried?.deleting ?? false;
     this.consecutiveBootstrapFailures = carried?.consecutiveBootstrapFailures ?? 0;
-    for (const r of carried?.runners ?? []) {
-      this.runners.set(r.name, { ...r, seq: 0, everReady: r.runnerStatus === 'idle' || r.runnerStatus === 'active', deleteRequested: r.deleteRequested ?? false });
+    for (const { everReady, failureCounted, seq, ...r } of carried?.runners ?? []) {
+      this.runners.set(r.name, {
+        ...r,
+        seq: seq ?? 0,
+        // State carried before these were: a runner that took a job came online too.
+        everReady: everReady ?? (r.runnerStatus === 'idle' || r.runnerStatus === 'active' || r.jobId !== undefined),
+        deleteRequested: r.deleteRequested ?? false,
+        ...(failureCounted ? { failureCounted } : {}),
+      });
     }
     this.backoffUntil = carried?.backoffUntil ?? 0;
     for (const j of carried?.queuedJobs ?? []) this.queued.set(j.jobId, j);
@@ -337,11 +344,17 @@ export class PoolBook {
     };
   }
 
+  /**
+   * Everything the next run needs, including what the view leaves out: carried
+   * without `everReady`, an ephemeral runner that had finished its job when the
+   * pool continued as new counted as a bootstrap failure when it went away, and
+   * a busy pool backed off creating runners after every continue-as-new.
+   */
   carry(): PoolCarriedState {
     const view = this.view();
     return {
       settingsVersion: this.settingsVersion,
-      runners: view.runners,
+      runners: [...this.runners.values()].map(({ leaveAskedAt: _a, leaveReason: _r, failureCounted, ...r }) => ({ ...r, ...(failureCounted ? { failureCounted } : {}) })),
       queuedJobs: view.queuedJobs,
       handledJobEvents: [...this.handled],
       runnerSeq: this.runnerSeq,

@@ -40,9 +40,19 @@ export interface PoolRunnerView {
   deleteRequested?: boolean;
 }
 
+/** What a pool remembers of a runner across continue-as-new beyond what it shows. */
+export interface PoolCarriedRunner extends PoolRunnerView {
+  /** It came online at some point: its exit is not a bootstrap failure. */
+  everReady?: boolean;
+  /** Its failure to bootstrap was counted already. */
+  failureCounted?: boolean;
+  /** Sequence number of its newest report applied, so an older one arriving late is still dropped. */
+  seq?: number;
+}
+
 export interface PoolCarriedState {
   settingsVersion: number;
-  runners: PoolRunnerView[];
+  runners: PoolCarriedRunner[];
   queuedJobs: QueuedJob[];
   /** `${jobId}:${action}` keys of job events already handled, newest last (bounded). */
   handledJobEvents: string[];

@@ -133,6 +133,40 @@ describe('PoolBook scaling', () => {
     expect(next.runnerSeq).toBe(book.runnerSeq + 1);
   });
 
+  it('after continue-as-new, a runner that finished its job and goes away is no bootstrap failure', () => {
+    const book = new PoolBook(settings({ maxRunners: 10 }), FAST_TIMINGS);
+    const [done, silent] = startN(book, 2);
+    book.runnerChanged({ seq: 1, name: done!, status: 'running', runnerStatus: 'active', jobId: 7 }, T0);
+    book.runnerChanged({ seq: 2, name: done!, status: 'pending_delete', runnerStatus: 'terminated', jobId: 7 }, T0);
+    const next = new PoolBook(book.settings, FAST_TIMINGS, book.carry());
+    // A report older than one already applied stays stale after the carry.
+    expect(next.runnerChanged({ seq: 1, name: done!, status: 'running', runnerStatus: 'active', jobId: 7 }, T0)).toBe(false);
+    next.runnerChanged({ seq: 3, name: done!, status: 'deleted', runnerStatus: 'terminated', jobId: 7 }, T0 + 10);
+    expect(next.consecutiveBootstrapFailures).toBe(0);
+    // Two jobs: the runner still starting covers one, the other gets a runner at once (no backoff).
+    next.jobQueued({ jobId: 8, labels: [] }, T0 + 10);
+    next.jobQueued({ jobId: 9, labels: [] }, T0 + 10);
+    expect(next.plan(T0 + 10).create).toBe(1);
+    // One that never came online still is.
+    next.runnerChanged({ seq: 1, name: silent!, status: 'deleted', runnerStatus: 'pending' }, T0 + 20);
+    expect(next.consecutiveBootstrapFailures).toBe(1);
+  });
+
+  it('reads state carried before it held everReady: a runner that took a job came online', () => {
+    const carried = {
+      settingsVersion: 1,
+      runners: [{ name: 'linux-a', status: 'pending_delete' as const, runnerStatus: 'terminated' as const, jobId: 3, settingsVersion: 1, since: new Date(T0).toISOString() }],
+      queuedJobs: [],
+      handledJobEvents: [],
+      runnerSeq: 1,
+      deleting: false,
+      consecutiveBootstrapFailures: 0,
+    };
+    const book = new PoolBook(settings(), FAST_TIMINGS, carried);
+    book.runnerChanged({ seq: 1, name: 'linux-a', status: 'deleted', runnerStatus: 'terminated', jobId: 3 }, T0);
+    expect(book.consecutiveBootstrapFailures).toBe(0);
+  });
+
   it('a deleted pool asks every runner to leave and is done when they are gone', () => {
     const book = new PoolBook(settings({ minIdleRunners: 2 }), FAST_TIMINGS);
     const [a, b] = startN(book, 2);
