@@ -13,7 +13,16 @@
 #
 # Environment (all optional): TEMPORAL_IP (127.0.0.1), TEMPORAL_PORT (7233),
 # TEMPORAL_UI_PORT (8233; "off" disables the UI), TEMPORAL_HTTP_PORT, TEMPORAL_METRICS_PORT,
-# TEMPORAL_STATE_DIR (.temporal), TEMPORAL_DB (<state dir>/temporal.db).
+# TEMPORAL_STATE_DIR (.temporal), TEMPORAL_DB (<state dir>/temporal.db),
+# TEMPORAL_SQLITE_PRAGMAS (space-separated, default below; "" for SQLite's own defaults).
+#
+# SQLite runs in WAL mode with synchronous=NORMAL: a commit is one append to the
+# log instead of a rewrite of the database with several fsyncs, and readers no
+# longer wait for the writer. Every commit still survives the server process
+# being killed (what the chaos tests do); only an operating-system crash can lose
+# the last few. Measured in bench/README.md: at 10 jobs/s the pool's workflow
+# task went from about 200 ms to 35 ms and queue-to-start p50 from over 1 s to
+# about 200 ms on the same machine.
 set -euo pipefail
 
 TEMPORAL_CLI_VERSION=1.9.1
@@ -25,6 +34,7 @@ UI_PORT="${TEMPORAL_UI_PORT:-8233}"
 DB="${TEMPORAL_DB:-$STATE_DIR/temporal.db}"
 PID_FILE="$STATE_DIR/server-$PORT.pid"
 LOG_FILE="$STATE_DIR/server-$PORT.log"
+SQLITE_PRAGMAS="${TEMPORAL_SQLITE_PRAGMAS-journal_mode=wal synchronous=normal}"
 SEARCH_ATTRIBUTES=(RunnerStatus=Keyword RunnerPool=Keyword RunnerProvider=Keyword RunnerName=Keyword RunnerLeaked=Bool)
 
 say() { printf 'temporal-dev: %s\n' "$*" >&2; }
@@ -69,6 +79,7 @@ server_args() {
   if [ "$UI_PORT" = "off" ]; then args+=(--headless); else args+=(--ui-port "$UI_PORT"); fi
   [ -n "${TEMPORAL_HTTP_PORT:-}" ] && args+=(--http-port "$TEMPORAL_HTTP_PORT")
   [ -n "${TEMPORAL_METRICS_PORT:-}" ] && args+=(--metrics-port "$TEMPORAL_METRICS_PORT")
+  for pragma in $SQLITE_PRAGMAS; do args+=(--sqlite-pragma "$pragma"); done
   for sa in "${SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
   printf '%s\n' "${args[@]}"
 }

@@ -6,7 +6,9 @@
  */
 import {
   allHandlersFinished,
+  CancellationScope,
   condition,
+  isCancellation,
   continueAsNew,
   getExternalWorkflowHandle,
   log,
@@ -211,8 +213,37 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       .catch((err: unknown) => log.warn('delete not delivered', { runner: name, error: String(err) }));
   }
 
+  /**
+   * One timer for the next moment the pool must look again by itself (a queued
+   * job's expiry, an idle timeout, the end of a backoff). Waiting with
+   * `condition(..., timeout)` started a timer in every decision and cancelled it
+   * in the next: two history events and a server timer task per decision, on the
+   * workflow every job and runner report passes through, for a deadline that
+   * seldom moved. This timer is replaced only by an earlier one; when it fires
+   * for a deadline that has since moved later, the pool plans once for nothing
+   * and arms the right one.
+   */
+  let wake: { at: number; scope: CancellationScope } | undefined;
+  function wakeAt(at: number): void {
+    if (wake && wake.at <= at) return;
+    wake?.scope.cancel();
+    const timer = { at, scope: new CancellationScope() };
+    wake = timer;
+    timer.scope
+      .run(() => sleep(Math.max(1, at - Date.now())))
+      .then(() => {
+        if (wake === timer) wake = undefined;
+        dirty = true;
+      })
+      .catch((err: unknown) => {
+        if (!isCancellation(err)) throw err;
+      });
+  }
+
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
   const boundedStarts = patched('bounded-starts-per-decision');
+  // Pools whose history predates the steady timer replay their per-decision timers.
+  const steadyWake = patched('steady-wake-timer');
   while (!book.done) {
     await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
     const plan = book.plan(Date.now());
@@ -232,6 +263,11 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (info.continueAsNewSuggested || info.historyLength > historyLimit) {
       await condition(() => startsInFlight === 0 && allHandlersFinished());
       await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: book.carry() });
+    }
+    if (steadyWake) {
+      if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
+      await condition(() => dirty);
+      continue;
     }
     const waitMs = plan.wakeAt !== undefined ? Math.max(1, plan.wakeAt - Date.now()) : undefined;
     if (waitMs === undefined) await condition(() => dirty);

@@ -125,6 +125,27 @@ describe('runnerPool', () => {
     await pool.result();
   });
 
+  it('waits for its next deadline on one timer, not on a new one in every decision', async () => {
+    const settings = poolSettings({ minIdleRunners: 0, maxRunners: 0 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: { ...FAST_TIMINGS, queuedJobTtlMs: 3_000 } });
+    // Jobs queued at one moment expire together: one deadline, however many decisions come before it.
+    const queuedAt = new Date().toISOString();
+    for (let i = 0; i < 6; i++) {
+      await pool.signal(jobQueuedSignal, { jobId: 500 + i, labels: ['linux'], queuedAt });
+      // Each job in a decision of its own.
+      await eventually(async () => ((await pool.query(poolStateQuery)).queuedJobs.length === i + 1 ? true : undefined), 10_000, `job ${i + 1} seen`);
+    }
+    await eventually(async () => ((await pool.query(poolStateQuery)).queuedJobs.length === 0 ? true : undefined), 20_000, 'queued jobs dropped at their expiry');
+    await pool.signal(deletePoolSignal, {});
+    await pool.result();
+    const events = (await pool.fetchHistory()).events ?? [];
+    const decisions = events.filter((e) => e.workflowTaskCompletedEventAttributes).length;
+    const timers = events.filter((e) => e.timerStartedEventAttributes).length;
+    expect(decisions).toBeGreaterThanOrEqual(6);
+    expect(timers).toBe(1);
+    expect(events.filter((e) => e.timerFiredEventAttributes)).toHaveLength(1);
+  });
+
   it('backs off creating runners while they keep failing to bootstrap', async () => {
     const settings = poolSettings({ minIdleRunners: 1, bootstrapTimeout: 300 });
     const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: { ...FAST_TIMINGS, poolCreateBackoffInitialMs: 1_000, poolCreateBackoffMaxMs: 8_000 } });
