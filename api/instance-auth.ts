@@ -28,9 +28,11 @@ export async function authenticateInstance(request: Request, key: string): Promi
 }
 
 /**
- * The token must belong to the run of the instance that is alive now: a token
- * of a deleted instance, or of an earlier run of the same name, speaks for a
- * machine that no longer exists.
+ * The token must belong to the instance that is alive now: a token of a
+ * deleted instance, or of an earlier instance of the same name, speaks for a
+ * machine that no longer exists. A long-lived instance continues as new (same
+ * machine, new run id), so a token minted by the first run of the live chain
+ * still speaks for it. Callers address the run this returns.
  */
 export async function requireLiveRun(services: Services, claims: InstanceTokenClaims): Promise<WorkflowExecutionDescription> {
   let description;
@@ -41,6 +43,9 @@ export async function requireLiveRun(services: Services, claims: InstanceTokenCl
     throw err;
   }
   if (description.status.name !== 'RUNNING') throw forbidden(`instance ${claims.instance} of this token has been deleted`);
-  if (description.runId !== claims.runId) throw forbidden(`this token does not belong to the current run of instance ${claims.instance}`);
+  const firstRunId = description.raw.workflowExecutionInfo?.firstRunId || description.runId;
+  if (description.runId !== claims.runId && firstRunId !== claims.runId) {
+    throw forbidden(`this token does not belong to the current run of instance ${claims.instance}`);
+  }
   return description;
 }

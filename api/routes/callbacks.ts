@@ -35,11 +35,11 @@ export const callbackRoutes: Route<Services>[] = [
       if (body.instance !== undefined && body.instance !== claims.instance) {
         throw forbidden(`this token belongs to instance ${claims.instance}, not ${body.instance}`);
       }
-      await requireLiveRun(services, claims);
+      const live = await requireLiveRun(services, claims);
       const { instance: _instance, agent_id: _agentId, ...signal } = body;
       try {
-        // Bound to the run of the token, so a run that ends meanwhile is not mistaken for its successor.
-        await services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance), claims.runId).signal(runnerStatusSignal, signal);
+        // Bound to the live run checked above, so a run that ends meanwhile is not mistaken for its successor.
+        await services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance), live.runId).signal(runnerStatusSignal, signal);
       } catch (err) {
         if (isNotFound(err)) throw forbidden(`instance ${claims.instance} of this token has been deleted`);
         throw err;

@@ -48,8 +48,8 @@ async function jitFile({ request, services, params }: { request: Request; servic
   if (!(JIT_FILES as readonly string[]).includes(file)) {
     throw new HttpError(404, 'not_found', `no JIT file "${file}" (files: ${JIT_FILES.join(', ')})`);
   }
-  await requireLiveRun(services, claims);
-  const handle = services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance), claims.runId);
+  const live = await requireLiveRun(services, claims);
+  const handle = services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance), live.runId);
   const sealed = await services.bounded(() => handle.query(sealedCredentialQuery));
   if (!sealed) throw new HttpError(404, 'not_found', `instance ${claims.instance} is not configured with a JIT config`);
   let files: Record<string, string>;
