@@ -4,7 +4,7 @@
  * config it runs a demo against the built-in GitHub simulator, so a fresh
  * checkout shows the whole loop: job queued → runner created → job run → runner gone.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { randomBytes } from 'node:crypto';
 import { HttpError } from './api/http/errors';
 import { startPool } from './api/pool-settings';
@@ -20,6 +20,7 @@ import { createGitHubRegistry } from './github/registry';
 import { startWorker } from './worker/start';
 import { createLogger, logFormat } from './observability/logger';
 import { installTemporalRuntime, sdkRuntimeOptionsFromEnv } from './observability/temporal-runtime';
+import { connectTemporal } from './api/temporal/connection';
 
 const say = (message: string) => console.log(`runnerflow: ${message}`);
 const rootLogger = createLogger();
@@ -107,7 +108,7 @@ async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>>
     env.RUNNERFLOW_INSTANCE_TOKEN_SECRET = randomBytes(32).toString('base64url');
     config.api.instanceTokenSecret = { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' };
   }
-  const connection = await Connection.connect({ address: config.temporal.address });
+  const connection = await connectTemporal({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const github = createGitHubRegistry(config, env, rootLogger.child({ component: 'github' }));
   const api = await serveApi({ loaded, client, github, logger: rootLogger.child({ component: 'api' }) });

@@ -7,7 +7,7 @@
  *
  * Entry point: `handler` (bundle with `npm run build:lambda`, see docs/serverless.md).
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { ConfigError, loadConfig } from '../config/load';
 import { createGitHubRegistry } from '../github/registry';
 import { createLogger } from '../observability/logger';
@@ -16,6 +16,7 @@ import { HttpError } from './http/errors';
 import { errorResponse } from './http/responses';
 import { lambdaEventToRequest, LambdaEventError, responseToLambdaResult, type LambdaHttpEvent, type LambdaHttpResult } from './lambda-event';
 import { resolveApiSecrets } from './secrets';
+import { connectTemporal } from './temporal/connection';
 
 let rootLogger: ReturnType<typeof createLogger> | undefined;
 // Made on first use, so the environment of the invocation (RUNNERFLOW_LOG_LEVEL) applies.
@@ -35,7 +36,7 @@ async function startContainer(env: NodeJS.ProcessEnv): Promise<App> {
     }
     config.api.instanceTokenSecret = { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' };
   }
-  const connection = await Connection.connect({ address: config.temporal.address });
+  const connection = await connectTemporal({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const apiLogger = log().child({ component: 'api' });
   const app = createApp({

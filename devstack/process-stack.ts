@@ -5,7 +5,7 @@
  * which stands in for a cloud). Webhooks go round robin over the APIs; every
  * runner calls back to the first API.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { startGitHubSimulator, type GitHubSimulator, type GitHubSimulatorOptions
 import { FakeProviderControl } from '../providers/fake';
 import { spawnStackProcess, type StackProcess } from './processes/spawn';
 import { adminRequest, stackConfig, stackSecrets } from './stack';
+import { connectTemporal } from '../api/temporal/connection';
 
 export interface ProcessStackOptions {
   temporalAddress: string;
@@ -70,7 +71,7 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
     ...(options.workflowBundlePath ? { BUNDLE_PATH: options.workflowBundlePath } : {}),
   });
 
-  const connection = await Connection.connect({ address: options.temporalAddress });
+  const connection = await connectTemporal({ address: options.temporalAddress });
   const client = new Client({ connection, namespace: 'default' });
   const apiConfig = writeConfig('api.json', {});
   const apis = await Promise.all(Array.from({ length: options.apis }, () => spawnStackProcess('api', env(apiConfig))));

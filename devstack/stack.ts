@@ -3,7 +3,7 @@
  * simulator standing in for GitHub, the HTTP API and a worker. `npm start`'s
  * demo, the end-to-end tests and the benchmarks all run on this.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +19,7 @@ import { startGitHubSimulator, type GitHubSimulator, type GitHubSimulatorOptions
 import type { ProviderPort } from '../providers/port';
 import { startWorker, type StartedWorker } from '../worker/start';
 import { SimulatedMachinesProvider } from './simulated-machines';
+import { connectTemporal } from '../api/temporal/connection';
 
 export interface DevStackOptions {
   temporalAddress: string;
@@ -118,7 +119,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   );
   const loaded: LoadedConfig = { config, source: 'dev stack', env };
   const logger = options.logger ?? silentLogger;
-  const connection = await Connection.connect({ address: config.temporal.address });
+  const connection = await connectTemporal({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const github = createGitHubRegistry(config, env, { debug: () => undefined, warn: (message, fields) => logger.warn(message, fields) });
 

@@ -2,7 +2,7 @@
  * Builds and starts a runnerflow worker from a loaded config: the one place that
  * wires providers, GitHub and instance tokens into the activities.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
 import { silentLogger } from '../observability/logger';
@@ -21,6 +21,7 @@ import { createRunnerflowWorker } from './create-worker';
 import { ensureSearchAttributes } from './search-attributes';
 import { ensureLivenessSchedules } from './liveness-schedule';
 import { ensureSweepSchedules } from './sweep-schedule';
+import { connectTemporal } from '../api/temporal/connection';
 
 export interface StartedWorker {
   worker: Worker;
@@ -50,7 +51,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
   const log = options.log ?? ((m: string) => console.log(m));
 
   // Kept open while the worker runs: the sweep activities read visibility through it.
-  const clientConnection = await Connection.connect({ address: config.temporal.address });
+  const clientConnection = await connectTemporal({ address: config.temporal.address });
   const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
   try {
     const added = await ensureSearchAttributes(clientConnection, config.temporal.namespace);

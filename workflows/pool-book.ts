@@ -84,6 +84,7 @@ export class PoolBook {
     this.backoffUntil = carried?.backoffUntil ?? 0;
     for (const j of carried?.queuedJobs ?? []) this.queued.set(j.jobId, j);
     this.handled = [...(carried?.handledJobEvents ?? [])];
+    for (const name of carried?.goneRunners ?? []) this.markGone(name);
     if (carried?.scaleSet) this.scaleSet = { ...carried.scaleSet };
     this.handledSet = new Set(this.handled);
   }
@@ -357,6 +358,7 @@ export class PoolBook {
       runners: [...this.runners.values()].map(({ leaveAskedAt: _a, leaveReason: _r, failureCounted, ...r }) => ({ ...r, ...(failureCounted ? { failureCounted } : {}) })),
       queuedJobs: view.queuedJobs,
       handledJobEvents: [...this.handled],
+      goneRunners: [...this.gone],
       runnerSeq: this.runnerSeq,
       deleting: this.deleting,
       consecutiveBootstrapFailures: this.consecutiveBootstrapFailures,

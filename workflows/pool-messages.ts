@@ -56,6 +56,8 @@ export interface PoolCarriedState {
   queuedJobs: QueuedJob[];
   /** `${jobId}:${action}` keys of job events already handled, newest last (bounded). */
   handledJobEvents: string[];
+  /** Runners known to be gone, newest last (bounded): a late report from one must not bring it back. */
+  goneRunners?: string[];
   runnerSeq: number;
   deleting: boolean;
   consecutiveBootstrapFailures: number;

@@ -48,8 +48,17 @@ import { RUNNER_POOL } from './search-attributes';
 /** Runner workflows started by one activity: a burst to a large maxRunners goes as several, side by side. */
 const START_BATCH = 50;
 
-/** Well below Temporal's limits; the server may also suggest continuing earlier. */
-const DEFAULT_HISTORY_LIMIT = 4_000;
+/**
+ * Short on purpose. A busy pool's continue-as-new usually races a signal: the
+ * server refuses the task once (UnhandledCommand), the SDK drops the pool from
+ * its cache and replays its whole history, and until that replay is done the
+ * pool decides nothing and the server refuses signals to it. That pause grows
+ * with the history: about 2.3 s at 4,000 events, 0.25 s at 500. Measured at
+ * 10 jobs/s (bench/README.md): queue-to-start p99 about 3 s at 4,000 (a pause
+ * every 30 s), 1.2 s at 1,000, 0.6 s at 500, whose more frequent
+ * continue-as-new carries the same state.
+ */
+const DEFAULT_HISTORY_LIMIT = 500;
 
 /**
  * Every start's input travels in the decision's commands, and a workflow task

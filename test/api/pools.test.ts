@@ -88,7 +88,10 @@ describe('GET /api/v1/pools/:name', () => {
 
   it('answers 504 when no worker answers the state query in time', async () => {
     const name = await createPool();
-    const error = await expectError(await api.call('GET', `/api/v1/pools/${name}`), 504, 'temporal_timeout');
+    const response = await api.call('GET', `/api/v1/pools/${name}`);
+    // Should it answer otherwise, what the API logged names the error.
+    expect(response.status, JSON.stringify(api.logger.entries.slice(-3))).toBe(504);
+    const error = await expectError(response, 504, 'temporal_timeout');
     expect(error.message).toMatch(/worker/);
   });
 });

@@ -152,6 +152,16 @@ describe('PoolBook scaling', () => {
     expect(next.consecutiveBootstrapFailures).toBe(1);
   });
 
+  it('a runner gone before continue-as-new stays gone after it: a late report does not bring it back', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS);
+    const [r] = startN(book, 1);
+    book.runnerChanged({ seq: 1, name: r!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: 3, name: r!, status: 'deleted', runnerStatus: 'terminated' }, T0);
+    const next = new PoolBook(book.settings, FAST_TIMINGS, book.carry());
+    expect(next.runnerChanged({ seq: 2, name: r!, status: 'pending_delete', runnerStatus: 'terminated' }, T0 + 10)).toBe(false);
+    expect(next.view().runners).toEqual([]);
+  });
+
   it('reads state carried before it held everReady: a runner that took a job came online', () => {
     const carried = {
       settingsVersion: 1,
