@@ -7,10 +7,11 @@
  * the time the worker takes to replay its history, a second or two. The SDK
  * backs off from every RESOURCE_EXHAUSTED as from a rate limit, one second
  * first and 1.7 times longer each time, so a job queued then reached its pool
- * up to five seconds late (bench/README.md). That answer is retried from
- * 100 ms instead; a real rate limit keeps the SDK's backoff.
+ * up to five seconds late (bench/README.md). That answer is retried every
+ * 100 ms instead, for up to ten seconds; a real rate limit keeps the SDK's
+ * backoff.
  */
-import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type BackoffOptions, type ConnectionOptions } from '@temporalio/client';
+import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type BackoffOptions, type ConnectionOptions, type GrpcRetryOptions } from '@temporalio/client';
 // The package is CommonJS: its namespaces are properties of the default export under ESM.
 import proto from '@temporalio/proto';
 
@@ -40,13 +41,17 @@ export function isBusyWorkflow(status: Pick<Status, 'code' | 'metadata'>): boole
   return false;
 }
 
-const BUSY_WORKFLOW_INITIAL_MS = 100;
+/** A closing workflow is not an overloaded server: ask again soon, at a steady pace, for a while. */
+const BUSY_WORKFLOW_RETRY_MS = 100;
+const BUSY_WORKFLOW_ATTEMPTS = 100;
 
-export const temporalRetryOptions = () =>
-  defaultGrpcRetryOptions({
-    // The SDK's own initial intervals otherwise: 1 s for RESOURCE_EXHAUSTED, 100 ms for the rest.
-    initialIntervalMs: (status) => (isBusyWorkflow(status) ? BUSY_WORKFLOW_INITIAL_MS : status.code === RESOURCE_EXHAUSTED ? 1_000 : 100),
-  });
+export function temporalRetryOptions(): GrpcRetryOptions {
+  const sdk = defaultGrpcRetryOptions();
+  return {
+    delayFunction: (attempt, status) => (isBusyWorkflow(status) ? BUSY_WORKFLOW_RETRY_MS * (0.8 + Math.random() * 0.4) : sdk.delayFunction(attempt, status)),
+    retryableDecider: (attempt, status) => (isBusyWorkflow(status) ? attempt < BUSY_WORKFLOW_ATTEMPTS : sdk.retryableDecider(attempt, status)),
+  };
+}
 
 /** `Connection.connect` with runnerflow's retries; a caller's own interceptors replace them. */
 export function connectTemporal(options: ConnectionOptions): Promise<Connection> {

@@ -30,14 +30,17 @@ describe('Temporal client retries', () => {
     expect(isBusyWorkflow({ code: RESOURCE_EXHAUSTED, metadata: { get: () => [Buffer.from([0xff, 0xff, 0xff])] } } as unknown as Parameters<typeof isBusyWorkflow>[0])).toBe(false);
   });
 
-  it('retries a busy workflow from 100 ms and keeps backing off from a rate limit from 1 s', () => {
+  it('retries a busy workflow every 100 ms for up to ten seconds, and keeps backing off from a rate limit from 1 s', () => {
     const { delayFunction, retryableDecider } = temporalRetryOptions();
     const busy = exhausted(ResourceExhaustedCause.RESOURCE_EXHAUSTED_CAUSE_BUSY_WORKFLOW);
     const limited = exhausted(ResourceExhaustedCause.RESOURCE_EXHAUSTED_CAUSE_RPS_LIMIT);
-    expect(retryableDecider(1, busy)).toBe(true);
-    // factor^attempt x initial x jitter (±20 %).
-    expect(delayFunction(1, busy)).toBeLessThanOrEqual(1.7 * 100 * 1.2);
+    for (const attempt of [1, 5, 50]) {
+      expect(retryableDecider(attempt, busy)).toBe(true);
+      expect(delayFunction(attempt, busy)).toBeLessThanOrEqual(120);
+    }
+    expect(retryableDecider(100, busy)).toBe(false);
+    // The SDK's backoff: factor^attempt x initial x jitter (±20 %), at most 10 attempts.
     expect(delayFunction(1, limited)).toBeGreaterThanOrEqual(1.7 * 1_000 * 0.8);
-    expect(delayFunction(9, busy)).toBeLessThanOrEqual(5_000 * 1.2);
+    expect(retryableDecider(10, limited)).toBe(false);
   });
 });
