@@ -55,8 +55,9 @@ const START_BATCH = 50;
  * pool decides nothing and the server refuses signals to it. That pause grows
  * with the history: about 2.3 s at 4,000 events, 0.25 s at 500. Measured at
  * 10 jobs/s (bench/README.md): queue-to-start p99 about 3 s at 4,000 (a pause
- * every 30 s), 1.2 s at 1,000, 0.6 s at 500, whose more frequent
- * continue-as-new carries the same state.
+ * every 30 s), 1 s at 1,000, 0.2 s at 500. Each continue-as-new carries the
+ * pool's whole state, so a pool holding thousands of queued jobs pays for the
+ * more frequent ones (the intake bench's p99 rose).
  */
 const DEFAULT_HISTORY_LIMIT = 500;
 
