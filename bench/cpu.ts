@@ -45,7 +45,6 @@ function threadKinds(pid: number, threads: { tid: number; name: string; seconds:
 }
 
 export interface CpuSnapshot {
-  at: number;
   /** Whole machine, busy seconds summed over every core. */
   machine: number;
   processes: Map<string, Map<string, number>>;
@@ -80,7 +79,7 @@ function processThreads(pid: number): Map<string, number> {
 export function cpuSnapshot(processes: Record<string, number | undefined>): CpuSnapshot {
   const byLabel = new Map<string, Map<string, number>>();
   for (const [label, pid] of Object.entries(processes)) if (pid !== undefined) byLabel.set(label, processThreads(pid));
-  return { at: Date.now(), machine: machineBusySeconds(), processes: byLabel };
+  return { machine: machineBusySeconds(), processes: byLabel };
 }
 
 export interface CpuRow {
