@@ -8,7 +8,29 @@
  * queues. Each caller's promise settles when the signal carrying its item was
  * accepted by the server (durably recorded) or failed: an HTTP answer given
  * after it is a promise kept.
+ *
+ * With a detour, a target that does not take a batch within `afterMs` is gone
+ * around: the batch is handed to the detour (another workflow, which passes it
+ * on later), and so is every batch for that target until the slow signal
+ * returns. Measured (bench/README.md): a pool that continues as new while
+ * carrying thousands of queued jobs refused or held signals for seconds, and
+ * with one signal in flight every delivery behind it waited that long. The slow
+ * signal is left to land: the pool drops jobs it already has, by job id.
  */
+import { randomUUID } from 'node:crypto';
+
+export interface Detour<T> {
+  /** How long a signal to the target may take before its batch goes around. */
+  afterMs: number;
+  /**
+   * Hands a batch to somewhere durable that passes it on to the target.
+   * `spell` names the slow spell: the same for every batch while the target's
+   * signal is out (renewed every `batchesPerSpell`), so they can share a place.
+   */
+  send: (workflowId: string, items: T[], spell: string) => Promise<void>;
+  /** Bounds what one spell's place holds. */
+  batchesPerSpell?: number;
+}
 
 interface Waiting<T> {
   item: T;
@@ -19,6 +41,8 @@ interface Waiting<T> {
 interface Target<T> {
   waiting: Waiting<T>[];
   sending: boolean;
+  /** Set while a signal to this target is out longer than the detour allows. */
+  slow?: { spell: string; batches: number };
 }
 
 export class SignalBatcher<T> {
@@ -29,6 +53,7 @@ export class SignalBatcher<T> {
     private readonly send: (workflowId: string, items: T[]) => Promise<void>,
     /** Keeps one signal well inside Temporal's 2 MB payload limit. */
     private readonly maxBatch = 500,
+    private readonly detour?: Detour<T>,
   ) {}
 
   add(workflowId: string, item: T): Promise<void> {
@@ -48,13 +73,57 @@ export class SignalBatcher<T> {
     while (target.waiting.length > 0) {
       const batch = target.waiting.splice(0, this.maxBatch);
       try {
-        await this.send(workflowId, batch.map((w) => w.item));
+        await this.deliver(workflowId, target, batch.map((w) => w.item));
         for (const w of batch) w.resolve();
       } catch (err) {
         for (const w of batch) w.reject(err);
       }
     }
     target.sending = false;
-    this.targets.delete(workflowId);
+    this.forgetIfDone(workflowId, target);
+  }
+
+  private forgetIfDone(workflowId: string, target: Target<T>): void {
+    if (!target.sending && !target.slow && target.waiting.length === 0 && this.targets.get(workflowId) === target) this.targets.delete(workflowId);
+  }
+
+  private async deliver(workflowId: string, target: Target<T>, items: T[]): Promise<void> {
+    const detour = this.detour;
+    if (!detour) return this.send(workflowId, items);
+    if (target.slow) return this.goAround(detour, workflowId, target, items);
+
+    const sent = this.send(workflowId, items);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const first = await Promise.race([
+      sent.then(
+        () => 'settled' as const,
+        () => 'settled' as const,
+      ),
+      new Promise<'slow'>((resolve) => (timer = setTimeout(() => resolve('slow'), detour.afterMs))),
+    ]);
+    clearTimeout(timer);
+    if (first === 'settled') return sent;
+
+    target.slow = { spell: randomUUID(), batches: 0 };
+    const over = (): void => {
+      target.slow = undefined;
+      this.forgetIfDone(workflowId, target);
+    };
+    sent.then(over, over);
+    return this.goAround(detour, workflowId, target, items, sent);
+  }
+
+  /** Through the detour; should it fail, the target itself (however slow) is the way left. */
+  private async goAround(detour: Detour<T>, workflowId: string, target: Target<T>, items: T[], sent?: Promise<void>): Promise<void> {
+    const slow = target.slow!;
+    if (++slow.batches > (detour.batchesPerSpell ?? 200)) {
+      slow.spell = randomUUID();
+      slow.batches = 1;
+    }
+    try {
+      await detour.send(workflowId, items, slow.spell);
+    } catch {
+      await (sent ?? this.send(workflowId, items));
+    }
   }
 }

@@ -6,6 +6,10 @@
  * - queued: routed with the cached pool list, then signalled to the pool
  *   batched (api/signal-batcher.ts): one history event per pool per round trip,
  *   however many jobs arrive. Jobs no pool can take are recorded the same way.
+ * - A pool or record that does not take a batch quickly (it is continuing as
+ *   new, the server holds it) is gone around through a jobRelay workflow, which
+ *   passes the jobs on when it can: GitHub's delivery does not wait on one
+ *   workflow's pause.
  * - in_progress / completed: one signal to the runner the event names. The
  *   runner tells its pool itself (its busy and leaving reports carry the job),
  *   so the pool's history gets no second copy of every job event.
@@ -27,7 +31,9 @@ import {
 import type { Logger } from './deps';
 import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
 import type { PoolDirectory } from './pool-directory';
-import { SignalBatcher } from './signal-batcher';
+import type { RelayTarget } from '../workflows/relay-messages';
+import { jobRelayDetour, type JobRelaySettings } from './job-relay';
+import { SignalBatcher, type Detour } from './signal-batcher';
 import type { JobTiming, SignalOutcome, WorkflowJobSink } from './webhooks/github';
 import { isNotFound } from './temporal/errors';
 
@@ -42,6 +48,11 @@ export interface TemporalJobSinkDeps {
   capacityCacheMs?: number;
   /** A job no pool matches makes the pool list be read afresh, at most this often. */
   unmatchedRefreshMs?: number;
+  /**
+   * Jobs a pool (or the unmatched record) has not taken within this long go
+   * through a jobRelay workflow instead; absent, the intake waits on the target.
+   */
+  relay?: JobRelaySettings;
 }
 
 interface KnownCapacity {
@@ -57,16 +68,32 @@ export class TemporalJobSink implements WorkflowJobSink {
   private refreshedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: TemporalJobSinkDeps) {
-    this.toPools = new SignalBatcher((workflowId, jobs) => deps.client.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs }));
-    this.toUnmatched = new SignalBatcher(async (workflowId, jobs) => {
-      await deps.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
-        workflowId,
-        taskQueue: deps.taskQueue,
-        args: [],
-        signal: jobsUnmatchedSignal,
-        signalArgs: [{ jobs }],
-      });
-    });
+    this.toPools = new SignalBatcher(
+      (workflowId, jobs) => deps.client.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs }),
+      undefined,
+      this.relayTo('pool'),
+    );
+    this.toUnmatched = new SignalBatcher(
+      async (workflowId, jobs) => {
+        await deps.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
+          workflowId,
+          taskQueue: deps.taskQueue,
+          args: [],
+          signal: jobsUnmatchedSignal,
+          signalArgs: [{ jobs }],
+        });
+      },
+      undefined,
+      this.relayTo('unmatched'),
+    );
+  }
+
+  private relayTo<T extends QueuedJob>(kind: RelayTarget['kind']): Detour<T> | undefined {
+    const { relay, client, taskQueue, logger } = this.deps;
+    if (!relay) return undefined;
+    return jobRelayDetour<T>(client, taskQueue, kind, relay, (target, jobs) =>
+      logger.info('jobs relayed: their workflow did not take them in time', { target, jobs, afterMs: relay.afterMs }),
+    );
   }
 
   async jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> {

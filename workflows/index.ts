@@ -5,3 +5,4 @@ export { providerSweep } from './provider-sweep';
 export { livenessCheck } from './liveness-check';
 export { scaleSetListener } from './scale-set-listener';
 export { machineCleanup } from './machine-cleanup';
+export { jobRelay } from './job-relay';

@@ -1,0 +1,94 @@
+/**
+ * On the real server: queued jobs a pool does not take in time go through a
+ * jobRelay workflow, the webhook is answered while the pool still refuses
+ * signals, and the relay passes the jobs on once the pool takes them again.
+ * A relay whose pool has ended records its jobs as unmatched, and a relay
+ * started while no worker runs does its work once one does.
+ */
+import { Client } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
+import { jobRelayDetour } from '../../api/job-relay';
+import { SignalBatcher } from '../../api/signal-batcher';
+import { jobsQueuedSignal, unmatchedJobsQuery, unmatchedJobsWorkflowId, type QueuedJob } from '../../workflows/pool-messages';
+import { JOB_RELAY_WORKFLOW, type JobRelayResult } from '../../workflows/relay-messages';
+import { eventually, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { startClosing, useClosingConnections } from './closing';
+import { signalsOf } from './history';
+
+const conns = useClosingConnections();
+
+const job = (jobId: number): QueuedJob => ({ jobId, labels: ['self-hosted', 'relay-test'], repository: 'octo-org/relay' });
+
+function relaysOf(client: Client, taskQueue: string) {
+  return client.workflow.list({ query: `WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'` });
+}
+
+describe('jobRelay', () => {
+  it('answers while the pool refuses signals, and passes the job on once the pool takes signals again', async () => {
+    const worker = await startTestWorker();
+    try {
+      // A stand-in for a busy pool whose continue-as-new was refused: its tasks are answered
+      // by hand, so it refuses signals ("closing") for exactly as long as the test says.
+      const poolQueue = uniqueName('closing-pool');
+      const poolId = uniqueName('pool/closing');
+      const client = new Client({ connection: conns.raw, namespace: 'default' });
+      const closing = await startClosing(conns.raw, 'runnerPool', poolQueue, poolId);
+
+      const intake = new Client({ connection: conns.retrying, namespace: 'default' });
+      const batcher = new SignalBatcher<QueuedJob>(
+        (workflowId, jobs) => intake.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs }),
+        500,
+        jobRelayDetour(intake, worker.taskQueue, 'pool', { afterMs: 200, idleMs: 500 }),
+      );
+      const started = Date.now();
+      await batcher.add(poolId, job(41));
+      // Answered through the relay while the pool still refuses every signal (without it, this waits for the pool).
+      expect(Date.now() - started).toBeLessThan(2_000);
+      const relays = [];
+      for await (const r of relaysOf(intake, worker.taskQueue)) relays.push(r);
+      expect(relays).toHaveLength(1);
+      expect(relays[0]!.workflowId.startsWith(`jobs/relay/${poolId}/`)).toBe(true);
+
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await signalsOf(client, poolId)).filter((s) => s.name === 'jobsQueued')).toEqual([]);
+      // The pool's task completes without closing: it takes signals again, and the job arrives.
+      await closing.reopen();
+      const relay = intake.workflow.getHandle<() => Promise<JobRelayResult>>(relays[0]!.workflowId);
+      expect(await relay.result()).toEqual({ forwarded: 1 });
+      const queued = (await signalsOf(client, poolId)).filter((s) => s.name === 'jobsQueued').map((s) => (s.input as { jobs: QueuedJob[] }).jobs.map((j) => j.jobId));
+      // The relay's copy, and the intake's own slow signal landing late: the pool keeps one per job id.
+      expect(queued.length).toBeGreaterThanOrEqual(1);
+      expect(queued.every((ids) => ids.length === 1 && ids[0] === 41)).toBe(true);
+      await client.workflow.getHandle(poolId).terminate('test done');
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('records the jobs of a pool that has ended as unmatched, and does its work once a worker runs', async () => {
+    const taskQueue = uniqueName('relay-later');
+    const client = new Client({ connection: conns.retrying, namespace: 'default' });
+    const detour = jobRelayDetour<QueuedJob>(client, taskQueue, 'pool', { afterMs: 200, idleMs: 300 });
+    const spell = uniqueName('spell');
+    // Taken durably while no worker polls the task queue.
+    await detour.send('pool/no-such-pool', [job(51), job(52)], spell);
+    let worker: TestWorker | undefined;
+    try {
+      worker = await startTestWorker({ taskQueue });
+      const relay = client.workflow.getHandle<() => Promise<JobRelayResult>>(`jobs/relay/pool/no-such-pool/${spell}`);
+      expect(await relay.result()).toEqual({ forwarded: 2 });
+      const record = client.workflow.getHandle(unmatchedJobsWorkflowId(taskQueue));
+      const recorded = await eventually(async () => {
+        const jobs = await record.query(unmatchedJobsQuery);
+        return jobs.length === 2 ? jobs : undefined;
+      }, 20_000, 'the relayed jobs in the unmatched record');
+      expect(recorded.map((j) => [j.jobId, j.reason])).toEqual([
+        [51, 'the matching pool ended while the job was relayed'],
+        [52, 'the matching pool ended while the job was relayed'],
+      ]);
+      await record.terminate('test done');
+    } finally {
+      await worker?.stop();
+    }
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * The intake's batcher: one signal in flight per target, and, with a detour,
+ * a target that does not take a batch in time is gone around until its slow
+ * signal returns.
+ */
+import { describe, expect, it } from 'vitest';
+import { SignalBatcher, type Detour } from '../../api/signal-batcher';
+
+interface Gate {
+  promise: Promise<void>;
+  open(): void;
+  fail(err: Error): void;
+}
+
+function gate(): Gate {
+  let open!: () => void;
+  let fail!: (err: Error) => void;
+  const promise = new Promise<void>((resolve, reject) => {
+    open = resolve;
+    fail = reject;
+  });
+  return { promise, open, fail };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A target whose signals wait on gates the test opens, and a detour that records what it took. */
+function rig(detourOverrides: Partial<Detour<number>> = {}) {
+  const sent: { workflowId: string; items: number[]; gate: Gate }[] = [];
+  const detoured: { workflowId: string; items: number[]; spell: string }[] = [];
+  const batcher = new SignalBatcher<number>(
+    (workflowId, items) => {
+      const g = gate();
+      sent.push({ workflowId, items, gate: g });
+      return g.promise;
+    },
+    500,
+    {
+      afterMs: 50,
+      send: async (workflowId, items, spell) => {
+        detoured.push({ workflowId, items, spell });
+      },
+      ...detourOverrides,
+    },
+  );
+  return { batcher, sent, detoured };
+}
+
+describe('SignalBatcher with a detour', () => {
+  it('leaves a target that answers in time alone', async () => {
+    const { batcher, sent, detoured } = rig();
+    const done = batcher.add('pool/a', 1);
+    await sleep(5);
+    sent[0]!.gate.open();
+    await done;
+    expect(sent.map((s) => s.items)).toEqual([[1]]);
+    expect(detoured).toEqual([]);
+  });
+
+  it('hands a batch the target has not taken in time to the detour, and answers without waiting for the target', async () => {
+    const { batcher, sent, detoured } = rig();
+    const started = Date.now();
+    await batcher.add('pool/a', 1);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(sent.map((s) => s.items)).toEqual([[1]]);
+    expect(detoured.map((d) => [d.workflowId, d.items])).toEqual([['pool/a', [1]]]);
+    // The slow signal is left to land (the pool drops a job it already has).
+    sent[0]!.gate.open();
+  });
+
+  it('sends every batch of a slow spell straight to the detour, in one spell, and goes back to the target once its signal returns', async () => {
+    const { batcher, sent, detoured } = rig();
+    await batcher.add('pool/a', 1);
+    await Promise.all([batcher.add('pool/a', 2), batcher.add('pool/a', 3)]);
+    await batcher.add('pool/a', 4);
+    // Only the first signal went to the target: while it is out, nothing else waits on it.
+    expect(sent).toHaveLength(1);
+    expect(detoured.flatMap((d) => d.items)).toEqual([1, 2, 3, 4]);
+    expect(new Set(detoured.map((d) => d.spell)).size).toBe(1);
+
+    sent[0]!.gate.open();
+    await sleep(5);
+    const back = batcher.add('pool/a', 5);
+    await sleep(5);
+    expect(sent.map((s) => s.items)).toEqual([[1], [5]]);
+    sent[1]!.gate.open();
+    await back;
+    expect(detoured.flatMap((d) => d.items)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('keeps slow spells of different targets apart', async () => {
+    const { batcher, detoured } = rig();
+    await Promise.all([batcher.add('pool/a', 1), batcher.add('pool/b', 2)]);
+    expect(detoured.map((d) => d.workflowId).sort()).toEqual(['pool/a', 'pool/b']);
+    expect(new Set(detoured.map((d) => d.spell)).size).toBe(2);
+  });
+
+  it('starts a new spell after batchesPerSpell batches, so no one relay holds an endless spell', async () => {
+    const { batcher, detoured } = rig({ batchesPerSpell: 2 });
+    for (const item of [1, 2, 3, 4, 5]) await batcher.add('pool/a', item);
+    const spells = detoured.map((d) => d.spell);
+    expect(spells[0]).toBe(spells[1]);
+    expect(spells[2]).not.toBe(spells[1]);
+    expect(spells[2]).toBe(spells[3]);
+    expect(spells[4]).not.toBe(spells[3]);
+  });
+
+  it('when the detour fails, waits for the target after all, and reports its answer', async () => {
+    const { batcher, sent } = rig({
+      send: async () => {
+        throw new Error('relay unavailable');
+      },
+    });
+    let settled = false;
+    const first = batcher.add('pool/a', 1).finally(() => (settled = true));
+    await sleep(120);
+    expect(settled).toBe(false);
+    sent[0]!.gate.open();
+    await first;
+
+    const second = batcher.add('pool/a', 2);
+    await sleep(120);
+    sent[1]!.gate.fail(new Error('pool refused'));
+    await expect(second).rejects.toThrow('pool refused');
+  });
+
+  it('without a detour, waits for the target however long it takes', async () => {
+    const sent: Gate[] = [];
+    const batcher = new SignalBatcher<number>(() => {
+      const g = gate();
+      sent.push(g);
+      return g.promise;
+    });
+    let settled = false;
+    const done = batcher.add('pool/a', 1).finally(() => (settled = true));
+    await sleep(120);
+    expect(settled).toBe(false);
+    sent[0]!.open();
+    await done;
+  });
+});
