@@ -14,7 +14,9 @@
 # Environment (all optional): TEMPORAL_IP (127.0.0.1), TEMPORAL_PORT (7233),
 # TEMPORAL_UI_PORT (8233; "off" disables the UI), TEMPORAL_HTTP_PORT, TEMPORAL_METRICS_PORT,
 # TEMPORAL_STATE_DIR (.temporal), TEMPORAL_DB (<state dir>/temporal.db),
-# TEMPORAL_SQLITE_PRAGMAS (space-separated, default below; "" for SQLite's own defaults).
+# TEMPORAL_SQLITE_PRAGMAS (space-separated, default below; "" for SQLite's own defaults),
+# TEMPORAL_DYNAMIC_CONFIG (space-separated KEY=JSON_VALUE server settings, e.g.
+# "matching.numTaskqueueReadPartitions=1 matching.numTaskqueueWritePartitions=1").
 #
 # SQLite runs in WAL mode with synchronous=NORMAL: a commit is one append to the
 # log instead of a rewrite of the database with several fsyncs, and readers no
@@ -35,6 +37,7 @@ DB="${TEMPORAL_DB:-$STATE_DIR/temporal.db}"
 PID_FILE="$STATE_DIR/server-$PORT.pid"
 LOG_FILE="$STATE_DIR/server-$PORT.log"
 SQLITE_PRAGMAS="${TEMPORAL_SQLITE_PRAGMAS-journal_mode=wal synchronous=normal}"
+DYNAMIC_CONFIG="${TEMPORAL_DYNAMIC_CONFIG-}"
 SEARCH_ATTRIBUTES=(RunnerStatus=Keyword RunnerPool=Keyword RunnerProvider=Keyword RunnerName=Keyword RunnerLeaked=Bool)
 
 say() { printf 'temporal-dev: %s\n' "$*" >&2; }
@@ -80,6 +83,7 @@ server_args() {
   [ -n "${TEMPORAL_HTTP_PORT:-}" ] && args+=(--http-port "$TEMPORAL_HTTP_PORT")
   [ -n "${TEMPORAL_METRICS_PORT:-}" ] && args+=(--metrics-port "$TEMPORAL_METRICS_PORT")
   for pragma in $SQLITE_PRAGMAS; do args+=(--sqlite-pragma "$pragma"); done
+  for value in $DYNAMIC_CONFIG; do args+=(--dynamic-config-value "$value"); done
   for sa in "${SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
   printf '%s\n' "${args[@]}"
 }

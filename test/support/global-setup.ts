@@ -12,6 +12,18 @@ import { freePort } from '../../devstack/free-port';
 
 export { freePort };
 
+/** The environment that has temporal-dev.sh run a server on free ports, headless, with its state in `stateDir`. */
+export async function devServerEnv(stateDir: string): Promise<NodeJS.ProcessEnv & { TEMPORAL_PORT: string }> {
+  return {
+    ...process.env,
+    TEMPORAL_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: 'off',
+    TEMPORAL_HTTP_PORT: String(await freePort()),
+    TEMPORAL_METRICS_PORT: String(await freePort()),
+    TEMPORAL_STATE_DIR: stateDir,
+  };
+}
+
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
@@ -28,15 +40,8 @@ let stateDir: string | undefined;
 export async function setup(project: TestProject): Promise<void> {
   const cli = execFileSync('bash', [join(ROOT, 'temporal-dev.sh'), 'path'], { encoding: 'utf8' }).trim();
   stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-test-temporal-'));
-  const port = await freePort();
-  const env = {
-    ...process.env,
-    TEMPORAL_PORT: String(port),
-    TEMPORAL_UI_PORT: 'off',
-    TEMPORAL_HTTP_PORT: String(await freePort()),
-    TEMPORAL_METRICS_PORT: String(await freePort()),
-    TEMPORAL_STATE_DIR: stateDir,
-  };
+  const env = await devServerEnv(stateDir);
+  const port = Number(env.TEMPORAL_PORT);
   server = spawn('bash', [join(ROOT, 'temporal-dev.sh'), 'foreground'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   server.stderr?.on('data', (chunk: Buffer) => {
