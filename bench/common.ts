@@ -21,6 +21,21 @@ export function intArg(name: string, fallback: number, options: { allowZero?: bo
   return fallback;
 }
 
+/** `--name value` or `--name=value`; undefined when absent. */
+export function stringArg(name: string): string | undefined {
+  const args = process.argv.slice(2);
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === `--${name}`) {
+      const value = args[i + 1];
+      if (value === undefined || value.startsWith('--')) throw new Error(`--${name} wants a value`);
+      return value;
+    }
+    if (arg.startsWith(`--${name}=`)) return arg.slice(name.length + 3);
+  }
+  return undefined;
+}
+
 let counter = 0;
 /** Names unique per run, so benches never meet each other's (or anyone's) workflows. */
 export function uniqueName(prefix: string): string {

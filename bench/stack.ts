@@ -24,12 +24,12 @@ const benchConfig = () => ({ controllerId: uniqueName('bench-ctl'), sweep: { ena
  * `webhookConcurrency`: deliveries the simulated GitHub has in flight at once. GitHub itself
  * sends many more; a low figure makes the simulator, not runnerflow, pace a fast bench.
  */
-export async function startBenchStack(temporalAddress: string, jobDurationMs: number, webhookConcurrency = 8): Promise<BenchStack> {
+export async function startBenchStack(temporalAddress: string, jobDurationMs: number, webhookConcurrency = 8, config: Record<string, unknown> = {}): Promise<BenchStack> {
   const stack = await startDevStack({
     temporalAddress,
     taskQueue: uniqueName('bench-tq'),
     machines: 'simulated',
-    config: benchConfig(),
+    config: { ...benchConfig(), ...config },
     // Webhooks of different jobs delivered concurrently, as GitHub does.
     simulator: { jobDurationMs, webhookConcurrency, onError: () => undefined },
   });
@@ -47,13 +47,13 @@ export interface ProcessBenchStack extends ProcessStack {
   processes: true;
 }
 
-export async function startProcessBenchStack(temporalAddress: string, jobDurationMs: number, webhookConcurrency = 8): Promise<ProcessBenchStack> {
+export async function startProcessBenchStack(temporalAddress: string, jobDurationMs: number, webhookConcurrency = 8, config: Record<string, unknown> = {}): Promise<ProcessBenchStack> {
   const stack = await startProcessStack({
     temporalAddress,
     taskQueue: uniqueName('bench-tq'),
     workers: 1,
     apis: 1,
-    config: benchConfig(),
+    config: { ...benchConfig(), ...config },
     simulator: { jobDurationMs, webhookConcurrency },
   });
   return Object.assign(stack, { processes: true as const });

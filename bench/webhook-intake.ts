@@ -11,7 +11,11 @@
  * the intake alone; `--max-runners` lets the pool make runners meanwhile.
  * Afterwards it checks every job reached its place (pool queue or unmatched record).
  *
- *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0]
+ *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms]
+ *
+ * By default the API and the worker share one process, as `npm start` runs them;
+ * --processes gives each a process of its own, as a larger deployment does.
+ * --relay-after sets `api.intakeRelayAfter` (0 turns the relay off).
  */
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -19,9 +23,11 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../workflows/pool-messages';
-import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, temporalServer, until, type Figure } from './common';
+import { JOB_RELAY_WORKFLOW } from '../workflows/relay-messages';
+import { exitAfter, intArg, stringArg, ms, percentile, printTable, quietTemporal, runBench, temporalServer, until, type Figure } from './common';
+import { cpuBetween, cpuSnapshot } from './cpu';
 import { openLoop, type OpenLoopRequest } from './open-loop';
-import { createPool, poolView, removePool, startBenchStack, stopBenchStack } from './stack';
+import { createPool, poolView, removePool, startBenchStack, startProcessBenchStack, stopBenchStack } from './stack';
 
 const P99_TARGET_MS = 50;
 const GITHUB_TIMEOUT_MS = 10_000;
@@ -42,7 +48,10 @@ async function main(): Promise<void> {
   exitAfter(240_000 + seconds * 2_000, 'webhook-intake');
   quietTemporal();
   const temporal = await temporalServer(console.log);
-  const stack = await startBenchStack(temporal.address, 1_000);
+  const processes = process.argv.includes('--processes');
+  const relayAfter = stringArg('relay-after');
+  const api = relayAfter !== undefined ? { intakeRelayAfter: relayAfter } : {};
+  const stack = processes ? await startProcessBenchStack(temporal.address, 1_000, 8, { api }) : await startBenchStack(temporal.address, 1_000, 8, { api });
   try {
     const pool = await createPool(stack, maxRunners);
     const example = officialQueuedExample();
@@ -68,19 +77,29 @@ async function main(): Promise<void> {
       return { headers: { 'x-github-event': 'workflow_job', 'x-github-delivery': randomUUID() }, body: JSON.stringify(payload) };
     });
     console.log(`webhook-intake: ${total} signed queued deliveries at ${rate}/s for ${seconds} s (half matching pool ${pool.name}, max ${maxRunners} runners) on ${temporal.address}`);
-    // The API shares its thread with the worker's activities and the simulator: a busy event loop delays every answer.
+    // In one process the API shares its thread with the worker's activities and the simulator: a busy event loop delays every answer.
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
-    const result = await openLoop({ url: `${stack.api.url}/webhooks/github`, secret: stack.webhookSecret, rate, seconds, timeoutMs: GITHUB_TIMEOUT_MS, requests });
+    const apiUrl = 'processes' in stack ? stack.apis[0]!.url! : stack.api.url;
+    const webhookSecret = stack.webhookSecret;
+    const pids = {
+      'bench process (the sender, and in one process the API and worker)': process.pid,
+      ...('processes' in stack ? { 'worker process': stack.workers[0]?.child.pid, 'API process': stack.apis[0]?.child.pid } : {}),
+    };
+    const cpuBefore = cpuSnapshot(pids);
+    const result = await openLoop({ url: `${apiUrl}/webhooks/github`, secret: webhookSecret, rate, seconds, timeoutMs: GITHUB_TIMEOUT_MS, requests });
 
     loopDelay.disable();
+    const cpu = cpuBetween(cpuBefore, cpuSnapshot(pids));
     // Handed over durably means: the pool counts every matching job and the unmatched record got the others.
     const pending = (v: Awaited<ReturnType<typeof poolView>>) => v.queuedJobs.filter((j) => matchingIds.has(j.jobId)).length + v.runners.filter((r) => r.jobId !== undefined && matchingIds.has(r.jobId)).length;
     const reachedPool = (await until(async () => {
       const n = pending(await poolView(stack, pool));
       return n >= matchingIds.size ? n : undefined;
     }, 60_000, 500)) ?? pending(await poolView(stack, pool));
-    const unmatchedHandle = stack.client.workflow.getHandle(unmatchedJobsWorkflowId(stack.loaded.config.temporal.taskQueue));
+    const taskQueue = 'processes' in stack ? stack.taskQueue : stack.loaded.config.temporal.taskQueue;
+    const unmatchedHandle = stack.client.workflow.getHandle(unmatchedJobsWorkflowId(taskQueue));
+    const relays = (await stack.client.workflow.count(`WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'`)).count;
     const unmatchedSeen = (await unmatchedHandle.query(unmatchedJobsQuery).catch(() => [])).filter((j) => unmatchedIds.has(j.jobId)).length;
     await removePool(stack, pool);
     await unmatchedHandle.terminate('bench cleanup').catch(() => undefined);
@@ -96,16 +115,24 @@ async function main(): Promise<void> {
       { figure: 'latency p50', value: over(percentile(lat, 50)) },
       { figure: 'latency p99', value: over(p99), target: `≤ ${P99_TARGET_MS} ms`, met: lat.length > 0 && p99 <= P99_TARGET_MS },
       { figure: 'latency max', value: over(Math.max(...lat)) },
-      { figure: 'API event loop delay p50 / p99 / max', value: `${ms(loopDelay.percentile(50) / 1e6)} / ${ms(loopDelay.percentile(99) / 1e6)} / ${ms(loopDelay.max / 1e6)}` },
+      {
+        figure: processes ? 'bench process event loop delay p50 / p99 / max' : 'API event loop delay p50 / p99 / max',
+        value: `${ms(loopDelay.percentile(50) / 1e6)} / ${ms(loopDelay.percentile(99) / 1e6)} / ${ms(loopDelay.max / 1e6)}`,
+      },
       { figure: '5xx answers', value: String(server5xx), target: '0', met: server5xx === 0 },
       { figure: `no answer within ${GITHUB_TIMEOUT_MS / 1000} s`, value: String(result.timeouts), target: '0', met: result.timeouts === 0 },
       { figure: 'matching jobs the pool counts', value: `${reachedPool}/${matchingIds.size}`, target: 'all', met: reachedPool === matchingIds.size },
+      { figure: 'relays started (a pool or the record slow to take jobs)', value: String(relays) },
+      ...cpu
+        .filter(({ what }) => !what.includes(': '))
+        .map(({ what, seconds }) => ({ figure: `CPU while sending: ${what}`, value: `${(seconds / (result.elapsedMs / 1000)).toFixed(2)} cores` })),
       // The unmatched record keeps only the most recent jobs (bounded), so this is informative.
       { figure: 'unmatched jobs in the (bounded) record', value: `${unmatchedSeen}/${unmatchedIds.size}` },
     ];
-    printTable(`Webhook intake: ${rate} deliveries/s for ${seconds} s (GitHub's queued example, signed)`, figures);
+    printTable(`Webhook intake: ${rate} deliveries/s for ${seconds} s (GitHub's queued example, signed${processes ? '; worker and API in their own processes' : ''})`, figures);
   } finally {
-    await stopBenchStack(stack);
+    if ('processes' in stack) await stack.stop();
+    else await stopBenchStack(stack);
     temporal.release();
   }
 }

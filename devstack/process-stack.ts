@@ -37,6 +37,9 @@ export interface ProcessStack {
   /** Current worker processes by slot; a restarted worker takes its slot. */
   workers: StackProcess[];
   adminToken: string;
+  /** What the simulated GitHub signs its webhooks with. */
+  webhookSecret: string;
+  taskQueue: string;
   /** Starts (or restarts) the worker of a slot. */
   startWorker(slot: number): Promise<StackProcess>;
   stop(): Promise<void>;
@@ -48,7 +51,7 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
   const secrets = stackSecrets();
   const sim = await startGitHubSimulator({ webhookSecret: secrets.RUNNERFLOW_WEBHOOK_SECRET, onError: () => undefined, ...options.simulator });
   const writeConfig = (name: string, extraApi: Record<string, unknown>): string => {
-    const extra = { ...options.config, api: { ...extraApi } };
+    const extra = { ...options.config, api: { ...((options.config?.api as Record<string, unknown> | undefined) ?? {}), ...extraApi } };
     const path = join(dir, name);
     const config = stackConfig({
       temporalAddress: options.temporalAddress,
@@ -94,6 +97,8 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
     apis,
     workers,
     adminToken: secrets.RUNNERFLOW_ADMIN_TOKEN!,
+    webhookSecret: secrets.RUNNERFLOW_WEBHOOK_SECRET!,
+    taskQueue: options.taskQueue,
     startWorker,
     async stop() {
       await Promise.all([...workers, ...apis].map((p) => p.kill('SIGKILL')));
