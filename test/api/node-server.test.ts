@@ -66,6 +66,73 @@ describe('startHttpServer', () => {
     expect(await response.text()).toBe('part0;part1;part2;');
   });
 
+  it('writes a body larger than the socket takes at once, waiting for it to drain', async () => {
+    const chunk = new Uint8Array(64 * 1024).fill(97);
+    server = await startHttpServer(async () => {
+      let n = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (n++ === 128) return controller.close();
+          controller.enqueue(chunk);
+        },
+      });
+      return new Response(body, { status: 200 });
+    }, '127.0.0.1:0');
+    const received = await new Promise<number>((resolve, reject) => {
+      httpRequest(`${server!.url}/big`, (res) => {
+        let bytes = 0;
+        // A slow reader: the server must wait for the socket instead of buffering everything.
+        res.on('data', (c: Buffer) => {
+          bytes += c.length;
+          res.pause();
+          setTimeout(() => res.resume(), 1);
+        });
+        res.on('end', () => resolve(bytes));
+        res.on('error', reject);
+      }).end();
+    });
+    expect(received).toBe(128 * 64 * 1024);
+  });
+
+  it('stops reading the app stream when the client goes away mid-answer', async () => {
+    let cancelled: unknown;
+    const failures: string[] = [];
+    let produced = 0;
+    server = await startHttpServer(
+      async () => {
+        const body = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            produced += 1;
+            await new Promise((r) => setTimeout(r, 5));
+            controller.enqueue(new Uint8Array(16 * 1024));
+          },
+          cancel(reason) {
+            cancelled = reason ?? 'cancelled';
+          },
+        });
+        return new Response(body, { status: 200 });
+      },
+      '127.0.0.1:0',
+      { onError: (message) => failures.push(message) },
+    );
+    await new Promise<void>((resolve) => {
+      const req = httpRequest(`${server!.url}/endless`, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', () => undefined);
+      req.end();
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(cancelled).toBeDefined();
+    const after = produced;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(produced).toBe(after);
+    expect(failures).toEqual(['http response failed']);
+  });
+
   it('refuses a declared body over the server cap with 413 before the app runs', async () => {
     let called = false;
     server = await startHttpServer(
