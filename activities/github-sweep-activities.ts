@@ -10,14 +10,14 @@
  * provider, one visibility listing of their running runners, one paginated
  * list-runners per GitHub scope, and a describe and a delete per orphan only.
  */
-import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, QueryNotRegisteredError, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
 import type { PoolSettings } from '../domain/pool';
 import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
-import { poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
+import { knownJobsQuery, poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 
 export type RegistrationSweepReason = 'orphaned' | 'untracked';
@@ -196,8 +196,8 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     }
   }
 
-  /** Job ids every running pool still counts as queued (or has seen start): they need no second routing. */
-  async function jobsPoolsKnow(): Promise<Set<number>> {
+  /** Which of `jobIds` some running pool still counts as queued (or has seen start): they need no second routing. */
+  async function jobsPoolsKnow(jobIds: number[]): Promise<Set<number>> {
     const known = new Set<number>();
     const entries = (await pools.fetch()).filter((entry) => entry.memo);
     // Side by side, each bounded: one pool whose worker is gone must not hold up the rest.
@@ -205,9 +205,17 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       await Promise.all(
         entries.slice(i, i + QUERIES_AT_ONCE).map(async (entry) => {
           try {
-            const view = await poolState(entry.workflowId);
-            for (const job of view.queuedJobs) known.add(job.jobId);
-            for (const runner of view.runners) if (runner.jobId !== undefined) known.add(runner.jobId);
+            // A pool's view lists only its oldest queued jobs: it is asked about these ones.
+            const handle = client.workflow.getHandle(entry.workflowId);
+            const ids = await client
+              .withDeadline(Date.now() + queryTimeoutMs, () => handle.query(knownJobsQuery, { jobIds }))
+              .catch(async (err: unknown) => {
+                // A pool run by an older worker has no such query; its view lists every queued job.
+                if (!(err instanceof QueryNotRegisteredError)) throw err;
+                const view = await poolState(entry.workflowId);
+                return [...view.queuedJobs.map((j) => j.jobId), ...view.runners.flatMap((r) => (r.jobId !== undefined ? [r.jobId] : []))];
+              });
+            for (const id of ids) known.add(id);
           } catch {
             // A pool that does not answer cannot claim the job; routing asks the pools again anyway.
           }
@@ -240,7 +248,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       }
     }
     if (stale.length === 0) return;
-    const known = await jobsPoolsKnow();
+    const known = await jobsPoolsKnow(stale.map((job) => job.jobId));
     for (const job of stale) {
       if (known.has(job.jobId)) continue;
       try {

@@ -5,7 +5,7 @@
  */
 import { isDeleting } from '../domain/instance-status';
 import { poolMatchesLabels, scopeCoversRepository } from '../domain/pool';
-import type { PoolView } from '../workflows/pool-messages';
+import { queuedJobCount, type PoolView } from '../workflows/pool-messages';
 import type { PoolEntry } from './pool-directory';
 
 export type RoutableEntry = PoolEntry & { memo: NonNullable<PoolEntry['memo']> };
@@ -35,7 +35,7 @@ export function freeCapacity(view: PoolView): number {
   if (view.deleting) return Number.NEGATIVE_INFINITY;
   const live = view.runners.filter((r) => !isDeleting(r.status));
   const idle = live.filter((r) => r.runnerStatus === 'idle' && r.jobId === undefined).length;
-  return view.settings.maxRunners - live.length + idle - view.queuedJobs.length;
+  return view.settings.maxRunners - live.length + idle - queuedJobCount(view);
 }
 
 /** The index of the best capacity; the first on ties and when nothing is known. */

@@ -5,7 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { addPoolSnapshotSource, type PoolSnapshot } from '../observability/pool-gauges';
-import { poolStateQuery } from '../workflows/pool-messages';
+import { poolStateQuery, queuedJobCount } from '../workflows/pool-messages';
 import { PoolDirectory } from './pool-directory';
 
 export interface PoolMetricsOptions {
@@ -30,7 +30,7 @@ export async function readPoolSnapshots(client: Client, directory: PoolDirectory
       provider: view.settings.provider,
       runnerStatuses: view.runners.map((r) => r.status),
       agentStatuses: view.runners.map((r) => r.runnerStatus),
-      queuedJobs: view.queuedJobs.length,
+      queuedJobs: queuedJobCount(view),
     }));
 }
 

@@ -82,7 +82,7 @@ function genericValue(value) {
 /**
  * @typedef {{ name: string, status: string, runnerStatus: string, phase?: string, jobId?: number, since: string }} PoolRunner
  * @typedef {{ jobId: number, labels: string[], repository?: string, queuedAt?: string }} QueuedJob
- * @typedef {{ name: string, settings: Record<string, any>, runners: PoolRunner[], queuedJobs: QueuedJob[], target: number, deleting: boolean, scaleSet?: unknown }} PoolDetail
+ * @typedef {{ name: string, settings: Record<string, any>, runners: PoolRunner[], queuedJobs: QueuedJob[], queuedJobCount?: number, target: number, deleting: boolean, scaleSet?: unknown }} PoolDetail
  * @typedef {{ from: string, to: string, at: string, reason?: string }} Transition
  * @typedef {{ status: string, runnerStatus: string, providerId?: string, githubRunnerId?: number, lastError?: string, transitions: Transition[] }} RunnerState
  * @typedef {{ toggleTimeline(name: string): void, remove(name: string): void, forceRemove(name: string): void }} RunnerActions
@@ -170,6 +170,9 @@ export function poolDetailView(pool, started, open, actions) {
   }
 
   parts.push(h('h3', {}, 'Queued jobs'));
+  const queuedCount = pool.queuedJobCount ?? pool.queuedJobs.length;
+  // A pool lists only its oldest queued jobs; the count says how many wait in all.
+  if (queuedCount > pool.queuedJobs.length) parts.push(h('p', {}, `The oldest ${pool.queuedJobs.length} of ${queuedCount} queued jobs.`));
   parts.push(
     pool.queuedJobs.length === 0
       ? empty('No jobs waiting for this pool.')

@@ -10,6 +10,7 @@ import { desiredRunnerCount } from '../domain/scale-set';
 import type { ScaleSetDemandArgs } from './scale-set-messages';
 import type { InstanceTimings } from '../domain/timings';
 import type { JobProgressArgs, PoolCarriedState, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
+import { QueuedJobs } from './queued-jobs';
 
 /** Job event keys remembered for de-duplication; old ones fall off (GitHub redelivers within hours, not weeks). */
 const HANDLED_EVENTS_KEPT = 5_000;
@@ -52,7 +53,9 @@ export class PoolBook {
   consecutiveBootstrapFailures: number;
   private backoffUntil = 0;
   private readonly runners = new Map<string, RunnerEntry>();
-  private readonly queued = new Map<number, QueuedJob>();
+  private readonly queued: QueuedJobs;
+  /** Queued jobs not kept because the queue was full. */
+  queuedJobsDropped: number;
   private readonly handled: string[];
   private readonly handledSet: Set<string>;
   /** What the scale-set listener last reported (scale-set pools only). */
@@ -64,8 +67,10 @@ export class PoolBook {
     settings: PoolSettings,
     private readonly timings: InstanceTimings,
     carried?: PoolCarriedState,
-    private readonly options: { reaskLeaving: boolean } = { reaskLeaving: true },
+    private readonly options: { reaskLeaving: boolean; packQueue?: boolean; maxQueued?: number } = { reaskLeaving: true, packQueue: true },
   ) {
+    this.queued = new QueuedJobs(options.maxQueued);
+    this.queuedJobsDropped = carried?.queuedJobsDropped ?? 0;
     this.settings = settings;
     this.settingsVersion = carried?.settingsVersion ?? 1;
     this.runnerSeq = carried?.runnerSeq ?? 0;
@@ -82,7 +87,7 @@ export class PoolBook {
       });
     }
     this.backoffUntil = carried?.backoffUntil ?? 0;
-    for (const j of carried?.queuedJobs ?? []) this.queued.set(j.jobId, j);
+    this.queued.restore(carried?.queue, carried?.queuedJobs, Date.now());
     this.handled = [...(carried?.handledJobEvents ?? [])];
     for (const name of carried?.goneRunners ?? []) this.markGone(name);
     if (carried?.scaleSet) this.scaleSet = { ...carried.scaleSet };
@@ -100,8 +105,13 @@ export class PoolBook {
   /** Returns false for a redelivery or for a job already seen further along. */
   jobQueued(job: QueuedJob, now: number): boolean {
     if (this.handledSet.has(`${job.jobId}:in_progress`) || this.handledSet.has(`${job.jobId}:completed`)) return false;
-    if (!this.remember(`${job.jobId}:queued`)) return false;
-    this.queued.set(job.jobId, { ...job, queuedAt: job.queuedAt ?? new Date(now).toISOString() });
+    if (this.handledSet.has(`${job.jobId}:queued`)) return false;
+    // A job not kept is not remembered either: told again once there is room (the sweep does), it is taken.
+    if (!this.queued.add(job, now)) {
+      this.queuedJobsDropped += 1;
+      return false;
+    }
+    this.remember(`${job.jobId}:queued`);
     return true;
   }
 
@@ -287,11 +297,8 @@ export class PoolBook {
   /** What to do now: scale up to cover demand within maxRunners, scale down expired idle runners, replace outdated ones. */
   plan(now: number): PoolPlan {
     const wake: number[] = [];
-    for (const job of this.queued.values()) {
-      const expires = Date.parse(job.queuedAt ?? '') + this.timings.queuedJobTtlMs;
-      if (expires <= now) this.queued.delete(job.jobId);
-      else wake.push(expires);
-    }
+    const nextExpiry = this.queued.expire(now, this.timings.queuedJobTtlMs);
+    if (nextExpiry !== undefined) wake.push(nextExpiry);
     const all = [...this.runners.values()];
     const live = all.filter((r) => this.isLive(r));
     const remove: PoolPlan['remove'] = [];
@@ -334,12 +341,21 @@ export class PoolBook {
     return { create, remove, ...(wake.length > 0 ? { wakeAt: Math.min(...wake) } : {}) };
   }
 
+  /** The given jobs this pool counts as queued or has a runner on. */
+  knownJobs(jobIds: number[]): number[] {
+    const onRunners = new Set<number>();
+    for (const r of this.runners.values()) if (r.jobId !== undefined) onRunners.add(r.jobId);
+    return jobIds.filter((id) => this.queued.has(id) || onRunners.has(id));
+  }
+
   view(): PoolView {
     return {
       settings: this.settings,
       settingsVersion: this.settingsVersion,
       runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, failureCounted: _f, leaveAskedAt: _a, leaveReason: _r, ...r }) => r),
-      queuedJobs: [...this.queued.values()],
+      queuedJobs: this.queued.list(),
+      queuedJobCount: this.queued.size,
+      ...(this.queuedJobsDropped > 0 ? { queuedJobsDropped: this.queuedJobsDropped } : {}),
       target: Math.min(this.demand(), this.settings.maxRunners),
       deleting: this.deleting,
     };
@@ -352,11 +368,12 @@ export class PoolBook {
    * a busy pool backed off creating runners after every continue-as-new.
    */
   carry(): PoolCarriedState {
-    const view = this.view();
     return {
       settingsVersion: this.settingsVersion,
       runners: [...this.runners.values()].map(({ leaveAskedAt: _a, leaveReason: _r, failureCounted, ...r }) => ({ ...r, ...(failureCounted ? { failureCounted } : {}) })),
-      queuedJobs: view.queuedJobs,
+      // Pools whose history predates the packed form replay carrying the list.
+      ...(this.options.packQueue === false ? { queuedJobs: this.queued.list(Number.POSITIVE_INFINITY) } : { queue: this.queued.pack() }),
+      ...(this.queuedJobsDropped > 0 ? { queuedJobsDropped: this.queuedJobsDropped } : {}),
       handledJobEvents: [...this.handled],
       goneRunners: [...this.gone],
       runnerSeq: this.runnerSeq,

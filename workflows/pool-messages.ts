@@ -5,6 +5,7 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import type { GitHubScopeSettings, PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
+import type { PackedQueue } from './queued-jobs';
 
 export const RUNNER_POOL_WORKFLOW = 'runnerPool';
 export const poolWorkflowId = (name: string): string => `pool/${name}`;
@@ -53,7 +54,12 @@ export interface PoolCarriedRunner extends PoolRunnerView {
 export interface PoolCarriedState {
   settingsVersion: number;
   runners: PoolCarriedRunner[];
-  queuedJobs: QueuedJob[];
+  /** Queued jobs as runs before the packed form carried them. */
+  queuedJobs?: QueuedJob[];
+  /** Queued jobs, packed (workflows/queued-jobs.ts). */
+  queue?: PackedQueue;
+  /** Queued jobs not kept because the pool held as many as it keeps. */
+  queuedJobsDropped?: number;
   /** `${jobId}:${action}` keys of job events already handled, newest last (bounded). */
   handledJobEvents: string[];
   /** Runners known to be gone, newest last (bounded): a late report from one must not bring it back. */
@@ -71,9 +77,19 @@ export interface PoolView {
   settings: PoolSettings;
   settingsVersion: number;
   runners: PoolRunnerView[];
+  /** The oldest queued jobs (at most a few hundred; `queuedJobCount` counts them all). */
   queuedJobs: QueuedJob[];
+  /** Absent from pools run by older workers, whose `queuedJobs` lists every job. */
+  queuedJobCount?: number;
+  /** Queued jobs not kept because the pool held as many as it keeps (workflows/queued-jobs.ts). */
+  queuedJobsDropped?: number;
   target: number;
   deleting: boolean;
+}
+
+/** How many jobs a pool counts as queued (older workers' views list them all instead of counting). */
+export function queuedJobCount(view: Pick<PoolView, 'queuedJobs' | 'queuedJobCount'>): number {
+  return view.queuedJobCount ?? view.queuedJobs.length;
 }
 
 export interface UpdatePoolArgs {
@@ -109,6 +125,11 @@ export interface RunnersChangedArgs {
 }
 export const runnersChangedSignal = defineSignal<[RunnersChangedArgs]>('runnersChanged');
 export const poolStateQuery = defineQuery<PoolView>('poolState');
+export interface KnownJobsArgs {
+  jobIds: number[];
+}
+/** Which of the given jobs the pool counts as queued or has a runner on (its view lists only the oldest queued). */
+export const knownJobsQuery = defineQuery<number[], [KnownJobsArgs]>('knownJobs');
 
 export const POOL_MESSAGE_DESCRIPTIONS = {
   updatePool: 'Replace the pool settings (validated by the API). Busy runners are left alone; runners from older settings are replaced as they leave. Input: {"settings": {...}}',
@@ -118,7 +139,8 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   jobProgress: 'A job left the queue (in_progress) or finished (completed). Input: {"jobId": 1, "action": "in_progress"}',
   runnerChanged: 'A runner instance of this pool changed status.',
   runnersChanged: 'Runner instances of this pool changed status (sent by the instance workflows, batched). Input: {"reports": [...]}',
-  poolState: 'Settings, runners with their statuses, queued jobs and the current target size.',
+  poolState: 'Settings, runners with their statuses, the oldest queued jobs with their count, and the current target size.',
+  knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
   unmatchedJob: 'Record a job no pool could take.',
   jobsUnmatched: 'Record jobs no pool could take, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["gpu"], "reason": "..."}]}',
   unmatchedJobs: 'The most recent jobs no pool could take, with the reason.',

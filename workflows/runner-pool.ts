@@ -33,12 +33,14 @@ import {
   jobProgressSignal,
   jobQueuedSignal,
   jobsQueuedSignal,
+  knownJobsQuery,
   POOL_MESSAGE_DESCRIPTIONS,
   poolStateQuery,
   runnerChangedSignal,
   runnersChangedSignal,
   updatePoolSignal,
   type PoolView,
+  type QueuedJob,
   type RunnerPoolInput,
 } from './pool-messages';
 import { PoolScaleSet } from './pool-scale-set';
@@ -118,12 +120,13 @@ async function removeLeftRegistrations(settings: PoolSettings, timings: Instance
 
 export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // Pools whose history predates re-asking silent leavers replay without its timers.
-  const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers') });
+  const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers'), packQueue: patched('packed-queue') });
   const scaleSet = new PoolScaleSet(input.timings);
   let dirty = true;
 
   upsertSearchAttributes([{ key: RUNNER_POOL, value: input.settings.name }]);
   setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
+  setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
   setHandler(updatePoolSignal, ({ settings }) => {
     if (settings.name !== book.settings.name) {
       log.warn('ignored settings for another pool', { pool: book.settings.name, got: settings.name });
@@ -137,13 +140,16 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     book.startDeleting();
     dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.deletePool });
-  setHandler(jobQueuedSignal, (job) => {
-    if (book.jobQueued(job, Date.now())) dirty = true;
-  }, { description: POOL_MESSAGE_DESCRIPTIONS.jobQueued });
-  setHandler(jobsQueuedSignal, ({ jobs }) => {
+  function queued(jobs: QueuedJob[]): void {
     const now = Date.now();
-    for (const job of Array.isArray(jobs) ? jobs : []) if (book.jobQueued(job, now)) dirty = true;
-  }, { description: POOL_MESSAGE_DESCRIPTIONS.jobsQueued });
+    const dropped = book.queuedJobsDropped;
+    for (const job of jobs) if (book.jobQueued(job, now)) dirty = true;
+    if (book.queuedJobsDropped > dropped) {
+      log.warn('queued jobs not kept: the pool holds as many as it keeps', { pool: book.settings.name, dropped: book.queuedJobsDropped - dropped, total: book.queuedJobsDropped });
+    }
+  }
+  setHandler(jobQueuedSignal, (job) => queued([job]), { description: POOL_MESSAGE_DESCRIPTIONS.jobQueued });
+  setHandler(jobsQueuedSignal, ({ jobs }) => queued(Array.isArray(jobs) ? jobs : []), { description: POOL_MESSAGE_DESCRIPTIONS.jobsQueued });
   setHandler(jobProgressSignal, (args) => {
     if (book.jobProgress(args, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.jobProgress });
@@ -254,6 +260,10 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   const boundedStarts = patched('bounded-starts-per-decision');
   // Pools whose history predates the steady timer replay their per-decision timers.
   const steadyWake = patched('steady-wake-timer');
+  // Signals that change nothing (a redelivered job, a job beyond the queue's bound, a stale
+  // report) still grow the history: the pool wakes for a full history too, not only for news.
+  const wakeOnFullHistory = patched('wake-on-full-history');
+  const historyFull = (): boolean => wakeOnFullHistory && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > historyLimit);
   while (!book.done) {
     await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
     const plan = book.plan(Date.now());
@@ -276,7 +286,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     }
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
-      await condition(() => dirty);
+      await condition(() => dirty || historyFull());
       continue;
     }
     const waitMs = plan.wakeAt !== undefined ? Math.max(1, plan.wakeAt - Date.now()) : undefined;

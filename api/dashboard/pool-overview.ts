@@ -1,5 +1,5 @@
 /** One pool as the dashboard's summary shows it: its size, its runners counted by phase, its queue. */
-import { poolStateQuery, poolWorkflowId, type PoolView } from '../../workflows/pool-messages';
+import { poolStateQuery, poolWorkflowId, queuedJobCount, type PoolView } from '../../workflows/pool-messages';
 import type { PoolEntry } from '../pool-directory';
 import type { Services } from '../services';
 import { temporalHttpError } from '../temporal/errors';
@@ -51,7 +51,7 @@ export async function poolOverview(services: Services, entry: PoolEntry): Promis
     maxRunners: settings.maxRunners,
     desired: view.target,
     counts: countRunners(view.runners),
-    queuedJobs: view.queuedJobs.length,
+    queuedJobs: queuedJobCount(view),
     deleting: view.deleting,
   };
 }

@@ -2,6 +2,7 @@ import { formatFields, formatTable } from '../table';
 import { usageError } from '../errors';
 import { printJson, type Command, type CommandContext } from '../command';
 import { POOL_FLAGS, applyPoolFlags, readPoolFile, type PoolFlagValues } from '../pool-input';
+import { MAX_KEPT } from '../../workflows/queued-jobs';
 
 interface PoolSummary {
   name: string;
@@ -30,12 +31,20 @@ interface PoolCounts {
   leaving: number;
 }
 
+function queuedText(pool: PoolDetail): string {
+  const count = String(pool.queuedJobCount ?? pool.queuedJobs.length);
+  return pool.queuedJobsDropped ? `${count} (${pool.queuedJobsDropped} more not kept: the pool holds at most ${MAX_KEPT.toLocaleString('en')})` : count;
+}
+
 interface PoolDetail {
   name: string;
   settings: Record<string, unknown> & { labels: string[]; github: { credentials: string; scope: Record<string, string> } };
   settingsVersion: number;
   runners: PoolRunner[];
+  /** The oldest queued jobs; `queuedJobCount` counts them all. */
   queuedJobs: { jobId: number; labels: string[]; repository?: string }[];
+  queuedJobCount?: number;
+  queuedJobsDropped?: number;
   target: number;
   deleting: boolean;
   /** Scale-set pools: the listener's view (null while it is not running). */
@@ -144,7 +153,7 @@ export const poolCommands: Record<string, Command> = {
           ['OS', `${String(s.osType)}/${String(s.osArch)}`],
           ['Runners', `${pool.runners.length} (target ${pool.target}, min idle ${String(s.minIdleRunners)}, max ${String(s.maxRunners)})`],
           ['Alive', pool.counts ? `${pool.counts.alive} (idle ${pool.counts.idle}, busy ${pool.counts.busy}, starting ${pool.counts.starting}); leaving ${pool.counts.leaving}` : undefined],
-          ['Queued jobs', pool.queuedJobs.length],
+          ['Queued jobs', queuedText(pool)],
           ['Priority', s.priority],
           ['Enabled', s.enabled],
           ['Ephemeral', s.ephemeral],
@@ -165,6 +174,8 @@ export const poolCommands: Record<string, Command> = {
       if (pool.queuedJobs.length > 0) {
         ctx.out('');
         ctx.out(formatTable(['QUEUED JOB', 'LABELS', 'REPOSITORY'], pool.queuedJobs.map((j) => [j.jobId, j.labels, j.repository])));
+        const count = pool.queuedJobCount ?? pool.queuedJobs.length;
+        if (count > pool.queuedJobs.length) ctx.out(`(the oldest ${pool.queuedJobs.length} of ${count} queued jobs)`);
       }
     },
   },

@@ -12,7 +12,7 @@ import { createApp } from '../../api/app';
 import { startHttpServer, type HttpServer } from '../../api/node-server';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { runnerWorkflowId, type InstanceState } from '../../workflows/messages';
-import { UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
+import { jobsQueuedSignal, poolWorkflowId, UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger, testConfig } from '../api/support';
 
@@ -206,6 +206,22 @@ describe('runnerflow CLI', () => {
     expect(shown.stdout).toMatch(new RegExp(`^RUNNER\\s+STATUS\\s+RUNNER STATUS\\s+PHASE\\s+JOB\\s+SINCE\\n${name}-\\S+\\s+\\S+\\s+\\S+\\s+(starting|idle)\\s+-\\s+\\S+$`, 'm'));
     const json = JSON.parse((await cli(['pool', 'show', name, '--json'])).stdout) as { counts: { alive: number } };
     expect(json.counts.alive).toBe(1);
+    expect((await cli(['pool', 'delete', name])).code).toBe(0);
+  });
+
+  it('counts every queued job of a pool and lists the oldest', async () => {
+    const name = uniqueName('cli-queue').toLowerCase();
+    expect((await cli(['pool', 'create', '--file', poolFile(name), '--max-runners', '0'])).code).toBe(0);
+    const jobs = Array.from({ length: 250 }, (_, i) => ({ jobId: 900_000 + i, labels: ['linux', 'x64'], repository: 'acme/widgets' }));
+    await client.workflow.getHandle(poolWorkflowId(name)).signal(jobsQueuedSignal, { jobs });
+    const shown = await eventually(async () => {
+      const run = await cli(['pool', 'show', name]);
+      return /^Queued jobs:\s+250$/m.test(run.stdout) ? run : undefined;
+    }, 20_000, '250 queued jobs counted');
+    expect(shown.stdout).toMatch(/^900000\s+linux,x64\s+acme\/widgets$/m);
+    expect(shown.stdout).toMatch(/^\(the oldest 200 of 250 queued jobs\)$/m);
+    const json = JSON.parse((await cli(['pool', 'show', name, '--json'])).stdout) as { queuedJobs: unknown[]; queuedJobCount: number };
+    expect([json.queuedJobs.length, json.queuedJobCount]).toEqual([200, 250]);
     expect((await cli(['pool', 'delete', name])).code).toBe(0);
   });
 

@@ -285,4 +285,20 @@ describe('PoolBook scaling', () => {
     book.jobQueued({ jobId: 1, labels: [] }, T0);
     expect(book.plan(T0).create).toBe(0);
   });
+
+  it('counts a job beyond its queue bound as dropped, and takes it when told again once there is room', () => {
+    const book = new PoolBook(settings({ maxRunners: 0 }), FAST_TIMINGS, undefined, { reaskLeaving: true, maxQueued: 2 });
+    const job = (jobId: number) => ({ jobId, labels: ['linux'], queuedAt: new Date(T0).toISOString() });
+    expect(book.jobQueued(job(1), T0)).toBe(true);
+    expect(book.jobQueued(job(2), T0)).toBe(true);
+    expect(book.jobQueued(job(3), T0)).toBe(false);
+    expect(book.view()).toMatchObject({ queuedJobCount: 2, queuedJobsDropped: 1 });
+    // Job 1 is taken: room for one more, and job 3 told again (the sweep routes it again) is kept.
+    book.jobProgress({ jobId: 1, action: 'in_progress' }, T0);
+    expect(book.jobQueued(job(3), T0)).toBe(true);
+    expect(book.view().queuedJobs.map((j) => j.jobId)).toEqual([2, 3]);
+    // A redelivery of a kept job is still not counted twice.
+    expect(book.jobQueued(job(3), T0)).toBe(false);
+    expect(book.carry()).toMatchObject({ queuedJobsDropped: 1 });
+  });
 });
