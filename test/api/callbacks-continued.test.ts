@@ -30,8 +30,12 @@ describe('instance callbacks after the instance continued as new', () => {
     const api = testApp(env.client, env.w.taskQueue);
     const response = await api.call('POST', '/api/v1/callbacks/status', { token, body: { status: 'idle', message: 'still here' } });
     expect(response.status).toBe(202);
-    const seen = await signalsOf(env.client, runnerWorkflowId(name), liveRunId);
+    // Delivered to a continued run: the one seen above, or a later one if idle reports that were
+    // still on their way made it continue as new once more.
+    const runs = new Set([liveRunId, (await handle.describe()).runId]);
+    const seen = (await Promise.all([...runs].map((runId) => signalsOf(env.client, runnerWorkflowId(name), runId)))).flat();
     expect(seen).toContainEqual({ name: 'runnerStatus', input: { status: 'idle', message: 'still here' } });
+    expect(await signalsOf(env.client, runnerWorkflowId(name), firstRunId)).not.toContainEqual({ name: 'runnerStatus', input: { status: 'idle', message: 'still here' } });
 
     await handle.signal(forceDeleteSignal, { reason: 'test done' });
     await env.client.workflow.getHandle(runnerWorkflowId(name)).result();
