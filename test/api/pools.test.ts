@@ -111,6 +111,9 @@ describe('PUT /api/v1/pools/:name', () => {
     const name = await createPool();
     const invalid = await expectError(await api.call('PUT', `/api/v1/pools/${name}`, { body: validPool(name, { maxRunners: -1, minIdleRunners: 'two' }) }), 400);
     expect((invalid.details as { path: string }[]).map((d) => d.path).sort()).toEqual(['maxRunners', 'minIdleRunners']);
+    // A pool's whole state must fit the server's payload limit: larger fleets are several pools.
+    const tooLarge = await expectError(await api.call('PUT', `/api/v1/pools/${name}`, { body: validPool(name, { maxRunners: 5_001 }) }), 400);
+    expect(tooLarge.details).toEqual([expect.objectContaining({ path: 'maxRunners', message: expect.stringMatching(/at most 5000 per pool/) })]);
     const rename = await expectError(await api.call('PUT', `/api/v1/pools/${name}`, { body: validPool('other-name') }), 400);
     expect(rename.message).toMatch(/cannot be renamed/);
     await expectError(await api.call('PUT', '/api/v1/pools/no-such-pool-here', { body: validPool('no-such-pool-here') }), 404);
