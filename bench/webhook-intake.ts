@@ -22,12 +22,12 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../workflows/pool-messages';
+import { knownJobsQuery, poolWorkflowId, unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../workflows/pool-messages';
 import { JOB_RELAY_WORKFLOW } from '../workflows/relay-messages';
 import { exitAfter, intArg, stringArg, ms, percentile, printTable, quietTemporal, runBench, temporalServer, until, type Figure } from './common';
 import { cpuBetween, cpuSnapshot } from './cpu';
 import { openLoop, type OpenLoopRequest } from './open-loop';
-import { createPool, poolView, removePool, startBenchStack, startProcessBenchStack, stopBenchStack } from './stack';
+import { createPool, removePool, startBenchStack, startProcessBenchStack, stopBenchStack } from './stack';
 
 const P99_TARGET_MS = 50;
 const GITHUB_TIMEOUT_MS = 10_000;
@@ -92,11 +92,13 @@ async function main(): Promise<void> {
     loopDelay.disable();
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(pids));
     // Handed over durably means: the pool counts every matching job and the unmatched record got the others.
-    const pending = (v: Awaited<ReturnType<typeof poolView>>) => v.queuedJobs.filter((j) => matchingIds.has(j.jobId)).length + v.runners.filter((r) => r.jobId !== undefined && matchingIds.has(r.jobId)).length;
+    // Asked by id: the pool's view lists only its oldest queued jobs.
+    const poolHandle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
+    const pending = async () => (await poolHandle.query(knownJobsQuery, { jobIds: [...matchingIds] })).length;
     const reachedPool = (await until(async () => {
-      const n = pending(await poolView(stack, pool));
+      const n = await pending();
       return n >= matchingIds.size ? n : undefined;
-    }, 60_000, 500)) ?? pending(await poolView(stack, pool));
+    }, 60_000, 500)) ?? (await pending());
     const taskQueue = 'processes' in stack ? stack.taskQueue : stack.loaded.config.temporal.taskQueue;
     const unmatchedHandle = stack.client.workflow.getHandle(unmatchedJobsWorkflowId(taskQueue));
     const relays = (await stack.client.workflow.count(`WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'`)).count;

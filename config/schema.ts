@@ -129,12 +129,12 @@ export const configSchema = z
          * How long a queued job's webhook waits for its pool (or the unmatched record) to
          * take the job before the job goes through a jobRelay workflow instead; 0 never relays.
          */
-        intakeRelayAfter: durationMs.default(500),
+        intakeRelayAfter: durationMs.default(200),
         /** A relay ends once it has passed its jobs on and nothing came for this long. */
         intakeRelayIdle: durationMs.default(10_000),
       })
       .strict()
-      .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 500, intakeRelayIdle: 10_000 }),
+      .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 200, intakeRelayIdle: 10_000 }),
     github: z.object({ credentials: z.array(githubCredentialsSchema).default([]) }).strict().default({ credentials: [] }),
     providers: z.array(providerConfigSchema).default([]),
     timings: timingsOverrideSchema.default({}),
