@@ -8,6 +8,7 @@
 import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { RelayActivities } from '../activities/relay-activities';
 import type { QueuedJob, UnmatchedJob } from './pool-messages';
+import { queuedJobsArgs } from './signal-input';
 import { RELAY_MESSAGE_DESCRIPTIONS, relayJobsSignal, type JobRelayInput, type JobRelayResult } from './relay-messages';
 
 /** Jobs per forwarding call: keeps one signal well inside Temporal's payload limit. */
@@ -25,8 +26,8 @@ const relay = proxyActivities<RelayActivities>({
 
 export async function jobRelay(input: JobRelayInput): Promise<JobRelayResult> {
   const pending: (QueuedJob | UnmatchedJob)[] = [];
-  setHandler(relayJobsSignal, ({ jobs }) => {
-    if (Array.isArray(jobs)) pending.push(...jobs);
+  setHandler(relayJobsSignal, (args) => {
+    pending.push(...queuedJobsArgs('relayJobs', (args as { jobs?: unknown } | undefined)?.jobs));
   }, { description: RELAY_MESSAGE_DESCRIPTIONS.relayJobs });
 
   let forwarded = 0;

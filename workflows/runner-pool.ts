@@ -44,6 +44,7 @@ import {
   type RunnerPoolInput,
 } from './pool-messages';
 import { PoolScaleSet } from './pool-scale-set';
+import { queuedJobsArgs } from './signal-input';
 import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
 
@@ -148,8 +149,8 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       log.warn('queued jobs not kept: the pool holds as many as it keeps', { pool: book.settings.name, dropped: book.queuedJobsDropped - dropped, total: book.queuedJobsDropped });
     }
   }
-  setHandler(jobQueuedSignal, (job) => queued([job]), { description: POOL_MESSAGE_DESCRIPTIONS.jobQueued });
-  setHandler(jobsQueuedSignal, ({ jobs }) => queued(Array.isArray(jobs) ? jobs : []), { description: POOL_MESSAGE_DESCRIPTIONS.jobsQueued });
+  setHandler(jobQueuedSignal, (job) => queued(queuedJobsArgs('jobQueued', [job])), { description: POOL_MESSAGE_DESCRIPTIONS.jobQueued });
+  setHandler(jobsQueuedSignal, (args) => queued(queuedJobsArgs('jobsQueued', (args as { jobs?: unknown } | undefined)?.jobs)), { description: POOL_MESSAGE_DESCRIPTIONS.jobsQueued });
   setHandler(jobProgressSignal, (args) => {
     if (book.jobProgress(args, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.jobProgress });

@@ -6,6 +6,7 @@
 import { log } from '@temporalio/workflow';
 import { HEALTH_FINDINGS, type HealthFinding } from '../domain/liveness';
 import type { HealthReportArgs, JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
+import type { QueuedJob } from './pool-messages';
 
 const REPORTABLE = ['installing', 'idle', 'failed'] as const;
 
@@ -41,4 +42,35 @@ export function healthReportArgs(args: unknown): HealthReportArgs | undefined {
   }
   log.warn(`ignored healthReport signal: finding must be one of ${HEALTH_FINDINGS.join(', ')}`, { got: JSON.stringify(args)?.slice(0, 200) });
   return undefined;
+}
+
+/**
+ * The jobs of a jobsQueued (or relayJobs) signal that make sense; the rest are
+ * logged and dropped. A job without a usable id would poison the pool's queue
+ * (it is keyed and carried by id).
+ */
+export function queuedJobsArgs(signal: string, jobs: unknown): QueuedJob[] {
+  const list = Array.isArray(jobs) ? (jobs as unknown[]) : [];
+  const valid: QueuedJob[] = [];
+  let ignored = Array.isArray(jobs) ? 0 : 1;
+  for (const item of list) {
+    const { jobId, runId, labels, repository, queuedAt } = asObject(item);
+    const labelsOk = labels === undefined || (Array.isArray(labels) && labels.every((l) => typeof l === 'string'));
+    const queuedAtOk = queuedAt === undefined || (typeof queuedAt === 'string' && Number.isFinite(Date.parse(queuedAt)));
+    if (typeof jobId !== 'number' || !Number.isSafeInteger(jobId) || jobId <= 0 || !labelsOk || !queuedAtOk) {
+      ignored += 1;
+      continue;
+    }
+    // Other fields (an unmatched job's reason) travel on untouched.
+    const job = { ...asObject(item), jobId, labels: (labels as string[] | undefined) ?? [] } as QueuedJob;
+    if (typeof runId !== 'number' || !Number.isSafeInteger(runId)) delete job.runId;
+    if (typeof repository !== 'string') delete job.repository;
+    valid.push(job);
+  }
+  if (ignored > 0) {
+    log.warn(`ignored ${ignored} job(s) of a ${signal} signal: each needs a positive integer jobId, string labels and an ISO queuedAt if any`, {
+      got: JSON.stringify(jobs)?.slice(0, 200),
+    });
+  }
+  return valid;
 }

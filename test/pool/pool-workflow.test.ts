@@ -129,6 +129,26 @@ describe('runnerPool', () => {
     await pool.result();
   });
 
+  it('ignores queued jobs that make no sense instead of keeping them', async () => {
+    const settings = poolSettings({ minIdleRunners: 0, maxRunners: 0 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings });
+    // What a script or a person typing into the Web UI might send.
+    await pool.signal('jobsQueued', { jobs: [{ jobId: 'forty-two' }, { jobId: 5, labels: 'linux' }, null, { jobId: 6, labels: ['linux'], queuedAt: 'yesterday' }, { jobId: 7, labels: ['linux'] }] });
+    await pool.signal('jobsQueued', 'not an object');
+    await pool.signal('jobQueued', { jobId: -1, labels: [] });
+    await pool.signal('jobQueued', { jobId: 8 });
+    const view = await eventually(async () => {
+      const v = await pool.query(poolStateQuery);
+      return v.queuedJobCount === 2 ? v : undefined;
+    }, 10_000, 'the two jobs that make sense');
+    expect(view.queuedJobs.map((j) => [j.jobId, j.labels])).toEqual([
+      [7, ['linux']],
+      [8, []],
+    ]);
+    await pool.signal(deletePoolSignal, {});
+    await pool.result();
+  });
+
   it('waits for its next deadline on one timer, not on a new one in every decision', async () => {
     const settings = poolSettings({ minIdleRunners: 0, maxRunners: 0 });
     const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: { ...FAST_TIMINGS, queuedJobTtlMs: 3_000 } });
