@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { forceDeleteSignal, runnerWorkflowId, type InstanceState } from '../../workflows/messages';
-import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
+import { jobsQueuedSignal, poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { api, e2ePool, useE2EStack, type E2EStack } from '../e2e/stack';
 import { eventually } from '../support/temporal';
 import { openDashboard, poolRow, runnerRow, showPool, useBrowser } from './browser';
@@ -127,6 +127,19 @@ describe('dashboard', () => {
     await poolRow(page, pool).getByText('disabled', { exact: true }).waitFor();
     const view = await stack.client.workflow.getHandle(poolWorkflowId(pool)).query(poolStateQuery);
     expect(view.settings).toMatchObject({ maxRunners: 5, enabled: false });
+  });
+
+  it('counts every queued job of a pool and says when it lists only the oldest', async () => {
+    const pool = await createPool('long-queue', { maxRunners: 0 });
+    const jobs = Array.from({ length: 250 }, (_, i) => ({ jobId: 800_000 + i, labels: ['self-hosted', 'linux', 'long-queue'], repository: 'acme/long-queue' }));
+    await stack.client.workflow.getHandle(poolWorkflowId(pool)).signal(jobsQueuedSignal, { jobs });
+    const page = await openDashboard(browser, stack);
+    await showPool(page, pool);
+    await page.getByText('The oldest 200 of 250 queued jobs.').waitFor();
+    const listed = page.getByRole('table', { name: `Jobs queued for pool ${pool}` }).getByRole('row');
+    // A header row and the 200 oldest jobs.
+    await expect.poll(() => listed.count()).toBe(201);
+    await listed.filter({ hasText: '800000' }).first().waitFor();
   });
 
   it('lists jobs no pool can take and machines a forced delete leaked', async () => {
