@@ -17,19 +17,30 @@ export interface JobRelaySettings {
   idleMs: number;
 }
 
-export function jobRelayDetour<T extends QueuedJob>(client: Client, taskQueue: string, kind: RelayTarget['kind'], settings: JobRelaySettings, onRelayed?: (target: string, jobs: number) => void): Detour<T> {
+export interface JobRelayHooks {
+  relayed?(target: string, jobs: number): void;
+  /** The batch then waits for its target after all (api/signal-batcher.ts). */
+  failed?(target: string, jobs: number, err: unknown): void;
+}
+
+export function jobRelayDetour<T extends QueuedJob>(client: Client, taskQueue: string, kind: RelayTarget['kind'], settings: JobRelaySettings, hooks: JobRelayHooks = {}): Detour<T> {
   return {
     afterMs: settings.afterMs,
     async send(workflowId, jobs, spell) {
       const input: JobRelayInput = { target: { kind, workflowId }, idleMs: settings.idleMs };
-      await client.workflow.signalWithStart(JOB_RELAY_WORKFLOW, {
-        workflowId: jobRelayWorkflowId(workflowId, spell),
-        taskQueue,
-        args: [input],
-        signal: relayJobsSignal,
-        signalArgs: [{ jobs }],
-      });
-      onRelayed?.(workflowId, jobs.length);
+      try {
+        await client.workflow.signalWithStart(JOB_RELAY_WORKFLOW, {
+          workflowId: jobRelayWorkflowId(workflowId, spell),
+          taskQueue,
+          args: [input],
+          signal: relayJobsSignal,
+          signalArgs: [{ jobs }],
+        });
+      } catch (err) {
+        hooks.failed?.(workflowId, jobs.length, err);
+        throw err;
+      }
+      hooks.relayed?.(workflowId, jobs.length);
     },
   };
 }

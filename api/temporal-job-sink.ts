@@ -91,9 +91,10 @@ export class TemporalJobSink implements WorkflowJobSink {
   private relayTo<T extends QueuedJob>(kind: RelayTarget['kind']): Detour<T> | undefined {
     const { relay, client, taskQueue, logger } = this.deps;
     if (!relay) return undefined;
-    return jobRelayDetour<T>(client, taskQueue, kind, relay, (target, jobs) =>
-      logger.info('jobs relayed: their workflow did not take them in time', { target, jobs, afterMs: relay.afterMs }),
-    );
+    return jobRelayDetour<T>(client, taskQueue, kind, relay, {
+      relayed: (target, jobs) => logger.info('jobs relayed: their workflow did not take them in time', { target, jobs, afterMs: relay.afterMs }),
+      failed: (target, jobs, err) => logger.warn('jobs not relayed: waiting for their workflow instead', { target, jobs, error: (err as Error).message }),
+    });
   }
 
   async jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> {
