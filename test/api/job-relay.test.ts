@@ -91,4 +91,12 @@ describe('jobRelay', () => {
       await worker?.stop();
     }
   });
+
+  it('tells its caller when a relay cannot be started, and fails the batch so it waits for the pool', async () => {
+    const nowhere = new Client({ connection: conns.retrying, namespace: uniqueName('no-such-namespace') });
+    const failed: { target: string; jobs: number }[] = [];
+    const detour = jobRelayDetour<QueuedJob>(nowhere, 'any-queue', 'pool', { afterMs: 200, idleMs: 300 }, { failed: (target, jobs) => failed.push({ target, jobs }) });
+    await expect(detour.send('pool/somewhere', [job(61)], uniqueName('spell'))).rejects.toThrow();
+    expect(failed).toEqual([{ target: 'pool/somewhere', jobs: 1 }]);
+  });
 });
