@@ -5,7 +5,8 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { jobsQueuedSignal, jobsUnmatchedSignal, UNMATCHED_JOBS_WORKFLOW, unmatchedJobsWorkflowId, type QueuedJob, type UnmatchedJob } from '../workflows/pool-messages';
+import { recordUnmatchedJobs } from '../api/temporal/unmatched-record';
+import { jobsQueuedSignal, unmatchedJobsWorkflowId, type QueuedJob, type UnmatchedJob } from '../workflows/pool-messages';
 import type { RelayTarget } from '../workflows/relay-messages';
 
 export interface ForwardRelayedJobsArgs {
@@ -19,15 +20,9 @@ export interface ForwardRelayedJobsResult {
 }
 
 export function createRelayActivities(deps: { client: Client }) {
-  const recordUnmatched = async (jobs: UnmatchedJob[], workflowId?: string): Promise<void> => {
+  const recordUnmatched = (jobs: UnmatchedJob[], workflowId?: string): Promise<void> => {
     const taskQueue = Context.current().info.taskQueue;
-    await deps.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
-      workflowId: workflowId ?? unmatchedJobsWorkflowId(taskQueue),
-      taskQueue,
-      args: [],
-      signal: jobsUnmatchedSignal,
-      signalArgs: [{ jobs }],
-    });
+    return recordUnmatchedJobs(deps.client, { workflowId: workflowId ?? unmatchedJobsWorkflowId(taskQueue), taskQueue }, jobs);
   };
 
   return {

@@ -18,11 +18,9 @@ import type { Client } from '@temporalio/client';
 import { poolMatchesLabels } from '../domain/pool';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId, type JobCompletedArgs, type JobStartedArgs } from '../workflows/messages';
 import {
-  UNMATCHED_JOBS_WORKFLOW,
   unmatchedJobsWorkflowId,
   jobProgressSignal,
   jobsQueuedSignal,
-  jobsUnmatchedSignal,
   poolStateQuery,
   type JobProgressArgs,
   type QueuedJob,
@@ -36,6 +34,7 @@ import { jobRelayDetour, type JobRelaySettings } from './job-relay';
 import { SignalBatcher, type Detour } from './signal-batcher';
 import type { JobTiming, SignalOutcome, WorkflowJobSink } from './webhooks/github';
 import { isNotFound } from './temporal/errors';
+import { recordUnmatchedJobs } from './temporal/unmatched-record';
 
 export interface TemporalJobSinkDeps {
   client: Client;
@@ -74,15 +73,7 @@ export class TemporalJobSink implements WorkflowJobSink {
       this.relayTo('pool'),
     );
     this.toUnmatched = new SignalBatcher(
-      async (workflowId, jobs) => {
-        await deps.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
-          workflowId,
-          taskQueue: deps.taskQueue,
-          args: [],
-          signal: jobsUnmatchedSignal,
-          signalArgs: [{ jobs }],
-        });
-      },
+      (workflowId, jobs) => recordUnmatchedJobs(deps.client, { workflowId, taskQueue: deps.taskQueue }, jobs),
       undefined,
       this.relayTo('unmatched'),
     );
