@@ -3,7 +3,9 @@
  * workflow can close within its bound even when the provider hangs:
  *
  * 1. one provider delete and one GitHub removal, together bounded by
- *    `boundMs` (a working provider confirms within it; a hanging one is left);
+ *    `boundMs` (a working provider confirms within it; a hanging one is left).
+ *    Either is skipped when the graceful delete already settled it: GitHub
+ *    removed, or a provider delete left unanswered for longer than the bound;
  * 2. when the provider did not confirm, a machineCleanup workflow is started
  *    (idempotent by its id, `cleanup/<name>`) that retries the delete with the
  *    usual backoff until the machine is gone, marked RunnerLeaked meanwhile.
@@ -32,6 +34,13 @@ export interface ForceDeleteDeps {
 export interface ForceDeleteArgs extends Omit<MachineCleanupInput, 'githubRemoved'> {
   /** How long the provider and GitHub get before the machine is handed to its clean-up workflow. */
   boundMs: number;
+  /** The graceful delete already dealt with GitHub: no removal is attempted here or in the clean-up. */
+  githubRemoved?: boolean;
+  /**
+   * The graceful delete has asked the provider this long ago (at least the bound) and is not
+   * confirmed: no second attempt is made, the machine goes straight to its clean-up workflow.
+   */
+  providerUnconfirmedMs?: number;
 }
 
 export interface ForceDeleteOutcome {
@@ -66,13 +75,33 @@ async function bounded(ms: number, work: (signal: AbortSignal) => Promise<unknow
   }
 }
 
+/**
+ * Why the graceful delete has not confirmed, for the operator: the provider's last error as the
+ * server recorded it on the pending attempt, or that it has not answered at all.
+ */
+async function lastDeleteFailure(client: Client, unconfirmedMs: number): Promise<string> {
+  const unanswered = `the provider has not confirmed a delete asked for ${unconfirmedMs} ms ago`;
+  try {
+    const execution = Context.current().info.workflowExecution;
+    if (!execution) return unanswered;
+    const { raw } = await client.workflow.getHandle(execution.workflowId, execution.runId).describe();
+    const pending = raw.pendingActivities?.find((a) => a.activityType?.name === 'deleteInstance');
+    return pending?.lastFailure?.message || unanswered;
+  } catch {
+    // Only the message is at stake: the hand-over goes on without it.
+    return unanswered;
+  }
+}
+
 export function createForceDeleteActivities(deps: ForceDeleteDeps) {
   return {
     async forceDeleteMachine(args: ForceDeleteArgs): Promise<ForceDeleteOutcome> {
-      const { boundMs, ...machine } = args;
+      const { boundMs, githubRemoved, providerUnconfirmedMs, ...machine } = args;
       const provider = deps.providers.get(machine.provider);
       const [deleted, unregistered] = await Promise.all([
-        provider
+        providerUnconfirmedMs !== undefined
+          ? Promise.resolve<Attempt>({ ok: false, error: await lastDeleteFailure(deps.client, providerUnconfirmedMs) })
+          : provider
           ? bounded(boundMs, async (signal) => {
               try {
                 await provider.deleteInstance(machine.providerId ?? machine.name, { controllerId: deps.controllerId, poolId: machine.pool, signal });
@@ -81,7 +110,7 @@ export function createForceDeleteActivities(deps: ForceDeleteDeps) {
               }
             })
           : Promise.resolve<Attempt>({ ok: false, error: `provider "${machine.provider}" is not configured on this worker` }),
-        bounded(boundMs, () => removeRunnerAtGitHub(deps.github, machine)),
+        githubRemoved ? Promise.resolve<Attempt>({ ok: true }) : bounded(boundMs, () => removeRunnerAtGitHub(deps.github, machine)),
       ]);
       if (deleted.ok) return { machineGone: true, githubRemoved: unregistered.ok };
 

@@ -4,16 +4,18 @@
  * the provider answers again (GARM's promise).
  *
  * Each run: a runnerInstance with the fake provider reaches `running`, every
- * provider delete of it is made to hang, a graceful delete is signalled (so a
- * delete activity is hanging), then forceDelete; we measure signal → closed.
+ * provider delete of it is made to hang, a graceful delete is signalled and,
+ * once its delete activity hangs at the provider (and `--force-after` later),
+ * forceDelete; we measure signal → closed.
  * Production timings for the forced path (the forced attempt's bound). After
  * the runs the provider recovers: every machine must then be deleted and no
  * running workflow left marked RunnerLeaked. For that part alone the delete
  * retries are capped at 5 s (instead of 5 minutes), so the bench ends in time.
  *
- *   npx tsx bench/force-delete-latency.ts [--runs 50] [--bound 50]
+ *   npx tsx bench/force-delete-latency.ts [--runs 50] [--bound 50] [--force-after 200]
  */
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { NativeConnection } from '@temporalio/worker';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +41,12 @@ const BENCH_TIMINGS = {
   forceDeleteAttemptTimeoutMs: intArg('bound', DEFAULT_TIMINGS.forceDeleteAttemptTimeoutMs),
 };
 const RUN_TIMEOUT_MS = 30_000;
+/**
+ * `--force-after 0` forces the delete as soon as the graceful one reaches the provider, within
+ * the forced attempt's bound, so the bounded attempt is made; by default the operator waits a
+ * moment, as one does before forcing, and the machine is handed over without it.
+ */
+const FORCE_AFTER_MS = intArg('force-after', 200, { allowZero: true });
 
 /** GitHub that always answers at once: the bench is about the provider hanging, not GitHub. */
 const instantGitHub: GitHubPort = {
@@ -67,6 +75,19 @@ interface Sample {
   closed: number;
   /** forceDelete signal event → close, both server timestamps. */
   server: number;
+  /** Signal event → the first workflow task after it started (queueing and dispatch). */
+  toTask: number;
+  /** That task, started → completed or failed (the forced step runs inside it). */
+  firstTask: number;
+  /** The server refused that task (an event arrived while it ran), so it ran again. */
+  retried: boolean;
+  /** What arrived while the refused task ran. */
+  raced: string[];
+}
+
+function eventMs(at: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
+  // seconds is a protobuf Long: through its string, not Number(), which would give NaN.
+  return at ? Number(String(at.seconds ?? 0)) * 1000 + Math.floor((at.nanos ?? 0) / 1e6) : NaN;
 }
 
 async function oneRun(client: Client, taskQueue: string, fake: FakeProviderControl): Promise<Sample> {
@@ -78,8 +99,15 @@ async function oneRun(client: Client, taskQueue: string, fake: FakeProviderContr
     // Every delete hangs, this machine's and the earlier runs' clean-ups alike, until the provider recovers at the end.
     fake.setFault('delete', { hang: true });
     await handle.signal(deleteSignal, { reason: 'bench: graceful delete that will hang' });
-    const hanging = await until(() => (fake.attempts('delete') >= 1 ? true : undefined), RUN_TIMEOUT_MS, 25);
-    if (!hanging) throw new Error(`${name}: the graceful delete never reached the provider`);
+    // This machine's own delete attempt has started (the provider's counters also count earlier runs' clean-ups).
+    const deleteStarted = async () => {
+      const { raw } = await handle.describe();
+      const pending = raw.pendingActivities?.find((a) => a.activityType?.name === 'deleteInstance');
+      return pending?.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED ? true : undefined;
+    };
+    if (!(await until(deleteStarted, RUN_TIMEOUT_MS, 25))) throw new Error(`${name}: the graceful delete never reached the provider`);
+    // The operator forces the delete once they see it hang.
+    if (FORCE_AFTER_MS > 0) await new Promise((resolve) => setTimeout(resolve, FORCE_AFTER_MS));
 
     const sentAt = Date.now();
     await handle.signal(forceDeleteSignal, { reason: 'bench' });
@@ -90,10 +118,30 @@ async function oneRun(client: Client, taskQueue: string, fake: FakeProviderContr
     const closeTime = (await handle.describe()).closeTime;
     if (!closeTime) throw new Error(`${name} has no close time`);
     const events = (await handle.fetchHistory()).events ?? [];
-    const signalled = events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === forceDeleteSignal.name)?.eventTime;
-    // seconds is a protobuf Long: through its string, not Number(), which would give NaN.
-    const signalledAt = signalled ? Number(String(signalled.seconds ?? 0)) * 1000 + Math.floor((signalled.nanos ?? 0) / 1e6) : NaN;
-    return { result: resultAt - sentAt, closed: closeTime.getTime() - sentAt, server: closeTime.getTime() - signalledAt };
+    const signalIndex = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === forceDeleteSignal.name);
+    const signalledAt = eventMs(events[signalIndex]?.eventTime);
+    const after = events.slice(signalIndex + 1);
+    const startedIndex = after.findIndex((e) => e.workflowTaskStartedEventAttributes);
+    const endIndex = after.findIndex((e, i) => i > startedIndex && (e.workflowTaskCompletedEventAttributes || e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes));
+    const started = after[startedIndex];
+    const ended = after[endIndex];
+    const retried = Boolean(ended?.workflowTaskFailedEventAttributes);
+    const raced = retried
+      ? after
+          // The events that raced it are written after the refusal, before the task runs again.
+          .slice(endIndex + 1, endIndex + 1 + after.slice(endIndex + 1).findIndex((e) => e.workflowTaskScheduledEventAttributes))
+          .map((e) => Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? 'unknown')
+          .map((k) => k.replace(/EventAttributes$/, ''))
+      : [];
+    return {
+      result: resultAt - sentAt,
+      closed: closeTime.getTime() - sentAt,
+      server: closeTime.getTime() - signalledAt,
+      toTask: eventMs(started?.eventTime) - signalledAt,
+      firstTask: eventMs(ended?.eventTime) - eventMs(started?.eventTime),
+      retried,
+      raced,
+    };
   } catch (err) {
     await handle.terminate('bench run failed').catch(() => undefined);
     throw err;
@@ -163,10 +211,14 @@ async function main(): Promise<void> {
       { figure: `${label} p99`, value: ms(percentile(values, 99)), target: `≤ ${TARGET_MS} ms`, met: values.length > 0 && percentile(values, 99) <= TARGET_MS },
       { figure: `${label} max`, value: ms(Math.max(...values)) },
     ];
-    printTable(`forceDelete with a hanging provider: signal → workflow closed (${samples.length} runs, forced attempt bound ${BENCH_TIMINGS.forceDeleteAttemptTimeoutMs} ms)`, [
+    printTable(`forceDelete with a hanging provider: signal → workflow closed (${samples.length} runs, forced attempt bound ${BENCH_TIMINGS.forceDeleteAttemptTimeoutMs} ms, forced ${FORCE_AFTER_MS} ms after the delete hung)`, [
       ...rows('signal sent → result() returned', stat((s) => s.result)),
       ...rows('signal sent → closeTime (describe)', stat((s) => s.closed)),
       ...rows('signal event → close (server clock)', stat((s) => s.server)),
+      { figure: 'signal event → its workflow task started, p50 / max', value: `${ms(percentile(stat((s) => s.toTask), 50))} / ${ms(Math.max(...stat((s) => s.toTask)))}` },
+      { figure: 'that task, started → ended, p50 / max', value: `${ms(percentile(stat((s) => s.firstTask), 50))} / ${ms(Math.max(...stat((s) => s.firstTask)))}` },
+      { figure: 'runs whose task the server refused (an event raced it)', value: `${samples.filter((s) => s.retried).length}: ${[...new Set(samples.flatMap((s) => s.raced))].join(', ') || '–'}` },
+      { figure: 'close of those runs, p50 / max', value: samples.some((s) => s.retried) ? `${ms(percentile(samples.filter((s) => s.retried).map((s) => s.server), 50))} / ${ms(Math.max(...samples.filter((s) => s.retried).map((s) => s.server)))}` : '–' },
       { figure: 'runs that failed', value: String(failures), target: '0', met: failures === 0 },
       { figure: 'running workflows marked RunnerLeaked while the provider hung', value: String(leakedWhileHanging), target: `${runs + 1} (every machine findable)`, met: leakedWhileHanging === runs + 1 },
       { figure: `machines left ${RECOVERY_TIMEOUT_MS / 1000} s after the provider recovered`, value: String(machinesLeft), target: '0', met: machinesLeft === 0 },

@@ -321,9 +321,16 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     return { provider: input.provider, name: input.name, pool: input.pool, ...(record.providerId ? { providerId: record.providerId } : {}) };
   }
 
+  /** Set once the graceful path is done with GitHub: removed, never registered, or left to the GitHub sweep. */
+  let githubSettled = false;
+  /** Workflow time at which the graceful path asked the provider to delete the machine. */
+  let providerDeleteAskedAt: number | undefined;
+
   async function gracefulDelete(unregister: boolean): Promise<void> {
     if (unregister && createAttempted) await unregisterFromGitHub();
+    githubSettled = true;
     moveTo('deleting');
+    providerDeleteAskedAt = Date.now();
     await remove.deleteInstance(deleteArgs());
     moveTo('deleted');
   }
@@ -345,6 +352,10 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       moveTo('deleted', 'forced before any machine was created');
       return;
     }
+    // An operator forces a delete mostly because the graceful one hangs or keeps failing. A
+    // provider that has not confirmed it for longer than the forced attempt's bound would only
+    // be given the bound again: the machine goes straight to its clean-up, which retries at once.
+    const unconfirmed = providerDeleteAskedAt === undefined ? 0 : Date.now() - providerDeleteAskedAt;
     let handedTo: string | undefined;
     try {
       const outcome = await forceDeleteStep.forceDeleteMachine({
@@ -358,6 +369,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
         timings: t,
         reason,
         boundMs: t.forceDeleteAttemptTimeoutMs,
+        ...(githubSettled ? { githubRemoved: true } : {}),
+        ...(unconfirmed >= t.forceDeleteAttemptTimeoutMs ? { providerUnconfirmedMs: unconfirmed } : {}),
       });
       if (!outcome.machineGone) {
         record.lastError = outcome.error;

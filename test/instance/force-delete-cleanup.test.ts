@@ -56,6 +56,30 @@ describe('forced delete hands an unconfirmed machine to its clean-up workflow', 
     expect(env.w.fake.instance(name)).toBeUndefined();
   });
 
+  it('gives a provider that left the graceful delete unconfirmed no second bound, and GitHub no second removal', async () => {
+    const name = uniqueName('cleanup-unanswered');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    env.w.fake.setFault('delete', { hang: true, instance: name });
+    await handle.signal(deleteSignal, {});
+    await waitForStatus(handle, 'deleting');
+    await eventually(() => env.w.fake.attempts('delete') >= 1, 10_000, 'hanging delete started');
+    // Longer than the forced attempt's bound (forceDeleteAttemptTimeout, 500 ms in tests).
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    await handle.signal(forceDeleteSignal, { reason: 'stuck for a while' });
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+    // Handed over without another bounded attempt: the reason is the unanswered delete, not the bound.
+    expect(final.lastError).toMatch(/the provider has not confirmed a delete asked for \d+ ms ago/);
+    expect(final.transitions.at(-1)?.reason).toContain(cleanupWorkflowId(name));
+
+    env.w.fake.clearFaults('delete');
+    await env.client.workflow.getHandle(cleanupWorkflowId(name)).result();
+    expect(env.w.fake.instance(name)).toBeUndefined();
+    // The graceful path removed the registration; neither the forced step nor the clean-up asked again.
+    expect(env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name)).toHaveLength(1);
+  });
+
   it('starts no clean-up when the provider confirmed the delete in time', async () => {
     const name = uniqueName('cleanup-none');
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
