@@ -29,6 +29,9 @@ import { ensureSearchAttributes } from '../worker/search-attributes';
 import { instanceStartOptions } from '../workflows/instance-options';
 import { deleteSignal, forceDeleteSignal, stateQuery, type RunnerInstanceInput } from '../workflows/messages';
 import { runnerInstance } from '../workflows/runner-instance';
+import { runnerPool } from '../workflows/runner-pool';
+import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
+import { poolSettingsSchema } from '../domain/pool';
 import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, temporalServer, uniqueName, until } from './common';
 
 const TARGET_MS = 100;
@@ -58,10 +61,14 @@ const instantGitHub: GitHubPort = {
   listRunnerDownloads: async () => [],
 };
 
+/** A real pool workflow that hears every runner's reports, as in production; it starts no runners of its own. */
+const POOL_NAME = uniqueName('bench-force-pool').toLowerCase().slice(0, 40);
+
 function input(name: string): RunnerInstanceInput {
   return {
     name,
-    pool: 'bench-pool',
+    pool: POOL_NAME,
+    notifyPool: true,
     provider: 'fake',
     timings: BENCH_TIMINGS,
     spec: sampleInstanceSpec({ github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo: 'force-delete' } }, bootstrapTimeoutMs: 10 * 60_000 }),
@@ -176,11 +183,20 @@ async function main(): Promise<void> {
       },
     });
     const fake = new FakeProviderControl(fakeDir);
+    const settings = poolSettingsSchema.parse({
+      name: POOL_NAME,
+      github: { scope: { kind: 'repo', owner: 'bench', repo: 'force-delete' } },
+      labels: ['self-hosted', 'bench'],
+      provider: 'fake',
+      maxRunners: 0,
+    });
+    const pool = await client.workflow.start(runnerPool, { taskQueue, workflowId: poolWorkflowId(POOL_NAME), args: [{ settings, timings: BENCH_TIMINGS }] });
     const samples: Sample[] = [];
     let failures = 0;
     let leakedWhileHanging = 0;
     let machinesLeft = -1;
     let stillLeaked = -1;
+    let poolStillCounts = -1;
     await worker.runUntil(async () => {
       // The first run pays for cold caches and connections; it is not counted.
       console.log(`force-delete-latency: 1 warm-up run + ${runs} measured runs on ${temporal.address}`);
@@ -195,7 +211,7 @@ async function main(): Promise<void> {
       }
       // Counted while the provider still hangs (a clean-up that succeeds clears its mark), and
       // given a moment for visibility to show the last run's clean-up.
-      const leakedQuery = `RunnerLeaked = true AND ExecutionStatus = 'Running' AND RunnerPool = 'bench-pool'`;
+      const leakedQuery = `RunnerLeaked = true AND ExecutionStatus = 'Running' AND RunnerPool = '${POOL_NAME}'`;
       const countLeaked = async () => (await client.workflow.count(leakedQuery)).count;
       leakedWhileHanging = (await until(async () => ((await countLeaked()) >= runs + 1 ? runs + 1 : undefined), 5_000, 250)) ?? (await countLeaked());
       // The provider answers again: GARM's promise is that every machine is now deleted.
@@ -204,6 +220,8 @@ async function main(): Promise<void> {
       const gone = await until(() => (mine().length === 0 ? true : undefined), RECOVERY_TIMEOUT_MS, 500);
       machinesLeft = mine().length;
       stillLeaked = gone ? ((await until(async () => ((await client.workflow.count(leakedQuery)).count === 0 ? 0 : undefined), 10_000, 500)) ?? -1) : -1;
+      poolStillCounts = (await pool.query(poolStateQuery)).runners.length;
+      await pool.terminate('bench done');
     });
     const stat = (pick: (s: Sample) => number) => samples.map(pick);
     const rows = (label: string, values: number[]) => [
@@ -223,6 +241,7 @@ async function main(): Promise<void> {
       { figure: 'running workflows marked RunnerLeaked while the provider hung', value: String(leakedWhileHanging), target: `${runs + 1} (every machine findable)`, met: leakedWhileHanging === runs + 1 },
       { figure: `machines left ${RECOVERY_TIMEOUT_MS / 1000} s after the provider recovered`, value: String(machinesLeft), target: '0', met: machinesLeft === 0 },
       { figure: 'running workflows still marked RunnerLeaked after that', value: String(stillLeaked), target: '0', met: stillLeaked === 0 },
+      { figure: 'runners the pool still counts (it heard every forced delete)', value: String(poolStillCounts), target: '0', met: poolStillCounts === 0 },
     ]);
   } finally {
     await workerConnection.close();

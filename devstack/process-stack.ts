@@ -101,6 +101,10 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
     taskQueue: options.taskQueue,
     startWorker,
     async stop() {
+      // A profiled process writes its profile only when it exits by itself: ask first, then insist.
+      if (process.env.RUNNERFLOW_STACK_NODE_ARGS) {
+        await Promise.race([Promise.all([...workers, ...apis].map((p) => p.kill('SIGTERM'))), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      }
       await Promise.all([...workers, ...apis].map((p) => p.kill('SIGKILL')));
       await sim.close();
       await connection.close();

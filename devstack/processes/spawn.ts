@@ -22,7 +22,9 @@ export interface StackProcess {
 }
 
 export async function spawnStackProcess(role: StackProcess['role'], env: NodeJS.ProcessEnv, readyTimeoutMs = 90_000): Promise<StackProcess> {
-  const child = spawn(process.execPath, ['--import', TSX, SCRIPTS[role]], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // e.g. RUNNERFLOW_STACK_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile a bench's processes (Node refuses those in NODE_OPTIONS).
+  const nodeArgs = (env.RUNNERFLOW_STACK_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', TSX, SCRIPTS[role]], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
