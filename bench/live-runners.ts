@@ -10,7 +10,11 @@
  * simulator with its thousands of agents live elsewhere.
  *
  *   npx tsx bench/live-runners.ts --runners 1000
- *   npx tsx bench/live-runners.ts --runners 5000
+ *   npx tsx bench/live-runners.ts --runners 5000 [--heap-mb 512]
+ *
+ * --heap-mb caps the worker's V8 heap (`--max-old-space-size`), as an operator
+ * with a memory budget runs it; by default V8 lets the heap grow towards a
+ * quarter of the machine's memory before it collects hard.
  */
 import { readFileSync } from 'node:fs';
 import { exitAfter, intArg, mb, ms, printTable, quietTemporal, runBench, sleep, temporalServer, until } from './common';
@@ -35,6 +39,9 @@ const RATE_TARGET = 50;
 async function main(): Promise<void> {
   const n = intArg('runners', 1_000);
   const settleMs = intArg('settle-ms', 10_000);
+  const heapMb = intArg('heap-mb', 0, { allowZero: true });
+  // The stack's processes take their Node flags from here (devstack/processes/spawn.ts).
+  if (heapMb > 0) process.env.RUNNERFLOW_STACK_NODE_ARGS = [process.env.RUNNERFLOW_STACK_NODE_ARGS, `--max-old-space-size=${heapMb}`].filter(Boolean).join(' ');
   const timeoutMs = 60_000 + n * 200;
   // Terminating thousands of workflows takes the dev server minutes when the machine is busy.
   const cleanupMs = 120_000 + n * 200;
@@ -105,7 +112,7 @@ async function main(): Promise<void> {
     const tookMs = (allIdle ?? Date.now()) - started;
     const rate = idleCount / (tookMs / 1000);
     const perRunner = (rssSettled - rssBefore) / Math.max(1, idleCount);
-    printTable(`Live idle runners: ${n} (simulated machines), one worker`, [
+    printTable(`Live idle runners: ${n} (simulated machines), one worker${heapMb > 0 ? `, V8 heap limit ${heapMb} MB` : ''}`, [
       { figure: 'runners online and idle', value: `${idleCount}/${n}`, target: String(n), met: idleCount >= n },
       { figure: 'time until all idle (GitHub side)', value: ms(tookMs) },
       { figure: 'time until the pool sees all idle', value: poolIdle ? ms(poolIdle - started) : 'not seen' },
