@@ -94,14 +94,49 @@ async function lastDeleteFailure(client: Client, unconfirmedMs: number): Promise
 }
 
 export function createForceDeleteActivities(deps: ForceDeleteDeps) {
+  type Machine = Omit<ForceDeleteArgs, 'boundMs' | 'githubRemoved' | 'providerUnconfirmedMs'>;
+
+  /** Starts the machine's clean-up workflow; idempotent by its id. */
+  async function handOver(machine: Machine, githubRemoved: boolean): Promise<string> {
+    const workflowId = cleanupWorkflowId(machine.name);
+    const input: MachineCleanupInput = { ...machine, githubRemoved };
+    try {
+      await deps.client.workflow.start(MACHINE_CLEANUP_WORKFLOW, {
+        workflowId,
+        taskQueue: Context.current().info.taskQueue,
+        args: [input],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: RUNNER_LEAKED, value: true },
+          { key: RUNNER_STATUS, value: 'deleting' },
+          { key: RUNNER_NAME, value: machine.name },
+          { key: RUNNER_POOL, value: machine.pool },
+          { key: RUNNER_PROVIDER, value: machine.provider },
+        ]),
+      });
+    } catch (err) {
+      // Already started and finished by an earlier attempt of this step: the machine is in hand.
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+    return workflowId;
+  }
+
   return {
     async forceDeleteMachine(args: ForceDeleteArgs): Promise<ForceDeleteOutcome> {
       const { boundMs, githubRemoved, providerUnconfirmedMs, ...machine } = args;
+      const unregistering = githubRemoved ? Promise.resolve<Attempt>({ ok: true }) : bounded(boundMs, () => removeRunnerAtGitHub(deps.github, machine));
+
+      if (providerUnconfirmedMs !== undefined) {
+        // Known not confirmed: hand over at once, and look up the provider's last word meanwhile.
+        const handedOver = unregistering.then(async (unregistered) => ({ unregistered, workflowId: await handOver(machine, unregistered.ok) }));
+        const [error, { unregistered, workflowId }] = await Promise.all([lastDeleteFailure(deps.client, providerUnconfirmedMs), handedOver]);
+        return { machineGone: false, githubRemoved: unregistered.ok, error, cleanupWorkflowId: workflowId };
+      }
+
       const provider = deps.providers.get(machine.provider);
       const [deleted, unregistered] = await Promise.all([
-        providerUnconfirmedMs !== undefined
-          ? Promise.resolve<Attempt>({ ok: false, error: await lastDeleteFailure(deps.client, providerUnconfirmedMs) })
-          : provider
+        provider
           ? bounded(boundMs, async (signal) => {
               try {
                 await provider.deleteInstance(machine.providerId ?? machine.name, { controllerId: deps.controllerId, poolId: machine.pool, signal });
@@ -110,32 +145,10 @@ export function createForceDeleteActivities(deps: ForceDeleteDeps) {
               }
             })
           : Promise.resolve<Attempt>({ ok: false, error: `provider "${machine.provider}" is not configured on this worker` }),
-        githubRemoved ? Promise.resolve<Attempt>({ ok: true }) : bounded(boundMs, () => removeRunnerAtGitHub(deps.github, machine)),
+        unregistering,
       ]);
       if (deleted.ok) return { machineGone: true, githubRemoved: unregistered.ok };
-
-      const workflowId = cleanupWorkflowId(machine.name);
-      const input: MachineCleanupInput = { ...machine, githubRemoved: unregistered.ok };
-      try {
-        await deps.client.workflow.start(MACHINE_CLEANUP_WORKFLOW, {
-          workflowId,
-          taskQueue: Context.current().info.taskQueue,
-          args: [input],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: new TypedSearchAttributes([
-            { key: RUNNER_LEAKED, value: true },
-            { key: RUNNER_STATUS, value: 'deleting' },
-            { key: RUNNER_NAME, value: machine.name },
-            { key: RUNNER_POOL, value: machine.pool },
-            { key: RUNNER_PROVIDER, value: machine.provider },
-          ]),
-        });
-      } catch (err) {
-        // Already started and finished by an earlier attempt of this step: the machine is in hand.
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      }
-      return { machineGone: false, githubRemoved: unregistered.ok, error: deleted.error, cleanupWorkflowId: workflowId };
+      return { machineGone: false, githubRemoved: unregistered.ok, error: deleted.error, cleanupWorkflowId: await handOver(machine, unregistered.ok) };
     },
   };
 }
