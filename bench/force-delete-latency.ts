@@ -33,6 +33,7 @@ import { runnerPool } from '../workflows/runner-pool';
 import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
 import { poolSettingsSchema } from '../domain/pool';
 import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, temporalServer, uniqueName, until } from './common';
+import { eventMs } from './job-path';
 
 const TARGET_MS = 100;
 const RECOVERY_TIMEOUT_MS = 60_000;
@@ -92,11 +93,6 @@ interface Sample {
   raced: string[];
 }
 
-function eventMs(at: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
-  // seconds is a protobuf Long: through its string, not Number(), which would give NaN.
-  return at ? Number(String(at.seconds ?? 0)) * 1000 + Math.floor((at.nanos ?? 0) / 1e6) : NaN;
-}
-
 async function oneRun(client: Client, taskQueue: string, fake: FakeProviderControl): Promise<Sample> {
   const name = uniqueName('bench-force');
   const handle: WorkflowHandle<typeof runnerInstance> = await client.workflow.start(runnerInstance, { taskQueue, ...instanceStartOptions(input(name)) });
@@ -126,7 +122,7 @@ async function oneRun(client: Client, taskQueue: string, fake: FakeProviderContr
     if (!closeTime) throw new Error(`${name} has no close time`);
     const events = (await handle.fetchHistory()).events ?? [];
     const signalIndex = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === forceDeleteSignal.name);
-    const signalledAt = eventMs(events[signalIndex]?.eventTime);
+    const signalledAt = signalIndex >= 0 ? eventMs(events[signalIndex]!) : NaN;
     const after = events.slice(signalIndex + 1);
     const startedIndex = after.findIndex((e) => e.workflowTaskStartedEventAttributes);
     const endIndex = after.findIndex((e, i) => i > startedIndex && (e.workflowTaskCompletedEventAttributes || e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes));
@@ -144,8 +140,8 @@ async function oneRun(client: Client, taskQueue: string, fake: FakeProviderContr
       result: resultAt - sentAt,
       closed: closeTime.getTime() - sentAt,
       server: closeTime.getTime() - signalledAt,
-      toTask: eventMs(started?.eventTime) - signalledAt,
-      firstTask: eventMs(ended?.eventTime) - eventMs(started?.eventTime),
+      toTask: (started ? eventMs(started) : NaN) - signalledAt,
+      firstTask: started && ended ? eventMs(ended) - eventMs(started) : NaN,
       retried,
       raced,
     };
