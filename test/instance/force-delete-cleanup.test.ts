@@ -80,6 +80,30 @@ describe('forced delete hands an unconfirmed machine to its clean-up workflow', 
     expect(env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name)).toHaveLength(1);
   });
 
+  it("gives the provider's last error as the reason when the graceful delete keeps failing", async () => {
+    const name = uniqueName('cleanup-failing');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    env.w.fake.setFault('delete', { failForever: true, instance: name, message: 'quota service unavailable' });
+    await handle.signal(deleteSignal, {});
+    await waitForStatus(handle, 'deleting');
+    // Longer than the forced attempt's bound (500 ms in tests), with attempts failing meanwhile.
+    await eventually(() => env.w.fake.calls('delete').filter((c) => c.instance === `fake-${name}` && c.outcome === 'fault').length >= 2, 10_000, 'failed deletes');
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    // A forced attempt would now hang until its bound: the reason must come from the earlier failures.
+    env.w.fake.setFault('delete', { hang: true, instance: name });
+    await handle.signal(forceDeleteSignal, { reason: 'keeps failing' });
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+    // Read from the pending attempt the server keeps, since the forced step made no attempt of its own.
+    expect(final.lastError).toContain('quota service unavailable');
+    expect(final.lastError).not.toMatch(/no answer within/);
+
+    env.w.fake.clearFaults('delete');
+    await env.client.workflow.getHandle(cleanupWorkflowId(name)).result();
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
   it('starts no clean-up when the provider confirmed the delete in time', async () => {
     const name = uniqueName('cleanup-none');
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
