@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { registrationMatcher } from '../../activities/github-sweep-activities';
+import { PoolDirectory } from '../../api/pool-directory';
 import { createGitHubRegistry } from '../../github/registry';
 import type { GitHubScope } from '../../github/port';
 import { instanceStartOptions } from '../../workflows/instance-options';
@@ -115,10 +116,14 @@ describe('jobs whose queued webhook was lost', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     expect(stack.sim.jobs().find((j) => j.id === lost.id)?.status).toBe('queued');
 
+    // The sweep finds pools through visibility, which lags a new pool's memo by seconds on a busy server.
+    const directory = new PoolDirectory(stack.client, 0);
+    await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
+
     // Younger than the age limit: left alone (the webhook may still be on its way).
     expect((await sweep(3_600_000, 3_600_000)).github?.requeued).toEqual([]);
     const report = await sweep(3_600_000, 0);
-    expect(report.github?.requeued.map((j) => j.jobId).sort()).toEqual([lost.id, nobodys.id].sort());
+    expect(report.github?.requeued.map((j) => j.jobId).sort(), JSON.stringify(report.github)).toEqual([lost.id, nobodys.id].sort());
 
     const done = await eventually(() => stack.sim.jobs().find((j) => j.id === lost.id && j.status === 'completed'), 30_000, 'the lost job to run');
     expect(done.conclusion).toBe('success');
