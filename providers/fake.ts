@@ -6,10 +6,10 @@
  * Layout of `stateDir`:
  *   instances/<name>.json   one machine each
  *   faults.json             FakeFaultPlans, re-read on every call
- *   attempts.json           attempt counter per operation (reset by setFault)
+ *   attempts.json           attempt counter per operation with a plan (reset by setFault)
  *   calls.jsonl             one FakeCallRecord per call, in order
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ProviderFaultError,
@@ -64,7 +64,7 @@ export interface FakeCallRecord {
   at: number;
   /** Epoch ms when it answered. */
   endedAt: number;
-  /** 1-based attempt number of this operation since its plan was set (0: not counted, the plan aims at another instance). */
+  /** 1-based attempt number of this operation since its plan was set (0: not counted, no plan or one aimed at another instance). */
   attempt: number;
   outcome: FakeCallOutcome;
   controllerId: string;
@@ -128,7 +128,8 @@ class FakeState {
     try {
       return fn();
     } finally {
-      rmSync(lock, { recursive: true, force: true });
+      // The lock is an empty directory: one rmdir, not a recursive removal.
+      rmdirSync(lock);
     }
   }
 
@@ -370,13 +371,17 @@ export class FakeProvider implements ProviderPort {
     const plans = this.state.readFaults();
     const plan = plans[op];
     const applies = planApplies(plan, instance, plan?.instance !== undefined && instance ? this.state.findMachine(instance) : undefined);
-    const attempt = this.state.withLock(() => {
-      const attempts = this.state.readAttempts();
-      const next = (attempts[op] ?? 0) + 1;
-      // A plan aimed at one instance counts only that instance's attempts.
-      if (applies || !plan?.instance) this.state.writeAttempts({ ...attempts, [op]: next });
-      return applies || !plan?.instance ? next : 0;
-    });
+    // Counted against a plan only: with none there is nothing to count, and a locked write on every
+    // call was the largest part of the stand-in's own cost when thousands of machines came up.
+    const attempt = !plan
+      ? 0
+      : this.state.withLock(() => {
+          const attempts = this.state.readAttempts();
+          const next = (attempts[op] ?? 0) + 1;
+          // A plan aimed at one instance counts only that instance's attempts.
+          if (applies || !plan.instance) this.state.writeAttempts({ ...attempts, [op]: next });
+          return applies || !plan.instance ? next : 0;
+        });
     const log = (outcome: FakeCallOutcome, message?: string) =>
       this.state.appendCall({ op, instance, at, endedAt: Date.now(), attempt, outcome, controllerId: ctx.controllerId, poolId: ctx.poolId, pid: process.pid, message });
 
