@@ -339,33 +339,49 @@ export class FakeProvider implements ProviderPort {
   }
 
   async getInstance(instanceId: string, ctx: ProviderCallContext): Promise<ProviderInstance> {
-    const found = await this.call('get', instanceId, ctx, () => {
-      const machine = this.state.findMachine(instanceId);
-      return machine ? { outcome: 'found', value: toInstance(machine) } : { outcome: 'not-found', value: undefined };
-    });
+    const found = await this.call(
+      'get',
+      instanceId,
+      ctx,
+      () => {
+        const machine = this.state.findMachine(instanceId);
+        return machine ? { outcome: 'found', value: toInstance(machine) } : { outcome: 'not-found', value: undefined };
+      },
+      'read',
+    );
     if (!found) throw new ProviderNotFoundError(this.name, instanceId);
     return found;
   }
 
   async listInstances(ctx: ProviderCallContext): Promise<ProviderInstance[]> {
-    return this.call('list', undefined, ctx, () => ({
-      outcome: 'listed',
-      value: this.state
-        .machines()
-        .filter((m) => m.controllerId === ctx.controllerId && (!ctx.poolId || m.poolId === ctx.poolId))
-        .map(toInstance),
-    }));
+    return this.call(
+      'list',
+      undefined,
+      ctx,
+      () => ({
+        outcome: 'listed',
+        value: this.state
+          .machines()
+          .filter((m) => m.controllerId === ctx.controllerId && (!ctx.poolId || m.poolId === ctx.poolId))
+          .map(toInstance),
+      }),
+      'read',
+    );
   }
 
   /**
    * Runs one attempt: counts it, applies the fault plan, then does the work under
-   * the lock and logs the call with its outcome.
+   * the lock and logs the call with its outcome. Reads take no lock: every
+   * machine file is replaced whole (written aside, then renamed), so a read sees
+   * one version or the other, and the lock's directory calls were most of a
+   * lookup's cost.
    */
   private async call<T>(
     op: FakeOperation,
     instance: string | undefined,
     ctx: ProviderCallContext,
     work: () => { outcome: FakeCallOutcome; value: T },
+    access: 'write' | 'read' = 'write',
   ): Promise<T> {
     const at = Date.now();
     const plans = this.state.readFaults();
@@ -404,7 +420,7 @@ export class FakeProvider implements ProviderPort {
       log(ctx.signal?.aborted ? 'aborted' : timedOut ? 'timeout' : 'fault', err instanceof Error ? err.message : String(err));
       throw err;
     }
-    const { outcome, value } = this.state.withLock(work);
+    const { outcome, value } = access === 'read' ? work() : this.state.withLock(work);
     log(outcome);
     return value;
   }
