@@ -136,8 +136,9 @@ export class LocalProcessProvider implements ProviderPort {
     const log = openSync(join(dir, LOG_FILE), 'a');
     let pid: number | undefined;
     try {
-      // The shell records the runner's exit status, readable after a worker restart.
-      const child = spawn('/bin/sh', ['-c', `"$@"; echo $? > ${EXIT_STATUS_FILE}`, 'runnerflow-runner', program!, ...args], {
+      // The shell records the runner's exit status, readable after a worker restart. Written aside
+      // and renamed, so the file exists only once it holds the status.
+      const child = spawn('/bin/sh', ['-c', `"$@"; echo $? > ${EXIT_STATUS_FILE}.tmp && mv ${EXIT_STATUS_FILE}.tmp ${EXIT_STATUS_FILE}`, 'runnerflow-runner', program!, ...args], {
         cwd: dir,
         detached: true,
         stdio: ['ignore', log, log],
@@ -208,7 +209,7 @@ function writeRecord(dir: string, record: LocalInstanceRecord): void {
 function readExitStatus(dir: string): number | undefined {
   try {
     const text = readFileSync(join(dir, EXIT_STATUS_FILE), 'utf8').trim();
-    // Empty while the shell is still writing it.
+    // Empty while a shell started before the status was renamed into place is still writing it.
     const value = text === '' ? NaN : Number(text);
     return Number.isFinite(value) ? value : undefined;
   } catch {
