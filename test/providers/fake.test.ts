@@ -83,6 +83,24 @@ describe('fake provider', () => {
     expect(control.createdCount('retry-1')).toBe(1);
   });
 
+  it('counts attempts only against a plan: calls without one are logged as attempt 0', async () => {
+    await provider.createInstance(bootstrapFor('unplanned', 'pool-a'), ctx);
+    await provider.getInstance('unplanned', ctx);
+    expect(control.calls().map((c) => [c.op, c.attempt, c.outcome])).toEqual([
+      ['create', 0, 'created'],
+      ['get', 0, 'found'],
+    ]);
+    expect(control.attempts('create')).toBe(0);
+    control.setFault('get', { failTimes: 1 });
+    await expect(provider.getInstance('unplanned', ctx)).rejects.toThrow(ProviderFaultError);
+    expect((await provider.getInstance('unplanned', ctx)).name).toBe('unplanned');
+    expect(control.calls('get').map((c) => [c.attempt, c.outcome])).toEqual([
+      [0, 'found'],
+      [1, 'fault'],
+      [2, 'found'],
+    ]);
+  });
+
   it('fails forever until the plan is cleared', async () => {
     control.setFault('delete', { failForever: true });
     for (let i = 0; i < 3; i++) await expect(provider.deleteInstance('x', ctx)).rejects.toThrow('injected delete fault');
