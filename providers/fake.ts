@@ -128,8 +128,13 @@ class FakeState {
     try {
       return fn();
     } finally {
-      // The lock is an empty directory: one rmdir, not a recursive removal.
-      rmdirSync(lock);
+      // The lock is an empty directory: one rmdir, not a recursive removal. Another process may
+      // already have taken it for stale (as the recursive removal's `force` tolerated).
+      try {
+        rmdirSync(lock);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
     }
   }
 
