@@ -30,7 +30,9 @@ export async function whileHeartbeating<T>(work: (signal: AbortSignal) => Promis
 
   const timeoutMs = ctx.info.heartbeatTimeoutMs;
   const everyMs = timeoutMs ? Math.max(100, Math.floor(timeoutMs / 3)) : 1_000;
-  ctx.heartbeat();
+  // The first heartbeat waits one interval: the server times a silent attempt out only after the
+  // whole heartbeat timeout, and most provider calls finish long before, so they cost no heartbeat
+  // at all (each is a round trip and a write to the workflow's state on the server).
   const heartbeat = setInterval(() => ctx.heartbeat(), everyMs);
 
   let expiry: NodeJS.Timeout | undefined;

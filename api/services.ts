@@ -25,6 +25,7 @@ export function createServices(deps: AppDeps): Services {
     pools,
     logger: deps.logger,
     queryTimeoutMs: limits.queryTimeoutMs,
+    paceMs: deps.config.api.intakePace,
     ...(deps.config.api.intakeRelayAfter > 0 ? { relay: { afterMs: deps.config.api.intakeRelayAfter, idleMs: deps.config.api.intakeRelayIdle } } : {}),
   });
   const bounded = <R>(fn: () => Promise<R>): Promise<R> => deps.client.withDeadline(Date.now() + limits.queryTimeoutMs, fn);

@@ -45,16 +45,29 @@ interface Target<T> {
   slow?: { spell: string; batches: number };
 }
 
+export interface SignalBatcherOptions<T> {
+  /** Keeps one signal well inside Temporal's 2 MB payload limit. */
+  maxBatch?: number;
+  detour?: Detour<T>;
+  /** Least time between the starts of two signals to one target; 0 sends as soon as the last returned. */
+  paceMs?: number;
+}
+
 export class SignalBatcher<T> {
   private readonly targets = new Map<string, Target<T>>();
+  private readonly maxBatch: number;
+  private readonly detour?: Detour<T>;
+  private readonly paceMs: number;
 
   constructor(
     /** Sends one batch to one workflow; throws when the server did not accept it. */
     private readonly send: (workflowId: string, items: T[]) => Promise<void>,
-    /** Keeps one signal well inside Temporal's 2 MB payload limit. */
-    private readonly maxBatch = 500,
-    private readonly detour?: Detour<T>,
-  ) {}
+    options: SignalBatcherOptions<T> = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? 500;
+    this.detour = options.detour;
+    this.paceMs = options.paceMs ?? 0;
+  }
 
   add(workflowId: string, item: T): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -72,12 +85,16 @@ export class SignalBatcher<T> {
     target.sending = true;
     while (target.waiting.length > 0) {
       const batch = target.waiting.splice(0, this.maxBatch);
+      const leftAt = Date.now();
       try {
         await this.deliver(workflowId, target, batch.map((w) => w.item));
         for (const w of batch) w.resolve();
       } catch (err) {
         for (const w of batch) w.reject(err);
       }
+      // Still "sending" while the pace runs out: what arrives meanwhile joins the next batch.
+      const rest = leftAt + this.paceMs - Date.now();
+      if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
     }
     target.sending = false;
     this.forgetIfDone(workflowId, target);

@@ -52,6 +52,8 @@ export interface TemporalJobSinkDeps {
    * through a jobRelay workflow instead; absent, the intake waits on the target.
    */
   relay?: JobRelaySettings;
+  /** Least time between two batches of jobs to one pool (or the record); see SignalBatcher. */
+  paceMs?: number;
 }
 
 interface KnownCapacity {
@@ -69,13 +71,11 @@ export class TemporalJobSink implements WorkflowJobSink {
   constructor(private readonly deps: TemporalJobSinkDeps) {
     this.toPools = new SignalBatcher(
       (workflowId, jobs) => deps.client.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs }),
-      undefined,
-      this.relayTo('pool'),
+      { detour: this.relayTo('pool'), paceMs: deps.paceMs },
     );
     this.toUnmatched = new SignalBatcher(
       (workflowId, jobs) => recordUnmatchedJobs(deps.client, { workflowId, taskQueue: deps.taskQueue }, jobs),
-      undefined,
-      this.relayTo('unmatched'),
+      { detour: this.relayTo('unmatched'), paceMs: deps.paceMs },
     );
   }
 

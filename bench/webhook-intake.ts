@@ -11,11 +11,12 @@
  * the intake alone; `--max-runners` lets the pool make runners meanwhile.
  * Afterwards it checks every job reached its place (pool queue or unmatched record).
  *
- *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms]
+ *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms] [--pace 20ms]
  *
  * By default the API and the worker share one process, as `npm start` runs them;
  * --processes gives each a process of its own, as a larger deployment does.
- * --relay-after sets `api.intakeRelayAfter` (0 turns the relay off).
+ * --relay-after sets `api.intakeRelayAfter` (0 turns the relay off), --pace
+ * `api.intakePace` (least time between two signals to one pool).
  */
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -50,7 +51,8 @@ async function main(): Promise<void> {
   const temporal = await temporalServer(console.log);
   const processes = process.argv.includes('--processes');
   const relayAfter = stringArg('relay-after');
-  const api = relayAfter !== undefined ? { intakeRelayAfter: relayAfter } : {};
+  const pace = stringArg('pace');
+  const api = { ...(relayAfter !== undefined ? { intakeRelayAfter: relayAfter } : {}), ...(pace !== undefined ? { intakePace: pace } : {}) };
   const stack = processes ? await startProcessBenchStack(temporal.address, 1_000, 8, { api }) : await startBenchStack(temporal.address, 1_000, 8, { api });
   try {
     const pool = await createPool(stack, maxRunners);
@@ -101,7 +103,11 @@ async function main(): Promise<void> {
     }, 60_000, 500)) ?? (await pending());
     const taskQueue = 'processes' in stack ? stack.taskQueue : stack.loaded.config.temporal.taskQueue;
     const unmatchedHandle = stack.client.workflow.getHandle(unmatchedJobsWorkflowId(taskQueue));
-    const relays = (await stack.client.workflow.count(`WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'`)).count;
+    // Which target was slow: the pool, or the record of jobs no pool matches.
+    const relays = { pool: 0, unmatched: 0 };
+    for await (const relay of stack.client.workflow.list({ query: `WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'` })) {
+      relays[relay.workflowId.startsWith(`jobs/relay/${poolWorkflowId(pool.name)}/`) ? 'pool' : 'unmatched'] += 1;
+    }
     const unmatchedSeen = (await unmatchedHandle.query(unmatchedJobsQuery).catch(() => [])).filter((j) => unmatchedIds.has(j.jobId)).length;
     await removePool(stack, pool);
     await unmatchedHandle.terminate('bench cleanup').catch(() => undefined);
@@ -124,7 +130,7 @@ async function main(): Promise<void> {
       { figure: '5xx answers', value: String(server5xx), target: '0', met: server5xx === 0 },
       { figure: `no answer within ${GITHUB_TIMEOUT_MS / 1000} s`, value: String(result.timeouts), target: '0', met: result.timeouts === 0 },
       { figure: 'matching jobs the pool counts', value: `${reachedPool}/${matchingIds.size}`, target: 'all', met: reachedPool === matchingIds.size },
-      { figure: 'relays started (a pool or the record slow to take jobs)', value: String(relays) },
+      { figure: 'relays started (a target slow to take jobs): for the pool / the unmatched record', value: `${relays.pool} / ${relays.unmatched}` },
       ...cpu
         .filter(({ what }) => !what.includes(': '))
         .map(({ what, seconds }) => ({ figure: `CPU while sending: ${what}`, value: `${(seconds / (result.elapsedMs / 1000)).toFixed(2)} cores` })),

@@ -132,9 +132,15 @@ export const configSchema = z
         intakeRelayAfter: durationMs.default(200),
         /** A relay ends once it has passed its jobs on and nothing came for this long. */
         intakeRelayIdle: durationMs.default(10_000),
+        /**
+         * Least time between two signals carrying queued jobs to one pool (or the unmatched
+         * record): a burst then costs a few large signals instead of many small ones, and a
+         * job arriving after a quiet spell still goes at once. 0 signals as soon as the last returned.
+         */
+        intakePace: durationMs.default(20),
       })
       .strict()
-      .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 200, intakeRelayIdle: 10_000 }),
+      .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 200, intakeRelayIdle: 10_000, intakePace: 20 }),
     github: z.object({ credentials: z.array(githubCredentialsSchema).default([]) }).strict().default({ credentials: [] }),
     providers: z.array(providerConfigSchema).default([]),
     timings: timingsOverrideSchema.default({}),

@@ -37,8 +37,7 @@ describe('jobRelay', () => {
       const intake = new Client({ connection: conns.retrying, namespace: 'default' });
       const batcher = new SignalBatcher<QueuedJob>(
         (workflowId, jobs) => intake.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs }),
-        500,
-        jobRelayDetour(intake, worker.taskQueue, 'pool', { afterMs: 200, idleMs: 500 }),
+        { detour: jobRelayDetour(intake, worker.taskQueue, 'pool', { afterMs: 200, idleMs: 500 }) },
       );
       const started = Date.now();
       await batcher.add(poolId, job(41));

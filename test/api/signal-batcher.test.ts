@@ -34,13 +34,14 @@ function rig(detourOverrides: Partial<Detour<number>> = {}) {
       sent.push({ workflowId, items, gate: g });
       return g.promise;
     },
-    500,
     {
-      afterMs: 50,
-      send: async (workflowId, items, spell) => {
-        detoured.push({ workflowId, items, spell });
+      detour: {
+        afterMs: 50,
+        send: async (workflowId, items, spell) => {
+          detoured.push({ workflowId, items, spell });
+        },
+        ...detourOverrides,
       },
-      ...detourOverrides,
     },
   );
   return { batcher, sent, detoured };
@@ -137,5 +138,52 @@ describe('SignalBatcher with a detour', () => {
     expect(settled).toBe(false);
     sent[0]!.open();
     await done;
+  });
+});
+
+describe('SignalBatcher with a pace', () => {
+  it('sends a job that finds its target quiet at once, and gathers a burst into one batch per pace', async () => {
+    const sent: { items: number[]; at: number }[] = [];
+    const batcher = new SignalBatcher<number>(
+      async (_workflowId, items) => {
+        sent.push({ items, at: Date.now() });
+      },
+      { paceMs: 100 },
+    );
+    const started = Date.now();
+    await batcher.add('pool/a', 1);
+    expect(Date.now() - started).toBeLessThan(50);
+
+    // Arriving while the pace runs: one batch when it is over, not one signal each.
+    const burst = [2, 3, 4].map((n) => batcher.add('pool/a', n));
+    await Promise.all(burst);
+    expect(sent.map((s) => s.items)).toEqual([[1], [2, 3, 4]]);
+    expect(sent[1]!.at - sent[0]!.at).toBeGreaterThanOrEqual(95);
+
+    // Other targets keep their own pace.
+    const other = Date.now();
+    await batcher.add('pool/b', 5);
+    expect(Date.now() - other).toBeLessThan(50);
+
+    // Quiet for longer than the pace: at once again.
+    await sleep(150);
+    const later = Date.now();
+    await batcher.add('pool/a', 6);
+    expect(Date.now() - later).toBeLessThan(50);
+    expect(sent.map((s) => s.items)).toEqual([[1], [2, 3, 4], [5], [6]]);
+  });
+
+  it('fails only the batch whose signal failed, and keeps pacing after it', async () => {
+    let calls = 0;
+    const batcher = new SignalBatcher<number>(
+      async () => {
+        calls += 1;
+        if (calls === 1) throw new Error('pool refused');
+      },
+      { paceMs: 50 },
+    );
+    await expect(batcher.add('pool/a', 1)).rejects.toThrow('pool refused');
+    await expect(Promise.all([batcher.add('pool/a', 2), batcher.add('pool/a', 3)])).resolves.toEqual([undefined, undefined]);
+    expect(calls).toBe(2);
   });
 });
