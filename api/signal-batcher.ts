@@ -30,6 +30,18 @@ export interface Detour<T> {
   send: (workflowId: string, items: T[], spell: string) => Promise<void>;
   /** Bounds what one spell's place holds. */
   batchesPerSpell?: number;
+  /**
+   * Errors with which the target refuses signals for now (a pool whose
+   * continue-as-new is being replayed): the batch goes around at once instead
+   * of after `afterMs`, and so does every batch for the next `refusedForMs`.
+   */
+  refused?: (err: unknown) => boolean;
+  refusedForMs?: number;
+  /**
+   * How to wait for the target when the detour itself fails after a refusal;
+   * `send` again when absent. Meant to retry the refusal, which `send` may not.
+   */
+  waitForTarget?: (workflowId: string, items: T[]) => Promise<void>;
 }
 
 interface Waiting<T> {
@@ -41,8 +53,15 @@ interface Waiting<T> {
 interface Target<T> {
   waiting: Waiting<T>[];
   sending: boolean;
-  /** Set while a signal to this target is out longer than the detour allows. */
-  slow?: { spell: string; batches: number };
+  /** Set while a signal to this target is out longer than the detour allows, or after a refusal. */
+  slow?: Spell;
+  /** The spell of the last refusal, taken up again if the target refuses once more before taking a signal. */
+  refusedSpell?: Spell;
+}
+
+interface Spell {
+  spell: string;
+  batches: number;
 }
 
 export interface SignalBatcherOptions<T> {
@@ -100,8 +119,9 @@ export class SignalBatcher<T> {
     this.forgetIfDone(workflowId, target);
   }
 
+  /** A target whose last answer was a refusal is kept (one small entry per such pool) so its spell is taken up again. */
   private forgetIfDone(workflowId: string, target: Target<T>): void {
-    if (!target.sending && !target.slow && target.waiting.length === 0 && this.targets.get(workflowId) === target) this.targets.delete(workflowId);
+    if (!target.sending && !target.slow && !target.refusedSpell && target.waiting.length === 0 && this.targets.get(workflowId) === target) this.targets.delete(workflowId);
   }
 
   private async deliver(workflowId: string, target: Target<T>, items: T[]): Promise<void> {
@@ -119,15 +139,31 @@ export class SignalBatcher<T> {
       new Promise<'slow'>((resolve) => (timer = setTimeout(() => resolve('slow'), detour.afterMs))),
     ]);
     clearTimeout(timer);
-    if (first === 'settled') return sent;
+    if (first === 'settled') {
+      try {
+        await sent;
+        target.refusedSpell = undefined;
+        return;
+      } catch (err) {
+        if (!detour.refused?.(err)) throw err;
+        // Refused outright: nothing of ours is in flight, so the spell ends by the clock and the
+        // target is asked again. A target refusing for seconds (a replay) refuses many times over;
+        // one place for the whole refusal keeps that to one relay.
+        target.slow = target.refusedSpell ??= { spell: randomUUID(), batches: 0 };
+        setTimeout(() => this.endSpell(workflowId, target), detour.refusedForMs ?? 100).unref?.();
+        return this.goAround(detour, workflowId, target, items);
+      }
+    }
 
     target.slow = { spell: randomUUID(), batches: 0 };
-    const over = (): void => {
-      target.slow = undefined;
-      this.forgetIfDone(workflowId, target);
-    };
+    const over = (): void => this.endSpell(workflowId, target);
     sent.then(over, over);
     return this.goAround(detour, workflowId, target, items, sent);
+  }
+
+  private endSpell(workflowId: string, target: Target<T>): void {
+    target.slow = undefined;
+    this.forgetIfDone(workflowId, target);
   }
 
   /** Through the detour; should it fail, the target itself (however slow) is the way left. */
@@ -140,7 +176,7 @@ export class SignalBatcher<T> {
     try {
       await detour.send(workflowId, items, slow.spell);
     } catch {
-      await (sent ?? this.send(workflowId, items));
+      await (sent ?? (detour.waitForTarget ?? this.send)(workflowId, items));
     }
   }
 }

@@ -6,10 +6,9 @@
  * - queued: routed with the cached pool list, then signalled to the pool
  *   batched (api/signal-batcher.ts): one history event per pool per round trip,
  *   however many jobs arrive. Jobs no pool can take are recorded the same way.
- * - A pool or record that does not take a batch quickly (it is continuing as
- *   new, the server holds it) is gone around through a jobRelay workflow, which
- *   passes the jobs on when it can: GitHub's delivery does not wait on one
- *   workflow's pause.
+ * - A pool or record that refuses a batch (it is continuing as new) or does not
+ *   take it quickly is gone around through a jobRelay workflow, which passes the
+ *   jobs on when it can: GitHub's delivery does not wait on one workflow's pause.
  * - in_progress / completed: one signal to the runner the event names. The
  *   runner tells its pool itself (its busy and leaving reports carry the job),
  *   so the pool's history gets no second copy of every job event.
@@ -34,6 +33,7 @@ import { jobRelayDetour, type JobRelaySettings } from './job-relay';
 import { SignalBatcher, type Detour } from './signal-batcher';
 import type { JobTiming, SignalOutcome, WorkflowJobSink } from './webhooks/github';
 import { isNotFound } from './temporal/errors';
+import { failFastWhenBusy, isBusyWorkflowError } from './temporal/connection';
 import { recordUnmatchedJobs } from './temporal/unmatched-record';
 
 export interface TemporalJobSinkDeps {
@@ -69,23 +69,29 @@ export class TemporalJobSink implements WorkflowJobSink {
   private refreshedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: TemporalJobSinkDeps) {
-    this.toPools = new SignalBatcher(
-      (workflowId, jobs) => deps.client.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs }),
-      { detour: this.relayTo('pool'), paceMs: deps.paceMs },
-    );
-    this.toUnmatched = new SignalBatcher(
-      (workflowId, jobs) => recordUnmatchedJobs(deps.client, { workflowId, taskQueue: deps.taskQueue }, jobs),
-      { detour: this.relayTo('unmatched'), paceMs: deps.paceMs },
-    );
+    const toPool = (workflowId: string, jobs: QueuedJob[]) => deps.client.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs });
+    const toRecord = (workflowId: string, jobs: UnmatchedJob[]) => recordUnmatchedJobs(deps.client, { workflowId, taskQueue: deps.taskQueue }, jobs);
+    this.toPools = this.batcher('pool', toPool);
+    this.toUnmatched = this.batcher('unmatched', toRecord);
   }
 
-  private relayTo<T extends QueuedJob>(kind: RelayTarget['kind']): Detour<T> | undefined {
-    const { relay, client, taskQueue, logger } = this.deps;
-    if (!relay) return undefined;
-    return jobRelayDetour<T>(client, taskQueue, kind, relay, {
-      relayed: (target, jobs) => logger.info('jobs relayed: their workflow did not take them in time', { target, jobs, afterMs: relay.afterMs }),
-      failed: (target, jobs, err) => logger.warn('jobs not relayed: waiting for their workflow instead', { target, jobs, error: (err as Error).message }),
-    });
+  /**
+   * With a relay, a target that refuses signals while its continue-as-new is
+   * replayed (a second or two for a busy pool) is told apart at once and gone
+   * around; every delivery of that spell would otherwise wait `afterMs` first.
+   */
+  private batcher<T extends QueuedJob>(kind: RelayTarget['kind'], send: (workflowId: string, items: T[]) => Promise<void>): SignalBatcher<T> {
+    const { relay, client, taskQueue, logger, paceMs } = this.deps;
+    if (!relay) return new SignalBatcher(send, { paceMs });
+    const detour: Detour<T> = {
+      ...jobRelayDetour<T>(client, taskQueue, kind, relay, {
+        relayed: (target, jobs) => logger.info('jobs relayed: their workflow did not take them in time', { target, jobs, afterMs: relay.afterMs }),
+        failed: (target, jobs, err) => logger.warn('jobs not relayed: waiting for their workflow instead', { target, jobs, error: (err as Error).message }),
+      }),
+      refused: isBusyWorkflowError,
+      waitForTarget: send,
+    };
+    return new SignalBatcher((workflowId, items) => failFastWhenBusy(() => send(workflowId, items)), { detour, paceMs });
   }
 
   async jobQueued(job: QueuedJob & { deliveryId: string }): Promise<void> {

@@ -10,7 +10,13 @@
  * up to five seconds late (bench/README.md). That answer is retried every
  * 100 ms instead, for up to ten seconds; a real rate limit keeps the SDK's
  * backoff.
+ *
+ * A caller that has somewhere else to go (the webhook intake, which can hand
+ * jobs to a relay) makes its calls inside `failFastWhenBusy`: there the
+ * refusal is not retried at all but thrown at once, so the caller goes
+ * elsewhere in milliseconds instead of waiting out the replay.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type BackoffOptions, type ConnectionOptions, type GrpcRetryOptions } from '@temporalio/client';
 // The package is CommonJS: its namespaces are properties of the default export under ESM.
 import proto from '@temporalio/proto';
@@ -45,15 +51,39 @@ export function isBusyWorkflow(status: Pick<Status, 'code' | 'metadata'>): boole
 const BUSY_WORKFLOW_RETRY_MS = 100;
 const BUSY_WORKFLOW_ATTEMPTS = 100;
 
-export function temporalRetryOptions(): GrpcRetryOptions {
+export function temporalRetryOptions(whenBusy: 'retry' | 'fail' = 'retry'): GrpcRetryOptions {
   const sdk = defaultGrpcRetryOptions();
   return {
     delayFunction: (attempt, status) => (isBusyWorkflow(status) ? BUSY_WORKFLOW_RETRY_MS * (0.8 + Math.random() * 0.4) : sdk.delayFunction(attempt, status)),
-    retryableDecider: (attempt, status) => (isBusyWorkflow(status) ? attempt < BUSY_WORKFLOW_ATTEMPTS : sdk.retryableDecider(attempt, status)),
+    retryableDecider: (attempt, status) => (isBusyWorkflow(status) ? whenBusy === 'retry' && attempt < BUSY_WORKFLOW_ATTEMPTS : sdk.retryableDecider(attempt, status)),
   };
+}
+
+const busyFailsFast = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `call` so that its Temporal calls (on a connection from `connectTemporal`)
+ * throw a busy-workflow refusal at once instead of retrying it; `isBusyWorkflowError`
+ * recognises what they throw. Other failures are retried as usual.
+ */
+export function failFastWhenBusy<R>(call: () => Promise<R>): Promise<R> {
+  return busyFailsFast.run(true, call);
+}
+
+/** The error (or one of its causes) is the server refusing a busy or closing workflow. */
+export function isBusyWorkflowError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const status = e as Partial<Status>;
+    if (typeof status.code === 'number' && status.metadata && isBusyWorkflow(status as Status)) return true;
+  }
+  return false;
 }
 
 /** `Connection.connect` with runnerflow's retries; a caller's own interceptors replace them. */
 export function connectTemporal(options: ConnectionOptions): Promise<Connection> {
-  return Connection.connect({ interceptors: [makeGrpcRetryInterceptor(temporalRetryOptions())], ...options });
+  const retrying = makeGrpcRetryInterceptor(temporalRetryOptions('retry'));
+  const failing = makeGrpcRetryInterceptor(temporalRetryOptions('fail'));
+  // Chosen when the call is made, which happens in the caller's async context.
+  const byCaller: typeof retrying = (callOptions, nextCall) => (busyFailsFast.getStore() ? failing : retrying)(callOptions, nextCall);
+  return Connection.connect({ interceptors: [byCaller], ...options });
 }

@@ -7,7 +7,7 @@
  */
 import { Client, isGrpcServiceError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { isBusyWorkflow } from '../../api/temporal/connection';
+import { failFastWhenBusy, isBusyWorkflow, isBusyWorkflowError } from '../../api/temporal/connection';
 import { uniqueName } from '../support/temporal';
 import { startClosing, useClosingConnections } from './closing';
 import { signalsOf } from './history';
@@ -40,5 +40,29 @@ describe('signals to a closing workflow', () => {
     expect(Date.now() - started).toBeLessThan(1_300);
     expect((await signalsOf(client, workflowId)).map((s) => s.name)).toContain('late');
     await client.workflow.getHandle(workflowId).terminate('test done');
+  });
+
+  it('are refused at once, recognisably, inside failFastWhenBusy; the same connection still retries outside it', async () => {
+    const taskQueue = uniqueName('closing');
+    const workflowId = uniqueName('closing-wf');
+    const raw = new Client({ connection: conns.raw, namespace: 'default' });
+    const closing = await startClosing(conns.raw, 'anyWorkflow', taskQueue, workflowId);
+    const handle = new Client({ connection: conns.retrying, namespace: 'default' }).workflow.getHandle(workflowId);
+
+    const started = Date.now();
+    const refusal: unknown = await failFastWhenBusy(() => handle.signal('refused', {})).then(() => undefined, (err: unknown) => err);
+    // No retry: the answer comes well inside the 100 ms the retrying client would wait before asking again.
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(isBusyWorkflowError(refusal)).toBe(true);
+
+    // Outside it, a call on the same connection waits for the workflow as before.
+    const delivered = handle.signal('late', {});
+    await new Promise((r) => setTimeout(r, 300));
+    await closing.reopen();
+    await delivered;
+    expect((await signalsOf(raw, workflowId)).map((s) => s.name)).toEqual(expect.arrayContaining(['late']));
+    expect((await signalsOf(raw, workflowId)).map((s) => s.name)).not.toContain('refused');
+    expect(isBusyWorkflowError(new Error('some other failure'))).toBe(false);
+    await raw.workflow.getHandle(workflowId).terminate('test done');
   });
 });

@@ -9,6 +9,7 @@ import { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { jobRelayDetour } from '../../api/job-relay';
 import { SignalBatcher } from '../../api/signal-batcher';
+import { failFastWhenBusy, isBusyWorkflowError } from '../../api/temporal/connection';
 import { jobsQueuedSignal, unmatchedJobsQuery, unmatchedJobsWorkflowId, type QueuedJob } from '../../workflows/pool-messages';
 import { JOB_RELAY_WORKFLOW, type JobRelayResult } from '../../workflows/relay-messages';
 import { eventually, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
@@ -23,18 +24,24 @@ function relaysOf(client: Client, taskQueue: string) {
   return client.workflow.list({ query: `WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'` });
 }
 
+/**
+ * A stand-in for a busy pool whose continue-as-new was refused: its tasks are answered
+ * by hand, so it refuses signals ("closing") for exactly as long as the test says.
+ */
+async function closingPool() {
+  const poolId = uniqueName('pool/closing');
+  const client = new Client({ connection: conns.raw, namespace: 'default' });
+  const closing = await startClosing(conns.raw, 'runnerPool', uniqueName('closing-pool'), poolId);
+  // The intake's client: runnerflow's retries.
+  const intake = new Client({ connection: conns.retrying, namespace: 'default' });
+  return { poolId, client, closing, intake };
+}
+
 describe('jobRelay', () => {
   it('answers while the pool refuses signals, and passes the job on once the pool takes signals again', async () => {
     const worker = await startTestWorker();
     try {
-      // A stand-in for a busy pool whose continue-as-new was refused: its tasks are answered
-      // by hand, so it refuses signals ("closing") for exactly as long as the test says.
-      const poolQueue = uniqueName('closing-pool');
-      const poolId = uniqueName('pool/closing');
-      const client = new Client({ connection: conns.raw, namespace: 'default' });
-      const closing = await startClosing(conns.raw, 'runnerPool', poolQueue, poolId);
-
-      const intake = new Client({ connection: conns.retrying, namespace: 'default' });
+      const { poolId, client, closing, intake } = await closingPool();
       const batcher = new SignalBatcher<QueuedJob>(
         (workflowId, jobs) => intake.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs }),
         { detour: jobRelayDetour(intake, worker.taskQueue, 'pool', { afterMs: 200, idleMs: 500 }) },
@@ -58,6 +65,34 @@ describe('jobRelay', () => {
       // The relay's copy, and the intake's own slow signal landing late: the pool keeps one per job id.
       expect(queued.length).toBeGreaterThanOrEqual(1);
       expect(queued.every((ids) => ids.length === 1 && ids[0] === 41)).toBe(true);
+      await client.workflow.getHandle(poolId).terminate('test done');
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('goes around a pool that refuses signals at the first refusal, not after the relay delay', async () => {
+    const worker = await startTestWorker();
+    try {
+      const { poolId, client, closing, intake } = await closingPool();
+      const toPool = (workflowId: string, jobs: QueuedJob[]) => intake.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs });
+      const batcher = new SignalBatcher<QueuedJob>((workflowId, jobs) => failFastWhenBusy(() => toPool(workflowId, jobs)), {
+        // Far longer than the test waits: only the refusal itself can send the job around in time.
+        detour: { ...jobRelayDetour(intake, worker.taskQueue, 'pool', { afterMs: 10_000, idleMs: 500 }), refused: isBusyWorkflowError, waitForTarget: toPool },
+      });
+      const started = Date.now();
+      await batcher.add(poolId, job(61));
+      expect(Date.now() - started).toBeLessThan(2_000);
+      const relays = [];
+      for await (const r of relaysOf(intake, worker.taskQueue)) relays.push(r);
+      expect(relays.map((r) => r.workflowId.startsWith(`jobs/relay/${poolId}/`))).toEqual([true]);
+
+      await closing.reopen();
+      const relay = intake.workflow.getHandle<() => Promise<JobRelayResult>>(relays[0]!.workflowId);
+      expect(await relay.result()).toEqual({ forwarded: 1 });
+      // Refused, the intake's own signal never landed: the relay's is the only copy.
+      const queued = (await signalsOf(client, poolId)).filter((s) => s.name === 'jobsQueued').map((s) => (s.input as { jobs: QueuedJob[] }).jobs.map((j) => j.jobId));
+      expect(queued).toEqual([[61]]);
       await client.workflow.getHandle(poolId).terminate('test done');
     } finally {
       await worker.stop();

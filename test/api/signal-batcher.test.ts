@@ -187,3 +187,77 @@ describe('SignalBatcher with a pace', () => {
     expect(calls).toBe(2);
   });
 });
+
+describe('SignalBatcher with a target that refuses', () => {
+  class Refused extends Error {}
+
+  it('goes around at the first refusal, keeps going around for a while, then asks the target again', async () => {
+    const direct: number[][] = [];
+    let refusing = true;
+    const detoured: { items: number[]; spell: string }[] = [];
+    const batcher = new SignalBatcher<number>(
+      async (_workflowId, items) => {
+        if (refusing) throw new Refused('workflow is closing');
+        direct.push(items);
+      },
+      {
+        detour: {
+          afterMs: 5_000,
+          refusedForMs: 100,
+          refused: (err) => err instanceof Refused,
+          send: async (_workflowId, items, spell) => {
+            detoured.push({ items, spell });
+          },
+        },
+      },
+    );
+    const started = Date.now();
+    await batcher.add('pool/a', 1);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    // Within the refusal's spell: around, without asking the target.
+    await batcher.add('pool/a', 2);
+    // Asked again after the spell and refused again: still the same place.
+    await sleep(150);
+    await batcher.add('pool/a', 3);
+    expect(detoured.map((d) => d.items)).toEqual([[1], [2], [3]]);
+    expect(new Set(detoured.map((d) => d.spell)).size).toBe(1);
+    expect(direct).toEqual([]);
+
+    refusing = false;
+    await sleep(150);
+    await batcher.add('pool/a', 4);
+    expect(direct).toEqual([[4]]);
+    // A refusal after the target took a signal is a new spell.
+    refusing = true;
+    await batcher.add('pool/a', 5);
+    expect(detoured.map((d) => d.items)).toEqual([[1], [2], [3], [5]]);
+    expect(detoured[3]!.spell).not.toBe(detoured[0]!.spell);
+  });
+
+  it('waits for the target when the detour fails after a refusal, and fails what no refusal explains', async () => {
+    let attempts = 0;
+    const waited: number[][] = [];
+    const batcher = new SignalBatcher<number>(
+      async () => {
+        attempts += 1;
+        throw attempts === 1 ? new Refused('workflow is closing') : new Error('server down');
+      },
+      {
+        detour: {
+          afterMs: 5_000,
+          refused: (err) => err instanceof Refused,
+          send: async () => {
+            throw new Error('relay failed');
+          },
+          waitForTarget: async (_workflowId, items) => {
+            waited.push(items);
+          },
+        },
+      },
+    );
+    await batcher.add('pool/a', 1);
+    expect(waited).toEqual([[1]]);
+    await sleep(150);
+    await expect(batcher.add('pool/a', 2)).rejects.toThrow('server down');
+  });
+});
