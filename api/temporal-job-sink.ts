@@ -85,7 +85,7 @@ export class TemporalJobSink implements WorkflowJobSink {
     if (!relay) return new SignalBatcher(send, { paceMs });
     const detour: Detour<T> = {
       ...jobRelayDetour<T>(client, taskQueue, kind, relay, {
-        relayed: (target, jobs) => logger.info('jobs relayed: their workflow did not take them in time', { target, jobs, afterMs: relay.afterMs }),
+        relayed: (target, jobs) => logger.info('jobs relayed: their workflow refused them or did not take them in time', { target, jobs, afterMs: relay.afterMs }),
         failed: (target, jobs, err) => logger.warn('jobs not relayed: waiting for their workflow instead', { target, jobs, error: (err as Error).message }),
       }),
       refused: isBusyWorkflowError,
