@@ -150,7 +150,7 @@ export class SignalBatcher<T> {
         // target is asked again. A target refusing for seconds (a replay) refuses many times over;
         // one place for the whole refusal keeps that to one relay.
         target.slow = target.refusedSpell ??= { spell: randomUUID(), batches: 0 };
-        setTimeout(() => this.endSpell(workflowId, target), detour.refusedForMs ?? 100).unref?.();
+        setTimeout(() => this.endSpell(workflowId, target), detour.refusedForMs ?? 100).unref();
         return this.goAround(detour, workflowId, target, items);
       }
     }

@@ -8,7 +8,10 @@
 import { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { jobRelayDetour } from '../../api/job-relay';
+import { PoolDirectory, type PoolEntry } from '../../api/pool-directory';
 import { SignalBatcher } from '../../api/signal-batcher';
+import { TemporalJobSink } from '../../api/temporal-job-sink';
+import { silentLogger } from '../../observability/logger';
 import { failFastWhenBusy, isBusyWorkflowError } from '../../api/temporal/connection';
 import { jobsQueuedSignal, unmatchedJobsQuery, unmatchedJobsWorkflowId, type QueuedJob } from '../../workflows/pool-messages';
 import { JOB_RELAY_WORKFLOW, type JobRelayResult } from '../../workflows/relay-messages';
@@ -93,6 +96,36 @@ describe('jobRelay', () => {
       // Refused, the intake's own signal never landed: the relay's is the only copy.
       const queued = (await signalsOf(client, poolId)).filter((s) => s.name === 'jobsQueued').map((s) => (s.input as { jobs: QueuedJob[] }).jobs.map((j) => j.jobId));
       expect(queued).toEqual([[61]]);
+      await client.workflow.getHandle(poolId).terminate('test done');
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('the webhook sink goes around its pool at the refusal, with the relay delay far away', async () => {
+    const worker = await startTestWorker();
+    try {
+      const { poolId, client, closing, intake } = await closingPool();
+      const label = uniqueName('refused');
+      // Routing reads pools from visibility; the stand-in pool has no memo, so the directory is given it.
+      const entry: PoolEntry = { name: poolId, workflowId: poolId, runId: '', startTime: new Date().toISOString(), memo: { labels: [label], priority: 1, enabled: true, maxRunners: 1, provider: 'fake' } };
+      const pools = new (class extends PoolDirectory {
+        override list(): Promise<PoolEntry[]> {
+          return Promise.resolve([entry]);
+        }
+      })(intake, 0);
+      const sink = new TemporalJobSink({ client: intake, taskQueue: worker.taskQueue, pools, logger: silentLogger, queryTimeoutMs: 500, relay: { afterMs: 10_000, idleMs: 500 } });
+      const started = Date.now();
+      await sink.jobQueued({ jobId: 71, labels: ['self-hosted', label], deliveryId: 'd-71' });
+      expect(Date.now() - started).toBeLessThan(2_000);
+
+      const relays = [];
+      for await (const r of relaysOf(intake, worker.taskQueue)) relays.push(r);
+      expect(relays.map((r) => r.workflowId.startsWith(`jobs/relay/${poolId}/`))).toEqual([true]);
+      await closing.reopen();
+      expect(await intake.workflow.getHandle<() => Promise<JobRelayResult>>(relays[0]!.workflowId).result()).toEqual({ forwarded: 1 });
+      const queued = (await signalsOf(client, poolId)).filter((s) => s.name === 'jobsQueued').map((s) => (s.input as { jobs: QueuedJob[] }).jobs.map((j) => j.jobId));
+      expect(queued).toEqual([[71]]);
       await client.workflow.getHandle(poolId).terminate('test done');
     } finally {
       await worker.stop();
