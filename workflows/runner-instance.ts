@@ -105,45 +105,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     leavingAnyway: () => deleteRequest !== undefined || record.runnerStatus === 'failed' || (input.spec.ephemeral && jobFinished),
   });
 
-  setHandler(stateQuery, () => record.snapshot(), { description: INSTANCE_MESSAGE_DESCRIPTIONS.state });
   let sealedJitConfig: string | undefined = input.resume?.sealedJitConfig;
-  setHandler(sealedCredentialQuery, () => sealedJitConfig, { description: INSTANCE_MESSAGE_DESCRIPTIONS.sealedCredential });
-  setHandler(forceDeleteSignal, (args) => {
-    if (force || record.status === 'deleted') return;
-    force = { reason: reasonOf(args, 'force delete requested') };
-    lifecycle.cancel();
-  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.forceDelete });
-  setHandler(deleteSignal, (args) => {
-    deleteRequest ??= { reason: reasonOf(args, 'delete requested') };
-  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.delete });
-  setHandler(jobStartedSignal, (args) => {
-    const job = jobArgs<JobStartedArgs>('jobStarted', args);
-    // Redeliveries and late in_progress events after completion change nothing.
-    if (!job || completedJobs.has(job.jobId) || record.jobId === job.jobId) return;
-    record.jobId = job.jobId;
-    setRunnerStatus('active');
-    const waited = Date.parse(job.startedAt ?? '') - Date.parse(job.queuedAt ?? '');
-    if (waited >= 0) runnerLifecycle.jobStarted({ pool: input.pool, provider: input.provider, queueSeconds: waited / 1000 });
-  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobStarted });
-  setHandler(jobCompletedSignal, (args) => {
-    const job = jobArgs<JobCompletedArgs>('jobCompleted', args);
-    if (!job || completedJobs.has(job.jobId)) return;
-    completedJobs.add(job.jobId);
-    record.jobId = job.jobId;
-    jobFinished = true;
-    // An ephemeral runner takes one job and then unregisters itself from GitHub; a static one is idle again.
-    setRunnerStatus(input.spec.ephemeral ? 'terminated' : 'idle');
-  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobCompleted });
-  setHandler(runnerStatusSignal, (args) => {
-    const report = runnerStatusArgs(args);
-    if (!report || (record.runnerStatus === 'active' && report.status === 'idle')) return;
-    if (report.status === 'failed' && report.message) record.lastError = `runner reported failure: ${report.message}`;
-    setRunnerStatus(report.status);
-  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });
-  setHandler(healthReportSignal, (args) => {
-    const report = healthReportArgs(args);
-    if (report) health.report(report);
-  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
 
   const labels = { pool: input.pool, provider: input.provider };
   let createStartedAt: number | undefined;
@@ -194,6 +156,49 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     record.moveTo(...args);
     notifyPool();
   }
+
+  // Handlers are set only now that everything they touch exists. A signal that reached the
+  // workflow before this run's first task (sent with the start, or carried over a continue-as-new)
+  // is delivered inside `setHandler` itself; set earlier, a handler would read a variable not yet
+  // initialised, fail that task and every retry of it, and leave the runner stuck.
+  setHandler(stateQuery, () => record.snapshot(), { description: INSTANCE_MESSAGE_DESCRIPTIONS.state });
+  setHandler(sealedCredentialQuery, () => sealedJitConfig, { description: INSTANCE_MESSAGE_DESCRIPTIONS.sealedCredential });
+  setHandler(forceDeleteSignal, (args) => {
+    if (force || record.status === 'deleted') return;
+    force = { reason: reasonOf(args, 'force delete requested') };
+    lifecycle.cancel();
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.forceDelete });
+  setHandler(deleteSignal, (args) => {
+    deleteRequest ??= { reason: reasonOf(args, 'delete requested') };
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.delete });
+  setHandler(jobStartedSignal, (args) => {
+    const job = jobArgs<JobStartedArgs>('jobStarted', args);
+    // Redeliveries and late in_progress events after completion change nothing.
+    if (!job || completedJobs.has(job.jobId) || record.jobId === job.jobId) return;
+    record.jobId = job.jobId;
+    setRunnerStatus('active');
+    const waited = Date.parse(job.startedAt ?? '') - Date.parse(job.queuedAt ?? '');
+    if (waited >= 0) runnerLifecycle.jobStarted({ pool: input.pool, provider: input.provider, queueSeconds: waited / 1000 });
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobStarted });
+  setHandler(jobCompletedSignal, (args) => {
+    const job = jobArgs<JobCompletedArgs>('jobCompleted', args);
+    if (!job || completedJobs.has(job.jobId)) return;
+    completedJobs.add(job.jobId);
+    record.jobId = job.jobId;
+    jobFinished = true;
+    // An ephemeral runner takes one job and then unregisters itself from GitHub; a static one is idle again.
+    setRunnerStatus(input.spec.ephemeral ? 'terminated' : 'idle');
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobCompleted });
+  setHandler(runnerStatusSignal, (args) => {
+    const report = runnerStatusArgs(args);
+    if (!report || (record.runnerStatus === 'active' && report.status === 'idle')) return;
+    if (report.status === 'failed' && report.message) record.lastError = `runner reported failure: ${report.message}`;
+    setRunnerStatus(report.status);
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });
+  setHandler(healthReportSignal, (args) => {
+    const report = healthReportArgs(args);
+    if (report) health.report(report);
+  }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
 
   async function createMachine(): Promise<void> {
     moveTo('creating');
