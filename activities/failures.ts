@@ -9,6 +9,8 @@ import { ProviderError, ProviderFaultError } from '../providers/port';
 import { scrubSecrets } from '../observability/secret-scrub';
 
 export const FAILURE_TYPES = {
+  /** An attempt gave up at its own time limit (activities/heartbeat.ts). */
+  attemptDeadline: 'AttemptDeadline',
   githubRateLimited: 'GitHubRateLimited',
   githubRejected: 'GitHubRequestRejected',
   githubUnavailable: 'GitHubUnavailable',

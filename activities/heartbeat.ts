@@ -1,5 +1,6 @@
 import { Context, type Info } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { FAILURE_TYPES } from './failures';
 
 /** Give up this long before Temporal would time the attempt out, so the workflow hears of it at once. */
 const DEADLINE_MARGIN_MS = 100;
@@ -22,7 +23,7 @@ function attemptDeadline(info: Info, now: number): number | undefined {
  * provider may ignore the signal, so the work is also raced against the deadline:
  * a forced delete's one bounded attempt really ends within its bound.
  */
-export async function whileHeartbeating<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function whileHeartbeating<T>(work: (signal: AbortSignal) => Promise<T>, options: { boundMs?: number } = {}): Promise<T> {
   const ctx = Context.current();
   const controller = new AbortController();
   const onCancel = () => controller.abort(ctx.cancellationSignal.reason);
@@ -33,16 +34,19 @@ export async function whileHeartbeating<T>(work: (signal: AbortSignal) => Promis
   // The first heartbeat waits one interval: the server times a silent attempt out only after the
   // whole heartbeat timeout, and most provider calls finish long before, so they cost no heartbeat
   // at all (each is a round trip and a write to the workflow's state on the server).
-  const heartbeat = setInterval(() => ctx.heartbeat(), everyMs);
+  // A local activity has no heartbeats: the worker running it cancels it directly.
+  const heartbeat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), everyMs);
 
   let expiry: NodeJS.Timeout | undefined;
-  const deadline = attemptDeadline(ctx.info, Date.now());
+  const now = Date.now();
+  const limit = attemptDeadline(ctx.info, now);
+  const deadline = options.boundMs === undefined ? limit : Math.min(limit ?? Infinity, now + options.boundMs);
   const expired =
     deadline === undefined
       ? undefined
       : new Promise<never>((_, reject) => {
           expiry = setTimeout(() => {
-            const failure = ApplicationFailure.create({ type: 'AttemptDeadline', message: 'gave up at the end of the attempt time limit' });
+            const failure = ApplicationFailure.create({ type: FAILURE_TYPES.attemptDeadline, message: 'gave up at the end of the attempt time limit' });
             controller.abort(failure);
             reject(failure);
           }, Math.max(0, deadline - Date.now()));

@@ -63,6 +63,9 @@ export interface CreatedInstance {
   sealedJitConfig?: string;
 }
 
+/** The inline first attempt: made (and what it made), or left to the ordinary activity. */
+export type InlineCreateOutcome = { inline: false } | { inline: true; created: CreatedInstance };
+
 export interface DeleteInstanceArgs {
   provider: string;
   name: string;
@@ -105,77 +108,93 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     });
   }
 
+  /**
+   * Idempotent by instance name: a retried or replayed attempt first looks for the
+   * machine an earlier attempt made, so one name never gets two machines.
+   */
+  async function create(args: CreateInstanceArgs, boundMs?: number): Promise<CreatedInstance> {
+    const target = provider(args.provider);
+    const runId = Context.current().info.workflowExecution?.runId ?? '';
+    const callCtx = { controllerId: deps.controllerId, poolId: args.pool, extraSpecs: args.spec.extraSpecs };
+    try {
+      return await timedAttempt(runnerCreateSeconds, { pool: args.pool, provider: args.provider }, () => whileHeartbeating(async (signal) => {
+        const existing = await target.getInstance(args.name, { ...callCtx, signal }).catch((err: unknown) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        });
+        if (existing && existing.status !== 'error') return { providerId: existing.providerId, status: existing.status, reused: true };
+        if (existing) {
+          // GARM: a machine in error is removed before trying again, so nothing half-made lingers.
+          await target.deleteInstance(existing.providerId, { ...callCtx, signal });
+        }
+
+        const gh = deps.github.get(args.spec.github.credentials);
+        const credential = await runnerCredential(gh, args);
+        const instanceToken = await deps.mintInstanceToken(
+          { instance: args.name, runId, pool: args.pool },
+          args.spec.bootstrapTimeoutMs + INSTANCE_TOKEN_MARGIN_MS,
+        );
+        const bootstrap: BootstrapInstance = {
+          name: args.name,
+          poolId: args.pool,
+          tools: await tools.get(args.spec.github.credentials, args.spec.github.scope, () => gh.listRunnerDownloads(args.spec.github.scope)),
+          repoUrl: scopeUrl(args.spec.github.scope, gh.webUrl),
+          callbackUrl: deps.callbackUrl,
+          metadataUrl: deps.metadataUrl,
+          instanceToken,
+          sshKeys: deps.sshKeys ?? [],
+          extraSpecs: args.spec.extraSpecs,
+          githubRunnerGroup: args.spec.runnerGroup,
+          ...(deps.caCertBundle ? { caCertBundle: deps.caCertBundle } : {}),
+          arch: args.spec.osArch,
+          osType: args.spec.osType,
+          flavor: args.spec.flavor,
+          image: args.spec.image,
+          labels: args.spec.labels,
+          jitConfigEnabled: credential.kind === 'jit',
+          ...(credential.kind === 'jit' ? { jitConfig: credential.encodedJitConfig } : { registrationToken: credential.token }),
+        };
+        const created = await target.createInstance(bootstrap, {
+          ...callCtx,
+          signal,
+          timeoutMs: args.spec.bootstrapTimeoutMs,
+        });
+        if (created.status === 'error') {
+          throw ApplicationFailure.create({
+            type: FAILURE_TYPES.providerInstanceError,
+            message: `provider ${args.provider} created ${args.name} in error state${created.providerFault ? `: ${created.providerFault}` : ''}`,
+          });
+        }
+        return {
+          providerId: created.providerId,
+          status: created.status,
+          reused: false,
+          ...(credential.kind === 'jit' ? { githubRunnerId: credential.runnerId } : {}),
+          ...(credential.kind === 'jit' && deps.sealSecret ? { sealedJitConfig: deps.sealSecret(credential.encodedJitConfig) } : {}),
+        };
+      }, boundMs === undefined ? {} : { boundMs }));
+    } catch (err) {
+      throw toActivityFailure(err);
+    }
+  }
+
   return {
     observeRunner: createObserveRunner({ controllerId: deps.controllerId, provider, github: deps.github }),
 
-    /**
-     * Idempotent by instance name: a retried or replayed attempt first looks for the
-     * machine an earlier attempt made, so one name never gets two machines.
-     */
     async createInstance(args: CreateInstanceArgs): Promise<CreatedInstance> {
-      const target = provider(args.provider);
-      const runId = Context.current().info.workflowExecution?.runId ?? '';
-      const callCtx = { controllerId: deps.controllerId, poolId: args.pool, extraSpecs: args.spec.extraSpecs };
-      try {
-        return await timedAttempt(runnerCreateSeconds, { pool: args.pool, provider: args.provider }, () => whileHeartbeating(async (signal) => {
-          const existing = await target.getInstance(args.name, { ...callCtx, signal }).catch((err: unknown) => {
-            if (isNotFound(err)) return undefined;
-            throw err;
-          });
-          if (existing && existing.status !== 'error') return { providerId: existing.providerId, status: existing.status, reused: true };
-          if (existing) {
-            // GARM: a machine in error is removed before trying again, so nothing half-made lingers.
-            await target.deleteInstance(existing.providerId, { ...callCtx, signal });
-          }
+      return create(args);
+    },
 
-          const gh = deps.github.get(args.spec.github.credentials);
-          const credential = await runnerCredential(gh, args);
-          const instanceToken = await deps.mintInstanceToken(
-            { instance: args.name, runId, pool: args.pool },
-            args.spec.bootstrapTimeoutMs + INSTANCE_TOKEN_MARGIN_MS,
-          );
-          const bootstrap: BootstrapInstance = {
-            name: args.name,
-            poolId: args.pool,
-            tools: await tools.get(args.spec.github.credentials, args.spec.github.scope, () => gh.listRunnerDownloads(args.spec.github.scope)),
-            repoUrl: scopeUrl(args.spec.github.scope, gh.webUrl),
-            callbackUrl: deps.callbackUrl,
-            metadataUrl: deps.metadataUrl,
-            instanceToken,
-            sshKeys: deps.sshKeys ?? [],
-            extraSpecs: args.spec.extraSpecs,
-            githubRunnerGroup: args.spec.runnerGroup,
-            ...(deps.caCertBundle ? { caCertBundle: deps.caCertBundle } : {}),
-            arch: args.spec.osArch,
-            osType: args.spec.osType,
-            flavor: args.spec.flavor,
-            image: args.spec.image,
-            labels: args.spec.labels,
-            jitConfigEnabled: credential.kind === 'jit',
-            ...(credential.kind === 'jit' ? { jitConfig: credential.encodedJitConfig } : { registrationToken: credential.token }),
-          };
-          const created = await target.createInstance(bootstrap, {
-            ...callCtx,
-            signal,
-            timeoutMs: args.spec.bootstrapTimeoutMs,
-          });
-          if (created.status === 'error') {
-            throw ApplicationFailure.create({
-              type: FAILURE_TYPES.providerInstanceError,
-              message: `provider ${args.provider} created ${args.name} in error state${created.providerFault ? `: ${created.providerFault}` : ''}`,
-            });
-          }
-          return {
-            providerId: created.providerId,
-            status: created.status,
-            reused: false,
-            ...(credential.kind === 'jit' ? { githubRunnerId: credential.runnerId } : {}),
-            ...(credential.kind === 'jit' && deps.sealSecret ? { sealedJitConfig: deps.sealSecret(credential.encodedJitConfig) } : {}),
-          };
-        }));
-      } catch (err) {
-        throw toActivityFailure(err);
-      }
+    /**
+     * The first create attempt, run as a local activity, within the provider's
+     * `inlineCreateTimeout`; a provider without one is not called (`inline: false`).
+     * An attempt cut off at the bound fails like any other, and the next attempt
+     * (an ordinary activity) finds whatever machine this one got to make.
+     */
+    async createInstanceInline(args: CreateInstanceArgs): Promise<InlineCreateOutcome> {
+      const boundMs = provider(args.provider).inlineCreateTimeoutMs ?? 0;
+      if (boundMs <= 0) return { inline: false };
+      return { inline: true, created: await create(args, boundMs) };
     },
 
     /** Succeeds when the machine is gone, including when it was never there. */

@@ -34,6 +34,20 @@ const githubCredentialsSchema = z
   })
   .strict();
 
+/** A local activity longer than this would hold the runner's workflow task past the point where the SDK must extend it. */
+export const INLINE_CREATE_MAX_MS = 8_000;
+
+/**
+ * How long a provider's create usually takes at most. The first attempt then runs
+ * inline: a local activity in the worker that runs the runner's first workflow task,
+ * which spares the server an activity task and a second workflow task per runner. An
+ * attempt cut off at this bound is retried as an ordinary activity, with the usual
+ * backoff and heartbeats. While it runs, the workflow takes no signal: a forceDelete
+ * that arrives then is acted on when the attempt ends. 0 turns it off.
+ */
+const inlineCreateTimeout = (fallbackMs: number) =>
+  durationMs.pipe(z.number().max(INLINE_CREATE_MAX_MS, { message: `at most ${INLINE_CREATE_MAX_MS} ms: an inline attempt must fit in one workflow task` })).default(fallbackMs);
+
 const localProcessProviderSchema = z
   .object({
     type: z.literal('local-process'),
@@ -48,6 +62,7 @@ const localProcessProviderSchema = z
     /** Extra environment for the runner process. */
     env: z.record(z.string(), z.string()).default({}),
     stopTimeout: durationMs.default(10_000),
+    inlineCreateTimeout: inlineCreateTimeout(2_000),
   })
   .strict();
 
@@ -62,6 +77,8 @@ const externalProviderSchema = z
     /** Host variables whose names start with one of these are passed on (never GARM*). */
     environmentPrefixes: z.array(z.string().min(1)).default([]),
     timeout: durationMs.default(60_000),
+    /** Off by default: a GARM provider may wait for the machine to boot, and one killed half-way may not clean up after itself. */
+    inlineCreateTimeout: inlineCreateTimeout(0),
   })
   .strict();
 
@@ -78,6 +95,8 @@ const awsEc2ProviderSchema = z
     /** Static credentials; otherwise the AWS SDK's default chain is used. */
     accessKeyId: secretRefSchema.optional(),
     secretAccessKey: secretRefSchema.optional(),
+    /** RunInstances and the GitHub call that comes before it take a few seconds at most. */
+    inlineCreateTimeout: inlineCreateTimeout(5_000),
   })
   .strict();
 
@@ -87,6 +106,7 @@ const fakeProviderSchema = z
     name: z.string().min(1),
     /** Directory holding the fake machines and the fault plan; shared by every worker process. */
     stateDir: z.string().min(1),
+    inlineCreateTimeout: inlineCreateTimeout(2_000),
   })
   .strict();
 

@@ -86,6 +86,12 @@ export interface ProviderPort {
   /** Name of this provider as configured. */
   readonly name: string;
   /**
+   * A create this provider usually answers well within: the first attempt then runs
+   * inline, as a local activity in the worker that runs the runner's workflow task,
+   * cut off at this bound. Absent or 0: every attempt is an ordinary activity.
+   */
+  readonly inlineCreateTimeoutMs?: number;
+  /**
    * Create the machine. Creating twice with the same name must not make a second machine:
    * implementations either return the existing one or throw ProviderDuplicateError.
    */

@@ -39,7 +39,7 @@ function build(config: ProviderConfig, env: NodeJS.ProcessEnv): ProviderPort {
 export function createProviders(config: RunnerflowConfig, env: NodeJS.ProcessEnv = process.env): Map<string, ProviderPort> {
   // The schema's own defaults, so the fallback matches a configured local-process provider.
   const configs: ProviderConfig[] = config.providers.length > 0 ? config.providers : [providerConfigSchema.parse({ type: 'local-process', name: DEFAULT_PROVIDER_NAME })];
-  return new Map(configs.map((c) => [c.name, instrumentProvider(build(c, env))]));
+  return new Map(configs.map((c) => [c.name, instrumentProvider(Object.assign(build(c, env), { inlineCreateTimeoutMs: c.inlineCreateTimeout }))]));
 }
 
 export function getProvider(providers: ReadonlyMap<string, ProviderPort>, name: string): ProviderPort {

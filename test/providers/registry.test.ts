@@ -15,15 +15,15 @@ describe('provider registry', () => {
   const dir = mkdtempSync(join(tmpdir(), 'runnerflow-registry-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  const oneOfEachKind = [
+    { type: 'fake', name: 'f', stateDir: dir },
+    { type: 'local-process', name: 'l', workDir: join(dir, 'l') },
+    { type: 'external', name: 'e', executable: '/bin/true' },
+    { type: 'aws-ec2', name: 'a', region: 'us-east-1', endpoint: 'http://127.0.0.1:9' },
+  ];
+
   it('builds one provider of the right kind per configured entry', () => {
-    const config = parseConfig({
-      providers: [
-        { type: 'fake', name: 'f', stateDir: dir },
-        { type: 'local-process', name: 'l', workDir: join(dir, 'l') },
-        { type: 'external', name: 'e', executable: '/bin/true' },
-        { type: 'aws-ec2', name: 'a', region: 'us-east-1', endpoint: 'http://127.0.0.1:9' },
-      ],
-    });
+    const config = parseConfig({ providers: oneOfEachKind });
     const providers = createProviders(config, {});
     expect([...providers.keys()]).toEqual(['f', 'l', 'e', 'a']);
     expect(getProvider(providers, 'f')).toBeInstanceOf(FakeProvider);
@@ -31,6 +31,25 @@ describe('provider registry', () => {
     expect(getProvider(providers, 'e')).toBeInstanceOf(ExternalProvider);
     expect(getProvider(providers, 'a')).toBeInstanceOf(AwsEc2Provider);
     expect(getProvider(providers, 'e').name).toBe('e');
+  });
+
+  it('gives each provider its inline create bound: per kind by default, as configured otherwise', () => {
+    const config = parseConfig({
+      providers: [
+        ...oneOfEachKind,
+        { type: 'external', name: 'quick', executable: '/bin/true', inlineCreateTimeout: '1500ms' },
+        { type: 'local-process', name: 'off', inlineCreateTimeout: 0 },
+      ],
+    });
+    const bounds = Object.fromEntries([...createProviders(config, {})].map(([name, p]) => [name, p.inlineCreateTimeoutMs]));
+    expect(bounds).toEqual({ f: 2_000, l: 2_000, e: 0, a: 5_000, quick: 1_500, off: 0 });
+  });
+
+  it('refuses an inline create bound longer than one workflow task allows, naming the field', () => {
+    expect(() => parseConfig({ providers: [{ type: 'aws-ec2', name: 'a', region: 'us-east-1', inlineCreateTimeout: '20s' }] })).toThrow(
+      /providers\.0\.inlineCreateTimeout.*at most 8000 ms/s,
+    );
+    expect(() => parseConfig({ providers: [{ type: 'fake', name: 'f', stateDir: dir, inlineCreateTimeout: 'soon' }] })).toThrow(/providers\.0\.inlineCreateTimeout.*not a duration/s);
   });
 
   it('falls back to one local-process provider named "local"', () => {

@@ -1,0 +1,123 @@
+/**
+ * A provider that answers quickly gets the first create attempt inline: a local
+ * activity in the worker running the runner's workflow task, with no activity
+ * task on the server. Slow, failing and forced cases fall back to what an
+ * ordinary activity guarantees.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { describe, expect, it } from 'vitest';
+import { FakeProvider, type FakeFaultPlan } from '../../providers/fake';
+import type { ProviderPort } from '../../providers/port';
+import { forceDeleteSignal, runnerStatusSignal } from '../../workflows/messages';
+import { instanceInput, uniqueName, useTestWorker } from '../support/temporal';
+import { startInstance, waitForStatus } from './helpers';
+
+const INLINE_BOUND_MS = 600;
+const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-inline-'));
+const quick: ProviderPort = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS });
+const env = useTestWorker({ fakeDir, providers: new Map([['fake', quick]]) });
+
+const EventType = proto.temporal.api.enums.v1.EventType;
+
+async function eventsOf(handle: WorkflowHandle) {
+  return (await handle.fetchHistory()).events ?? [];
+}
+
+/** Runs `check` with the fake's create calls for `name` answering as `plan` says. */
+async function withCreateFault(name: string, plan: Omit<FakeFaultPlan, 'instance'>, check: () => Promise<void>): Promise<void> {
+  env.w.fake.setFault('create', { ...plan, instance: name });
+  try {
+    await check();
+  } finally {
+    env.w.fake.clearFaults('create');
+  }
+}
+
+async function scheduledActivities(handle: WorkflowHandle): Promise<string[]> {
+  return (await eventsOf(handle))
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
+}
+
+describe('inline first create attempt', () => {
+  it('creates the machine without an activity task on the server, and the runner lives as usual', async () => {
+    const name = uniqueName('inline-quick');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    const state = await waitForStatus(handle, 'running');
+    expect(state.providerId).toBeTruthy();
+    expect(env.w.fake.createdCount(name)).toBe(1);
+    expect(await scheduledActivities(handle)).toEqual([]);
+    const markers = (await eventsOf(handle)).filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED);
+    expect(markers.length).toBeGreaterThanOrEqual(1);
+
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    await handle.signal(forceDeleteSignal, {});
+    expect(await handle.result()).toMatchObject({ status: 'deleted' });
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
+  it('a create slower than the bound is cut off and finished by an ordinary activity, on one machine', async () => {
+    const name = uniqueName('inline-slow');
+    await withCreateFault(name, { delayMs: INLINE_BOUND_MS * 2 }, async () => {
+      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+      const state = await waitForStatus(handle, 'running');
+      expect(state.lastError).toBeUndefined();
+      expect(await scheduledActivities(handle)).toEqual(['createInstance']);
+      const creates = env.w.fake.calls('create').filter((c) => c.instance === name).map((c) => c.outcome);
+      expect(creates).toEqual(['aborted', 'created']);
+      expect(env.w.fake.createdCount(name)).toBe(1);
+
+      await handle.signal(forceDeleteSignal, {});
+      expect(await handle.result()).toMatchObject({ status: 'deleted' });
+    });
+  });
+
+  it('a failed inline attempt is retried after the first backoff, and counts as an attempt', async () => {
+    const name = uniqueName('inline-fails');
+    await withCreateFault(name, { failTimes: 1 }, async () => {
+      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+      const state = await waitForStatus(handle, 'running');
+      expect(state.lastError).toBeUndefined();
+      const events = await eventsOf(handle);
+      expect(events.some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED)).toBe(true);
+      expect(await scheduledActivities(handle)).toEqual(['createInstance']);
+      const scheduled = events.find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+      // FAST_TIMINGS allows three attempts in all: the inline one used the first.
+      expect(scheduled?.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts).toBe(2);
+      expect(env.w.fake.createdCount(name)).toBe(1);
+
+      await handle.signal(forceDeleteSignal, {});
+      expect(await handle.result()).toMatchObject({ status: 'deleted' });
+    });
+  });
+
+  it('with one attempt allowed, a failed inline attempt fails the create and the runner is cleaned up', async () => {
+    const name = uniqueName('inline-once');
+    await withCreateFault(name, { failForever: true }, async () => {
+      const input = instanceInput(name, { timings: { ...instanceInput(name).timings, createMaxAttempts: 1 } });
+      const handle = await startInstance(env.client, env.w.taskQueue, input);
+      const result = await handle.result();
+      expect(result.status).toBe('deleted');
+      expect(result.transitions.map((tr) => tr.to)).toContain('error');
+      expect(result.lastError).toContain('injected create fault');
+      expect(await scheduledActivities(handle)).not.toContain('createInstance');
+    });
+  });
+
+  it('a forceDelete during a hanging inline attempt closes the workflow once the attempt is cut off', async () => {
+    const name = uniqueName('inline-forced');
+    await withCreateFault(name, { hang: true }, async () => {
+      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+      await waitForStatus(handle, 'creating');
+      await handle.signal(forceDeleteSignal, { reason: 'create hangs' });
+      const result = await handle.result();
+      expect(result).toMatchObject({ status: 'deleted', forced: true });
+      expect(env.w.fake.instance(name)).toBeUndefined();
+      expect(env.w.fake.createdCount(name)).toBe(0);
+    });
+  });
+});
