@@ -17,6 +17,7 @@ import { serveApi } from '../api/serve';
 import { createGitHubRegistry } from '../github/registry';
 import { startGitHubSimulator, type GitHubSimulator, type GitHubSimulatorOptions } from '../github/simulator/server';
 import type { ProviderPort } from '../providers/port';
+import { asConfigured } from '../providers/registry';
 import { startWorker, type StartedWorker } from '../worker/start';
 import { SimulatedMachinesProvider } from './simulated-machines';
 import { connectTemporal } from '../api/temporal/connection';
@@ -128,7 +129,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   config.api.publicUrl = api.url;
 
   let providers: Map<string, ProviderPort> | undefined;
-  const simulatedMachines = machinesDir ? new SimulatedMachinesProvider(simulatedName, machinesDir, sim) : undefined;
+  const simulatedEntry = config.providers.find((p) => p.name === simulatedName);
+  const simulatedMachines = machinesDir && simulatedEntry ? asConfigured(new SimulatedMachinesProvider(simulatedName, machinesDir, sim), simulatedEntry) : undefined;
   if (simulatedMachines) providers = new Map<string, ProviderPort>([[simulatedName, simulatedMachines]]);
   const worker = await startWorker({
     loaded,

@@ -39,7 +39,12 @@ function build(config: ProviderConfig, env: NodeJS.ProcessEnv): ProviderPort {
 export function createProviders(config: RunnerflowConfig, env: NodeJS.ProcessEnv = process.env): Map<string, ProviderPort> {
   // The schema's own defaults, so the fallback matches a configured local-process provider.
   const configs: ProviderConfig[] = config.providers.length > 0 ? config.providers : [providerConfigSchema.parse({ type: 'local-process', name: DEFAULT_PROVIDER_NAME })];
-  return new Map(configs.map((c) => [c.name, instrumentProvider(Object.assign(build(c, env), { inlineCreateTimeoutMs: c.inlineCreateTimeout }))]));
+  return new Map(configs.map((c) => [c.name, instrumentProvider(asConfigured(build(c, env), c))]));
+}
+
+/** A provider with what its config entry says about it beyond its own settings; also for ones built elsewhere (the dev stack's simulated machines). */
+export function asConfigured<P extends ProviderPort>(port: P, config: Pick<ProviderConfig, 'inlineCreateTimeout'>): P {
+  return Object.assign(port, { inlineCreateTimeoutMs: config.inlineCreateTimeout });
 }
 
 export function getProvider(providers: ReadonlyMap<string, ProviderPort>, name: string): ProviderPort {

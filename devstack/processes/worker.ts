@@ -8,6 +8,7 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig, resolveSecret } from '../../config/load';
 import { createGitHubRegistry } from '../../github/registry';
+import { asConfigured } from '../../providers/registry';
 import { startWorker } from '../../worker/start';
 import { SimulatedMachinesProvider, simulatorAgentsOverHttp } from '../simulated-machines';
 import { requiredEnv } from './env';
@@ -21,7 +22,7 @@ const started = await startWorker({
   loaded,
   github: createGitHubRegistry(loaded.config, loaded.env),
   instanceTokenKey: resolveSecret(loaded.config.api.instanceTokenSecret, loaded.env)!,
-  providers: new Map([[machines.name, new SimulatedMachinesProvider(machines.name, machines.stateDir, sim)]]),
+  providers: new Map([[machines.name, asConfigured(new SimulatedMachinesProvider(machines.name, machines.stateDir, sim), machines)]]),
   ...(process.env.BUNDLE_PATH ? { workflowBundlePath: process.env.BUNDLE_PATH } : {}),
   log: () => undefined,
 });
