@@ -7,8 +7,9 @@
  *   → pool decides        the start command for the runner made for this job (pool workflow tasks):
  *                         a child-start, or the startRunners activity naming it
  *   → runner started      that runner's WorkflowExecutionStarted
- *   → create scheduled    its createInstance activity scheduled (the runner's first workflow task)
- *   → create started      that activity started (activity dispatch to a worker)
+ *   → create scheduled    its createInstance activity scheduled (the runner's first workflow task);
+ *                         for an inline create (a local activity), that first task's start
+ *   → create started      that activity started (activity dispatch to a worker; none when inline)
  *   → runner online       its runnerStatus signal (JIT config, provider, agent's idle callback)
  *   → job started         simulator's startedAt (GitHub hands the job to an idle runner)
  *
@@ -86,9 +87,11 @@ interface RunnerMarks {
 
 async function runnerMarks(client: Client, name: string): Promise<RunnerMarks | undefined> {
   const events = (await client.workflow.getHandle(runnerWorkflowId(name)).fetchHistory()).events ?? [];
-  const createScheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createInstance');
-  const createStarted = events.find((e) => createScheduled && String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(createScheduled.eventId));
   const online = events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'runnerStatus');
+  const activity = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createInstance');
+  // An inline create runs in the first workflow task: it begins when that task starts, with no dispatch.
+  const createScheduled = activity ?? events.find((e) => e.workflowTaskStartedEventAttributes);
+  const createStarted = activity ? events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(activity.eventId)) : createScheduled;
   if (!events[0] || !createScheduled || !createStarted || !online) return undefined;
   return { started: eventMs(events[0]), createScheduled: eventMs(createScheduled), createStarted: eventMs(createStarted), online: eventMs(online) };
 }
@@ -130,7 +133,7 @@ export async function jobPathBreakdown(client: Client, poolWorkflowId: string, j
   }
   const byId = new Map(jobs.map((j) => [j.id, j]));
   const queuedOrder = [...signalledAt.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id).filter((id) => byId.has(id));
-  const stages = ['job queued → pool signalled', 'pool signalled → pool decides', 'pool decides → runner workflow started', 'runner started → create scheduled (its first workflow task)', 'create scheduled → create started (activity dispatch)', 'create started → runner online', 'runner online → job started', 'total (queued → started)'].map((stage) => ({ stage, values: [] as number[] }));
+  const stages = ['job queued → pool signalled', 'pool signalled → pool decides', 'pool decides → runner workflow started', 'runner started → create scheduled (its first workflow task)', 'create scheduled → create started (activity dispatch; 0 inline)', 'create started → runner online', 'runner online → job started', 'total (queued → started)'].map((stage) => ({ stage, values: [] as number[] }));
   const step = Math.max(1, Math.floor(queuedOrder.length / sample));
   for (let k = 0; k < queuedOrder.length && k < childOrder.length; k += step) {
     const job = byId.get(queuedOrder[k]!)!;
