@@ -19,6 +19,11 @@ export const FAILURE_TYPES = {
   unknownProvider: 'UnknownProvider',
 } as const;
 
+/** Details of a failure that says when to try again (a rate limit). */
+export interface RetryAfterDetails {
+  retryAfterMs: number;
+}
+
 export interface FailureOptions {
   /** Treat non-retryable GitHub answers as retryable (an operator may fix credentials meanwhile). */
   retryRejectedGitHubCalls?: boolean;
@@ -33,10 +38,13 @@ export function toActivityFailure(err: unknown, options: FailureOptions = {}): u
 function classify(err: unknown, options: FailureOptions): unknown {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof GitHubRateLimitError) {
+    const retryAfterMs = Math.max(1, err.retryAfterMs);
     return ApplicationFailure.create({
       type: FAILURE_TYPES.githubRateLimited,
       message: err.message,
-      nextRetryDelay: Math.max(1, err.retryAfterMs),
+      nextRetryDelay: retryAfterMs,
+      // The delay again, where a workflow can read it: a failure decoded there carries no nextRetryDelay.
+      details: [{ retryAfterMs } satisfies RetryAfterDetails],
     });
   }
   if (err instanceof GitHubApiError) {

@@ -23,6 +23,7 @@ import {
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
+import type { RetryAfterDetails } from '../activities/failures';
 import type { ForceDeleteActivities } from '../activities/force-delete-activities';
 import type { CreatedInstance, InlineCreateOutcome, InstanceActivities } from '../activities/instance-activities';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
@@ -244,7 +245,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       record.recordError(err);
       // A provider that answered with a failure gets the usual first backoff; one that was only
       // slow is asked again at once, by an attempt that has the whole attempt timeout.
-      if (!cutOff(err)) await sleep(t.createInitialIntervalMs);
+      // A rate limit says when: the next attempt waits for it, as the activity's own retries would.
+      if (!cutOff(err)) await sleep(Math.max(t.createInitialIntervalMs, retryAfterMs(err) ?? 0));
       return createAfterInline.createInstance(args);
     }
     return first.inline ? first.created : create.createInstance(args);
@@ -466,6 +468,12 @@ const INLINE_CREATE_CEILING_MS = 9_000;
 function failureType(err: unknown): string | undefined {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   return cause instanceof ApplicationFailure ? cause.type ?? undefined : undefined;
+}
+
+function retryAfterMs(err: unknown): number | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const details = cause instanceof ApplicationFailure ? (cause.details?.[0] as Partial<RetryAfterDetails> | undefined) : undefined;
+  return typeof details?.retryAfterMs === 'number' ? details.retryAfterMs : undefined;
 }
 
 /** The attempt ran out of time (its own deadline, or the local activity's timeout) rather than failing. */
