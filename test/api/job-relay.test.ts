@@ -23,8 +23,16 @@ const conns = useClosingConnections();
 
 const job = (jobId: number): QueuedJob => ({ jobId, labels: ['self-hosted', 'relay-test'], repository: 'octo-org/relay' });
 
-function relaysOf(client: Client, taskQueue: string) {
-  return client.workflow.list({ query: `WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'` });
+/**
+ * The relays started on this task queue, once the server lists any: listing reads the
+ * server's visibility records, which follow a start by a moment, longer on a busy machine.
+ */
+async function relaysOf(client: Client, taskQueue: string) {
+  return eventually(async () => {
+    const relays = [];
+    for await (const r of client.workflow.list({ query: `WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'` })) relays.push(r);
+    return relays.length > 0 ? relays : undefined;
+  }, 10_000, 'a relay listed');
 }
 
 /**
@@ -53,8 +61,7 @@ describe('jobRelay', () => {
       await batcher.add(poolId, job(41));
       // Answered through the relay while the pool still refuses every signal (without it, this waits for the pool).
       expect(Date.now() - started).toBeLessThan(2_000);
-      const relays = [];
-      for await (const r of relaysOf(intake, worker.taskQueue)) relays.push(r);
+      const relays = await relaysOf(intake, worker.taskQueue);
       expect(relays).toHaveLength(1);
       expect(relays[0]!.workflowId.startsWith(`jobs/relay/${poolId}/`)).toBe(true);
 
@@ -86,8 +93,7 @@ describe('jobRelay', () => {
       const started = Date.now();
       await batcher.add(poolId, job(61));
       expect(Date.now() - started).toBeLessThan(2_000);
-      const relays = [];
-      for await (const r of relaysOf(intake, worker.taskQueue)) relays.push(r);
+      const relays = await relaysOf(intake, worker.taskQueue);
       expect(relays.map((r) => r.workflowId.startsWith(`jobs/relay/${poolId}/`))).toEqual([true]);
 
       await closing.reopen();
@@ -119,8 +125,7 @@ describe('jobRelay', () => {
       await sink.jobQueued({ jobId: 71, labels: ['self-hosted', label], deliveryId: 'd-71' });
       expect(Date.now() - started).toBeLessThan(2_000);
 
-      const relays = [];
-      for await (const r of relaysOf(intake, worker.taskQueue)) relays.push(r);
+      const relays = await relaysOf(intake, worker.taskQueue);
       expect(relays.map((r) => r.workflowId.startsWith(`jobs/relay/${poolId}/`))).toEqual([true]);
       await closing.reopen();
       expect(await intake.workflow.getHandle<() => Promise<JobRelayResult>>(relays[0]!.workflowId).result()).toEqual({ forwarded: 1 });
