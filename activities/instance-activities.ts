@@ -188,7 +188,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     /**
      * The first create attempt, run as a local activity, within the provider's
      * `inlineCreateTimeout`; a provider without one is not called (`inline: false`).
-     * An attempt cut off at the bound fails like any other, and the next attempt
+     * An attempt cut off at the bound fails with `AttemptDeadline`, and the next attempt
      * (an ordinary activity) finds whatever machine this one got to make.
      */
     async createInstanceInline(args: CreateInstanceArgs): Promise<InlineCreateOutcome> {

@@ -67,7 +67,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   };
   const create = activityOptions({ startToCloseTimeout: createAttemptTimeout, heartbeatTimeout, retry: createRetry });
   // After an inline first attempt that failed, one attempt fewer is left.
-  const createAfterInline = activityOptions({ startToCloseTimeout: createAttemptTimeout, heartbeatTimeout, retry: { ...createRetry, maximumAttempts: t.createMaxAttempts - 1 } });
+  const createAfterFailedInline = activityOptions({ startToCloseTimeout: createAttemptTimeout, heartbeatTimeout, retry: { ...createRetry, maximumAttempts: t.createMaxAttempts - 1 } });
   // The activity cuts the attempt off at the provider's own bound; this only backs it up.
   const createInline = proxyLocalActivities<InstanceActivities>({
     startToCloseTimeout: Math.min(createAttemptTimeout, INLINE_CREATE_CEILING_MS),
@@ -241,13 +241,16 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     try {
       first = await createInline.createInstanceInline(args);
     } catch (err) {
-      if (isCancellation(err) || !retryableCreateFailure(err) || t.createMaxAttempts <= 1) throw err;
+      if (isCancellation(err) || !retryableCreateFailure(err)) throw err;
+      // Only slow: the provider is asked again at once, by attempts with the whole attempt timeout,
+      // and as many of them as if the inline one had not been made.
+      if (cutOff(err)) return create.createInstance(args);
+      if (t.createMaxAttempts <= 1) throw err;
       record.recordError(err);
-      // A provider that answered with a failure gets the usual first backoff; one that was only
-      // slow is asked again at once, by an attempt that has the whole attempt timeout.
-      // A rate limit says when: the next attempt waits for it, as the activity's own retries would.
-      if (!cutOff(err)) await sleep(Math.max(t.createInitialIntervalMs, retryAfterMs(err) ?? 0));
-      return createAfterInline.createInstance(args);
+      // A failure costs an attempt and the usual first backoff. A rate limit says when to try
+      // again: the next attempt waits for it, as the activity's own retries would.
+      await sleep(Math.max(t.createInitialIntervalMs, retryAfterMs(err) ?? 0));
+      return createAfterFailedInline.createInstance(args);
     }
     return first.inline ? first.created : create.createInstance(args);
   }

@@ -60,13 +60,15 @@ describe('inline first create attempt', () => {
     expect(env.w.fake.instance(name)).toBeUndefined();
   });
 
-  it('a create slower than the bound is cut off and finished by an ordinary activity, on one machine', async () => {
+  it('a create slower than the bound is cut off and finished by an ordinary activity, on one machine, without using up an attempt', async () => {
     const name = uniqueName('inline-slow');
     await withCreateFault(name, { delayMs: INLINE_BOUND_MS * 2 }, async () => {
       const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
       const state = await waitForStatus(handle, 'running');
       expect(state.lastError).toBeUndefined();
       expect(await scheduledActivities(handle)).toEqual(['createInstance']);
+      const scheduled = (await eventsOf(handle)).find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+      expect(scheduled?.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts).toBe(3);
       const creates = env.w.fake.calls('create').filter((c) => c.instance === name).map((c) => c.outcome);
       expect(creates).toEqual(['aborted', 'created']);
       expect(env.w.fake.createdCount(name)).toBe(1);
@@ -105,6 +107,18 @@ describe('inline first create attempt', () => {
       expect(result.transitions.map((tr) => tr.to)).toContain('error');
       expect(result.lastError).toContain('injected create fault');
       expect(await scheduledActivities(handle)).not.toContain('createInstance');
+    });
+  });
+
+  it('with one attempt allowed, a slow inline attempt still leaves that attempt to the activity', async () => {
+    const name = uniqueName('inline-once-slow');
+    await withCreateFault(name, { delayMs: INLINE_BOUND_MS * 2 }, async () => {
+      const input = instanceInput(name, { timings: { ...instanceInput(name).timings, createMaxAttempts: 1 } });
+      const handle = await startInstance(env.client, env.w.taskQueue, input);
+      await waitForStatus(handle, 'running');
+      expect(env.w.fake.createdCount(name)).toBe(1);
+      await handle.signal(forceDeleteSignal, {});
+      expect(await handle.result()).toMatchObject({ status: 'deleted' });
     });
   });
 
