@@ -468,28 +468,27 @@ const CREATE_NON_RETRYABLE = ['UnknownProvider', 'GitHubRequestRejected'] as con
 /** Backs up the provider's own inline bound (config: `inlineCreateTimeout`, at most 8 s). */
 const INLINE_CREATE_CEILING_MS = 9_000;
 
-function failureType(err: unknown): string | undefined {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  return cause instanceof ApplicationFailure ? cause.type ?? undefined : undefined;
+/** What the activity itself failed with, under the ActivityFailure that wraps it. */
+function causeOf(err: unknown): unknown {
+  return err instanceof ActivityFailure ? err.cause : err;
 }
 
 function retryAfterMs(err: unknown): number | undefined {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const cause = causeOf(err);
   const details = cause instanceof ApplicationFailure ? (cause.details?.[0] as Partial<RetryAfterDetails> | undefined) : undefined;
   return typeof details?.retryAfterMs === 'number' ? details.retryAfterMs : undefined;
 }
 
 /** The attempt ran out of time (its own deadline, or the local activity's timeout) rather than failing. */
 function cutOff(err: unknown): boolean {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  return cause instanceof TimeoutFailure || failureType(err) === 'AttemptDeadline';
+  const cause = causeOf(err);
+  return cause instanceof TimeoutFailure || (cause instanceof ApplicationFailure && cause.type === 'AttemptDeadline');
 }
 
 function retryableCreateFailure(err: unknown): boolean {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure && cause.nonRetryable) return false;
-  const type = failureType(err);
-  return !(CREATE_NON_RETRYABLE as readonly string[]).includes(type ?? '');
+  const cause = causeOf(err);
+  if (!(cause instanceof ApplicationFailure)) return true;
+  return !cause.nonRetryable && !(CREATE_NON_RETRYABLE as readonly string[]).includes(cause.type ?? '');
 }
 
 /** Well below Temporal's limits; the server may also suggest continuing earlier. */
