@@ -66,6 +66,11 @@ export interface CreatedInstance {
 /** The inline first attempt: made (and what it made), or left to the ordinary activity. */
 export type InlineCreateOutcome = { inline: false } | { inline: true; created: CreatedInstance };
 
+/** The inline first delete attempt: made (the machine is gone), or left to the ordinary activity. */
+export interface InlineDeleteOutcome {
+  inline: boolean;
+}
+
 export interface DeleteInstanceArgs {
   provider: string;
   name: string;
@@ -178,6 +183,23 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     }
   }
 
+  async function remove(args: DeleteInstanceArgs, boundMs?: number): Promise<void> {
+    const target = provider(args.provider);
+    try {
+      await timedAttempt(runnerDeleteSeconds, { pool: args.pool, provider: args.provider }, () =>
+        whileHeartbeating(async (signal) => {
+          try {
+            await target.deleteInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, signal });
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+          }
+        }, boundMs === undefined ? {} : { boundMs }),
+      );
+    } catch (err) {
+      throw toActivityFailure(err);
+    }
+  }
+
   return {
     observeRunner: createObserveRunner({ controllerId: deps.controllerId, provider, github: deps.github }),
 
@@ -199,20 +221,20 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
 
     /** Succeeds when the machine is gone, including when it was never there. */
     async deleteInstance(args: DeleteInstanceArgs): Promise<void> {
-      const target = provider(args.provider);
-      try {
-        await timedAttempt(runnerDeleteSeconds, { pool: args.pool, provider: args.provider }, () =>
-          whileHeartbeating(async (signal) => {
-            try {
-              await target.deleteInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, signal });
-            } catch (err) {
-              if (!isNotFound(err)) throw err;
-            }
-          }),
-        );
-      } catch (err) {
-        throw toActivityFailure(err);
-      }
+      return remove(args);
+    },
+
+    /**
+     * The first delete attempt, run as a local activity, within the provider's
+     * `inlineDeleteTimeout`; a provider without one is not called (`inline: false`).
+     * An attempt cut off at the bound fails with `AttemptDeadline`; the ordinary
+     * activity then asks again (deleting is idempotent).
+     */
+    async deleteInstanceInline(args: DeleteInstanceArgs): Promise<InlineDeleteOutcome> {
+      const boundMs = provider(args.provider).inlineDeleteTimeoutMs ?? 0;
+      if (boundMs <= 0) return { inline: false };
+      await remove(args, boundMs);
+      return { inline: true };
     },
 
     /** Whether the machine still runs; used to notice an ephemeral runner that finished while its webhook was lost. */

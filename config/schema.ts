@@ -35,18 +35,21 @@ const githubCredentialsSchema = z
   .strict();
 
 /** A local activity longer than this would hold the runner's workflow task past the point where the SDK must extend it. */
-export const INLINE_CREATE_MAX_MS = 8_000;
+export const INLINE_ATTEMPT_MAX_MS = 8_000;
 
 /**
- * How long a provider's create usually takes at most. The first attempt then runs
- * inline: a local activity in the worker that runs the runner's first workflow task,
- * which spares the server an activity task and a second workflow task per runner. An
- * attempt cut off at this bound is retried as an ordinary activity, with the usual
- * backoff and heartbeats. While it runs, the workflow takes no signal: a forceDelete
- * that arrives then is acted on when the attempt ends. 0 turns it off.
+ * How long a provider's create (`inlineCreateTimeout`) or delete (`inlineDeleteTimeout`)
+ * usually takes at most. The first attempt then runs inline: a local activity in the
+ * worker that runs the runner's workflow task, which spares the server an activity
+ * task and a workflow task per runner. A create is tried inline in the runner's first
+ * task; a graceful delete in the task that decides the runner leaves (an ephemeral
+ * runner's job is done), whose answer then closes the workflow. An attempt cut off at
+ * this bound is retried as an ordinary activity, with the usual backoff and
+ * heartbeats. While it runs, the workflow takes no signal: a forceDelete that arrives
+ * then is acted on when the attempt ends. 0 turns it off.
  */
-const inlineCreateTimeout = (fallbackMs: number) =>
-  durationMs.pipe(z.number().max(INLINE_CREATE_MAX_MS, { message: `at most ${INLINE_CREATE_MAX_MS} ms: an inline attempt must fit in one workflow task` })).default(fallbackMs);
+const inlineAttemptTimeout = (fallbackMs: number) =>
+  durationMs.pipe(z.number().max(INLINE_ATTEMPT_MAX_MS, { message: `at most ${INLINE_ATTEMPT_MAX_MS} ms: an inline attempt must fit in one workflow task` })).default(fallbackMs);
 
 const localProcessProviderSchema = z
   .object({
@@ -62,7 +65,8 @@ const localProcessProviderSchema = z
     /** Extra environment for the runner process. */
     env: z.record(z.string(), z.string()).default({}),
     stopTimeout: durationMs.default(10_000),
-    inlineCreateTimeout: inlineCreateTimeout(2_000),
+    inlineCreateTimeout: inlineAttemptTimeout(2_000),
+    inlineDeleteTimeout: inlineAttemptTimeout(2_000),
   })
   .strict();
 
@@ -78,7 +82,8 @@ const externalProviderSchema = z
     environmentPrefixes: z.array(z.string().min(1)).default([]),
     timeout: durationMs.default(60_000),
     /** Off by default: a GARM provider may wait for the machine to boot, and one killed half-way may not clean up after itself. */
-    inlineCreateTimeout: inlineCreateTimeout(0),
+    inlineCreateTimeout: inlineAttemptTimeout(0),
+    inlineDeleteTimeout: inlineAttemptTimeout(0),
   })
   .strict();
 
@@ -96,7 +101,8 @@ const awsEc2ProviderSchema = z
     accessKeyId: secretRefSchema.optional(),
     secretAccessKey: secretRefSchema.optional(),
     /** RunInstances and the GitHub call that comes before it take a few seconds at most. */
-    inlineCreateTimeout: inlineCreateTimeout(5_000),
+    inlineCreateTimeout: inlineAttemptTimeout(5_000),
+    inlineDeleteTimeout: inlineAttemptTimeout(5_000),
   })
   .strict();
 
@@ -106,7 +112,8 @@ const fakeProviderSchema = z
     name: z.string().min(1),
     /** Directory holding the fake machines and the fault plan; shared by every worker process. */
     stateDir: z.string().min(1),
-    inlineCreateTimeout: inlineCreateTimeout(2_000),
+    inlineCreateTimeout: inlineAttemptTimeout(2_000),
+    inlineDeleteTimeout: inlineAttemptTimeout(2_000),
   })
   .strict();
 

@@ -91,6 +91,8 @@ export interface ProviderPort {
    * cut off at this bound. Absent or 0: every attempt is an ordinary activity.
    */
   readonly inlineCreateTimeoutMs?: number;
+  /** The same for the first attempt of a graceful delete. */
+  readonly inlineDeleteTimeoutMs?: number;
   /**
    * Create the machine. Creating twice with the same name must not make a second machine:
    * implementations either return the existing one or throw ProviderDuplicateError.

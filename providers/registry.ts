@@ -43,8 +43,8 @@ export function createProviders(config: RunnerflowConfig, env: NodeJS.ProcessEnv
 }
 
 /** A provider with what its config entry says about it beyond its own settings; also for ones built elsewhere (the dev stack's simulated machines). */
-export function asConfigured<P extends ProviderPort>(port: P, config: Pick<ProviderConfig, 'inlineCreateTimeout'>): P {
-  return Object.assign(port, { inlineCreateTimeoutMs: config.inlineCreateTimeout });
+export function asConfigured<P extends ProviderPort>(port: P, config: Pick<ProviderConfig, 'inlineCreateTimeout' | 'inlineDeleteTimeout'>): P {
+  return Object.assign(port, { inlineCreateTimeoutMs: config.inlineCreateTimeout, inlineDeleteTimeoutMs: config.inlineDeleteTimeout });
 }
 
 export function getProvider(providers: ReadonlyMap<string, ProviderPort>, name: string): ProviderPort {

@@ -70,7 +70,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   const createAfterFailedInline = activityOptions({ startToCloseTimeout: createAttemptTimeout, heartbeatTimeout, retry: { ...createRetry, maximumAttempts: t.createMaxAttempts - 1 } });
   // The activity cuts the attempt off at the provider's own bound; this only backs it up.
   const createInline = proxyLocalActivities<InstanceActivities>({
-    startToCloseTimeout: Math.min(createAttemptTimeout, INLINE_CREATE_CEILING_MS),
+    startToCloseTimeout: Math.min(createAttemptTimeout, INLINE_ATTEMPT_CEILING_MS),
     retry: { maximumAttempts: 1 },
   });
   // GARM's delete backoff: 1 s doubling, capped at 5 minutes, until the provider succeeds.
@@ -83,8 +83,12 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       initialInterval: t.deleteInitialIntervalMs,
       backoffCoefficient: t.deleteBackoffCoefficient,
       maximumInterval: t.deleteMaxIntervalMs,
-      nonRetryableErrorTypes: ['UnknownProvider'],
+      nonRetryableErrorTypes: [...DELETE_NON_RETRYABLE],
     },
+  });
+  const removeInline = proxyLocalActivities<InstanceActivities>({
+    startToCloseTimeout: Math.min(t.deleteAttemptTimeoutMs, INLINE_ATTEMPT_CEILING_MS),
+    retry: { maximumAttempts: 1 },
   });
   const github = activityOptions({
     startToCloseTimeout: t.githubAttemptTimeoutMs,
@@ -241,7 +245,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     try {
       first = await createInline.createInstanceInline(args);
     } catch (err) {
-      if (isCancellation(err) || !retryableCreateFailure(err)) throw err;
+      if (isCancellation(err) || !retryable(err, CREATE_NON_RETRYABLE)) throw err;
       // Only slow: the provider is asked again at once, by attempts with the whole attempt timeout,
       // and as many of them as if the inline one had not been made.
       if (cutOff(err)) return create.createInstance(args);
@@ -372,8 +376,31 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     githubSettled = true;
     moveTo('deleting');
     providerDeleteAskedAt = Date.now();
-    await remove.deleteInstance(deleteArgs());
+    await deleteOnce();
     moveTo('deleted');
+  }
+
+  /**
+   * The first attempt inline where the provider answers quickly (see `deleteInstanceInline`):
+   * an ephemeral runner whose job is done then closes in the workflow task that heard so,
+   * with no activity task and no further workflow task. (patched: runners that reached their
+   * delete before it replay their ordinary activity.)
+   */
+  async function deleteOnce(): Promise<void> {
+    const args = deleteArgs();
+    if (!patched('inline-delete-attempt')) return remove.deleteInstance(args);
+    try {
+      if ((await removeInline.deleteInstanceInline(args)).inline) return;
+    } catch (err) {
+      if (isCancellation(err) || !retryable(err, DELETE_NON_RETRYABLE)) throw err;
+      // Only slow: the activity asks again at once. A failure waits the first backoff, as the
+      // activity's own retries would between two attempts.
+      if (!cutOff(err)) {
+        record.recordError(err);
+        await sleep(t.deleteInitialIntervalMs);
+      }
+    }
+    return remove.deleteInstance(args);
   }
 
   /**
@@ -464,9 +491,10 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
 
 /** Failures of a create that no further attempt would change (activities/failures.ts). */
 const CREATE_NON_RETRYABLE = ['UnknownProvider', 'GitHubRequestRejected'] as const;
+const DELETE_NON_RETRYABLE = ['UnknownProvider'] as const;
 
-/** Backs up the provider's own inline bound (config: `inlineCreateTimeout`, at most 8 s). */
-const INLINE_CREATE_CEILING_MS = 9_000;
+/** Backs up the provider's own inline bounds (config: `inlineCreateTimeout`, `inlineDeleteTimeout`, at most 8 s). */
+const INLINE_ATTEMPT_CEILING_MS = 9_000;
 
 /** What the activity itself failed with, under the ActivityFailure that wraps it. */
 function causeOf(err: unknown): unknown {
@@ -485,10 +513,10 @@ function cutOff(err: unknown): boolean {
   return cause instanceof TimeoutFailure || (cause instanceof ApplicationFailure && cause.type === 'AttemptDeadline');
 }
 
-function retryableCreateFailure(err: unknown): boolean {
+function retryable(err: unknown, nonRetryableTypes: readonly string[]): boolean {
   const cause = causeOf(err);
   if (!(cause instanceof ApplicationFailure)) return true;
-  return !cause.nonRetryable && !(CREATE_NON_RETRYABLE as readonly string[]).includes(cause.type ?? '');
+  return !cause.nonRetryable && !nonRetryableTypes.includes(cause.type ?? '');
 }
 
 /** Well below Temporal's limits; the server may also suggest continuing earlier. */

@@ -45,6 +45,19 @@ describe('provider registry', () => {
     expect(bounds).toEqual({ f: 2_000, l: 2_000, e: 0, a: 5_000, quick: 1_500, off: 0 });
   });
 
+  it('gives each provider its inline delete bound the same way, apart from its create bound', () => {
+    const config = parseConfig({
+      providers: [
+        ...oneOfEachKind,
+        { type: 'external', name: 'quick', executable: '/bin/true', inlineDeleteTimeout: '1s' },
+        { type: 'aws-ec2', name: 'off', region: 'us-east-1', inlineDeleteTimeout: 0 },
+      ],
+    });
+    const bounds = Object.fromEntries([...createProviders(config, {})].map(([name, p]) => [name, [p.inlineCreateTimeoutMs, p.inlineDeleteTimeoutMs]]));
+    expect(bounds).toEqual({ f: [2_000, 2_000], l: [2_000, 2_000], e: [0, 0], a: [5_000, 5_000], quick: [0, 1_000], off: [5_000, 0] });
+    expect(() => parseConfig({ providers: [{ type: 'local-process', name: 'l', inlineDeleteTimeout: '9s' }] })).toThrow(/providers\.0\.inlineDeleteTimeout.*at most 8000 ms/s);
+  });
+
   it('refuses an inline create bound longer than one workflow task allows, naming the field', () => {
     expect(() => parseConfig({ providers: [{ type: 'aws-ec2', name: 'a', region: 'us-east-1', inlineCreateTimeout: '20s' }] })).toThrow(
       /providers\.0\.inlineCreateTimeout.*at most 8000 ms/s,

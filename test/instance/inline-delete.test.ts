@@ -1,0 +1,128 @@
+/**
+ * A provider that deletes quickly gets the first graceful delete attempt inline:
+ * an ephemeral runner whose job is done closes in the workflow task that heard
+ * so, with no activity task on the server. Slow, failing and forced cases fall
+ * back to what the ordinary activity guarantees: the machine is deleted in the end.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { describe, expect, it } from 'vitest';
+import { FakeProvider, type FakeFaultPlan } from '../../providers/fake';
+import type { ProviderPort } from '../../providers/port';
+import { forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal } from '../../workflows/messages';
+import { instanceInput, uniqueName, useTestWorker } from '../support/temporal';
+import { startInstance, waitForStatus } from './helpers';
+
+const INLINE_BOUND_MS = 600;
+const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-inline-delete-'));
+const quick: ProviderPort = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS, inlineDeleteTimeoutMs: INLINE_BOUND_MS });
+const env = useTestWorker({ fakeDir, providers: new Map([['fake', quick]]) });
+
+const EventType = proto.temporal.api.enums.v1.EventType;
+
+async function eventsOf(handle: WorkflowHandle) {
+  return (await handle.fetchHistory()).events ?? [];
+}
+
+async function scheduledActivities(handle: WorkflowHandle): Promise<string[]> {
+  return (await eventsOf(handle))
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
+}
+
+/** Workflow tasks the runner took from the one that heard its job completed to its close. */
+async function tasksAfterJobCompleted(handle: WorkflowHandle): Promise<number> {
+  const events = await eventsOf(handle);
+  const completedAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'jobCompleted');
+  return events.slice(completedAt).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).length;
+}
+
+/** Starts an ephemeral runner and takes it through one job, so that it leaves. */
+async function runOneJob(name: string): Promise<WorkflowHandle> {
+  const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+  await waitForStatus(handle, 'running');
+  await handle.signal(runnerStatusSignal, { status: 'idle' });
+  await handle.signal(jobStartedSignal, { jobId: 7 });
+  await handle.signal(jobCompletedSignal, { jobId: 7, conclusion: 'success' });
+  return handle;
+}
+
+async function withDeleteFault(name: string, plan: Omit<FakeFaultPlan, 'instance'>, check: () => Promise<void>): Promise<void> {
+  env.w.fake.setFault('delete', { ...plan, instance: name });
+  try {
+    await check();
+  } finally {
+    env.w.fake.clearFaults('delete');
+  }
+}
+
+const deleteOutcomes = (name: string) =>
+  env.w.fake
+    .calls('delete')
+    .filter((c) => c.instance === `fake-${name}` || c.instance === name)
+    .map((c) => c.outcome);
+
+describe('inline first delete attempt', () => {
+  it('an ephemeral runner whose job is done deletes its machine and closes in one workflow task, without an activity task', async () => {
+    const name = uniqueName('inline-del-quick');
+    const handle = await runOneJob(name);
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'deleted', forced: false });
+    expect(env.w.fake.instance(name)).toBeUndefined();
+    expect(deleteOutcomes(name)).toEqual(['deleted']);
+    expect(await scheduledActivities(handle)).toEqual([]);
+    expect(await tasksAfterJobCompleted(handle)).toBe(1);
+  });
+
+  it('a delete slower than the bound is cut off and finished at once by the ordinary activity', async () => {
+    const name = uniqueName('inline-del-slow');
+    await withDeleteFault(name, { delayMs: INLINE_BOUND_MS * 2 }, async () => {
+      const handle = await runOneJob(name);
+      const result = await handle.result();
+      expect(result).toMatchObject({ status: 'deleted', forced: false });
+      expect(result.lastError).toBeUndefined();
+      expect(await scheduledActivities(handle)).toEqual(['deleteInstance']);
+      // Cut off, not failed: no backoff timer between the two attempts.
+      const timers = (await eventsOf(handle)).filter((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED);
+      const bootstrapTimer = 1;
+      expect(timers).toHaveLength(bootstrapTimer);
+      expect(deleteOutcomes(name)).toEqual(['aborted', 'deleted']);
+      expect(env.w.fake.instance(name)).toBeUndefined();
+    });
+  });
+
+  it('a failed inline attempt is retried by the activity after the first backoff, until the machine is gone', async () => {
+    const name = uniqueName('inline-del-fails');
+    await withDeleteFault(name, { failTimes: 2 }, async () => {
+      const handle = await runOneJob(name);
+      const result = await handle.result();
+      expect(result).toMatchObject({ status: 'deleted', forced: false });
+      const events = await eventsOf(handle);
+      expect(events.filter((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED)).toHaveLength(2);
+      expect(await scheduledActivities(handle)).toEqual(['deleteInstance']);
+      // The activity's own retry took the second failure.
+      const completed = events.find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED);
+      expect(completed?.activityTaskStartedEventAttributes?.attempt).toBe(2);
+      expect(deleteOutcomes(name).filter((o) => o === 'deleted')).toHaveLength(1);
+      expect(env.w.fake.instance(name)).toBeUndefined();
+    });
+  });
+
+  it('a forceDelete while a hanging delete goes on closes the workflow, and the machine is left to its clean-up', async () => {
+    const name = uniqueName('inline-del-forced');
+    await withDeleteFault(name, { hang: true }, async () => {
+      const handle = await runOneJob(name);
+      await waitForStatus(handle, 'deleting');
+      await handle.signal(forceDeleteSignal, { reason: 'delete hangs' });
+      const result = await handle.result();
+      expect(result).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+      expect(result.transitions.at(-1)?.reason).toContain('retries it until the machine is gone');
+    });
+    // The provider answers again: the clean-up workflow gets the machine deleted.
+    for (let i = 0; i < 100 && env.w.fake.instance(name) !== undefined; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+});
