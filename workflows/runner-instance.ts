@@ -394,11 +394,9 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     } catch (err) {
       if (isCancellation(err) || !retryable(err, DELETE_NON_RETRYABLE)) throw err;
       // Only slow: the activity asks again at once. A failure waits the first backoff, as the
-      // activity's own retries would between two attempts.
-      if (!cutOff(err)) {
-        record.recordError(err);
-        await sleep(t.deleteInitialIntervalMs);
-      }
+      // activity's own retries would between two attempts (and, like theirs, is not kept as the
+      // runner's last error: the delete goes on, and the failure stays in the history's marker).
+      if (!cutOff(err)) await sleep(t.deleteInitialIntervalMs);
     }
     return remove.deleteInstance(args);
   }

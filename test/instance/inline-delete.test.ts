@@ -100,6 +100,7 @@ describe('inline first delete attempt', () => {
       const handle = await runOneJob(name);
       const result = await handle.result();
       expect(result).toMatchObject({ status: 'deleted', forced: false });
+      expect(result.lastError).toBeUndefined();
       const events = await eventsOf(handle);
       expect(events.filter((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED)).toHaveLength(2);
       expect(await scheduledActivities(handle)).toEqual(['deleteInstance']);
