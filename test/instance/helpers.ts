@@ -1,4 +1,6 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import type { FakeFaultPlan, FakeOperation, FakeProviderControl } from '../../providers/fake';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { stateQuery, type InstanceState, type RunnerInstanceInput } from '../../workflows/messages';
 import { runnerInstance } from '../../workflows/runner-instance';
@@ -25,4 +27,27 @@ export function expectLegalChain(state: InstanceState): string[] {
     current = tr.to;
   }
   return state.transitions.map((tr) => tr.to);
+}
+
+export const EventType = proto.temporal.api.enums.v1.EventType;
+
+export async function eventsOf(handle: WorkflowHandle) {
+  return (await handle.fetchHistory()).events ?? [];
+}
+
+/** The activity types the workflow scheduled on the server, in order. */
+export async function scheduledActivities(handle: WorkflowHandle): Promise<string[]> {
+  return (await eventsOf(handle))
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
+}
+
+/** Runs `check` with the fake's `op` calls for `name` answering as `plan` says. */
+export async function withFault(fake: FakeProviderControl, op: FakeOperation, name: string, plan: Omit<FakeFaultPlan, 'instance'>, check: () => Promise<void>): Promise<void> {
+  fake.setFault(op, { ...plan, instance: name });
+  try {
+    await check();
+  } finally {
+    fake.clearFaults(op);
+  }
 }

@@ -7,41 +7,20 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
-import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { FakeProvider, type FakeFaultPlan } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { forceDeleteSignal, runnerStatusSignal } from '../../workflows/messages';
 import { instanceInput, uniqueName, useTestWorker } from '../support/temporal';
-import { startInstance, waitForStatus } from './helpers';
+import { EventType, eventsOf, scheduledActivities, startInstance, waitForStatus, withFault } from './helpers';
 
 const INLINE_BOUND_MS = 600;
 const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-inline-'));
 const quick: ProviderPort = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS });
 const env = useTestWorker({ fakeDir, providers: new Map([['fake', quick]]) });
 
-const EventType = proto.temporal.api.enums.v1.EventType;
-
-async function eventsOf(handle: WorkflowHandle) {
-  return (await handle.fetchHistory()).events ?? [];
-}
-
 /** Runs `check` with the fake's create calls for `name` answering as `plan` says. */
-async function withCreateFault(name: string, plan: Omit<FakeFaultPlan, 'instance'>, check: () => Promise<void>): Promise<void> {
-  env.w.fake.setFault('create', { ...plan, instance: name });
-  try {
-    await check();
-  } finally {
-    env.w.fake.clearFaults('create');
-  }
-}
-
-async function scheduledActivities(handle: WorkflowHandle): Promise<string[]> {
-  return (await eventsOf(handle))
-    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
-}
+const withCreateFault = (name: string, plan: Omit<FakeFaultPlan, 'instance'>, check: () => Promise<void>) => withFault(env.w.fake, 'create', name, plan, check);
 
 describe('inline first create attempt', () => {
   it('creates the machine without an activity task on the server, and the runner lives as usual', async () => {

@@ -8,30 +8,17 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { FakeProvider, type FakeFaultPlan } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal } from '../../workflows/messages';
 import { instanceInput, uniqueName, useTestWorker } from '../support/temporal';
-import { startInstance, waitForStatus } from './helpers';
+import { EventType, eventsOf, scheduledActivities, startInstance, waitForStatus, withFault } from './helpers';
 
 const INLINE_BOUND_MS = 600;
 const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-inline-delete-'));
 const quick: ProviderPort = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS, inlineDeleteTimeoutMs: INLINE_BOUND_MS });
 const env = useTestWorker({ fakeDir, providers: new Map([['fake', quick]]) });
-
-const EventType = proto.temporal.api.enums.v1.EventType;
-
-async function eventsOf(handle: WorkflowHandle) {
-  return (await handle.fetchHistory()).events ?? [];
-}
-
-async function scheduledActivities(handle: WorkflowHandle): Promise<string[]> {
-  return (await eventsOf(handle))
-    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
-}
 
 /** Workflow tasks the runner took from the one that heard its job completed to its close. */
 async function tasksAfterJobCompleted(handle: WorkflowHandle): Promise<number> {
@@ -50,14 +37,7 @@ async function runOneJob(name: string): Promise<WorkflowHandle> {
   return handle;
 }
 
-async function withDeleteFault(name: string, plan: Omit<FakeFaultPlan, 'instance'>, check: () => Promise<void>): Promise<void> {
-  env.w.fake.setFault('delete', { ...plan, instance: name });
-  try {
-    await check();
-  } finally {
-    env.w.fake.clearFaults('delete');
-  }
-}
+const withDeleteFault = (name: string, plan: Omit<FakeFaultPlan, 'instance'>, check: () => Promise<void>) => withFault(env.w.fake, 'delete', name, plan, check);
 
 const deleteOutcomes = (name: string) =>
   env.w.fake
