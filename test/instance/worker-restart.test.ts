@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeProviderControl } from '../../providers/fake';
-import { deleteSignal } from '../../workflows/messages';
+import { deleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal } from '../../workflows/messages';
 import { connectClient, eventually, FAST_TIMINGS, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { startWorkerProcess } from '../support/worker-child';
-import { startInstance, waitForStatus } from './helpers';
+import { scheduledActivities, startInstance, waitForStatus } from './helpers';
 
 let client: Client;
 let connection: Connection;
@@ -47,4 +47,40 @@ it('a worker killed in the middle of a create is replaced and exactly one machin
   // The second worker did the work: the killed one never finished its attempt.
   const pids = new Set(fake.calls('create').filter((c) => c.outcome === 'created').map((c) => c.pid));
   expect(pids).toEqual(new Set([process.pid]));
+});
+
+it('a worker killed in the middle of an inline delete is replaced, the machine is deleted and the runner closes', async () => {
+  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-kill-del-'));
+  const taskQueue = uniqueName('tq-kill-del');
+  const name = uniqueName('killed-del');
+  const fake = new FakeProviderControl(fakeDir);
+
+  // The first worker deletes inline, and its delete takes longer than it will live.
+  const child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '5000' });
+  const handle = await startInstance(client, taskQueue, instanceInput(name));
+  await waitForStatus(handle, 'running');
+  fake.setFault('delete', { delayMs: 4_000, instance: name });
+  await handle.signal(runnerStatusSignal, { status: 'idle' });
+  await handle.signal(jobStartedSignal, { jobId: 11 });
+  await handle.signal(jobCompletedSignal, { jobId: 11, conclusion: 'success' });
+  await eventually(() => fake.attempts('delete') >= 1, 10_000, 'inline delete in progress on the first worker');
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  fake.clearFaults('delete');
+  expect(fake.instance(name)).toBeDefined();
+
+  // The replacement replays the runner to its delete and asks the provider again.
+  const replacement = await startTestWorker({ taskQueue, fakeDir });
+  try {
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: false, leaked: false });
+    expect(fake.instance(name)).toBeUndefined();
+    const pids = new Set(fake.calls('delete').filter((c) => c.outcome === 'deleted').map((c) => c.pid));
+    expect(pids).toEqual(new Set([process.pid]));
+    // The first worker's attempt was inline (no activity of its own); the replacement, whose
+    // provider has no inline bound, used the activity.
+    expect(await scheduledActivities(handle)).toEqual(['deleteInstance']);
+  } finally {
+    await replacement.stop();
+  }
 });

@@ -1,7 +1,7 @@
 /**
  * A worker in its own process, for tests that kill a worker mid-activity.
  * Env: TEMPORAL_ADDRESS, TASK_QUEUE, BUNDLE_PATH; FAKE_DIR for a fake provider
- * named "fake"; SIM_URL for GitHub through the simulator (a GitHub double
+ * named "fake" (FAKE_INLINE_MS: its inline create and delete bound); SIM_URL for GitHub through the simulator (a GitHub double
  * otherwise). Prints "ready" once polling.
  */
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -19,7 +19,11 @@ const env = (name: string): string => {
 };
 const connection = await NativeConnection.connect({ address: env('TEMPORAL_ADDRESS') });
 const providers = new Map<string, ProviderPort>();
-if (process.env.FAKE_DIR) providers.set('fake', new FakeProvider({ name: 'fake', stateDir: process.env.FAKE_DIR }));
+if (process.env.FAKE_DIR) {
+  const inlineMs = Number(process.env.FAKE_INLINE_MS ?? 0);
+  const fake = Object.assign(new FakeProvider({ name: 'fake', stateDir: process.env.FAKE_DIR }), { inlineCreateTimeoutMs: inlineMs, inlineDeleteTimeoutMs: inlineMs });
+  providers.set('fake', fake);
+}
 const double = new GitHubDouble();
 const worker = await createRunnerflowWorker({
   connection,
