@@ -84,3 +84,30 @@ it('a worker killed in the middle of an inline delete is replaced, the machine i
     await replacement.stop();
   }
 });
+
+it('a worker killed in the middle of an inline create is replaced and exactly one machine is made', async () => {
+  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-kill-inline-'));
+  const taskQueue = uniqueName('tq-kill-inline');
+  const name = uniqueName('killed-inline');
+  const fake = new FakeProviderControl(fakeDir);
+  fake.setFault('create', { delayMs: 3_000, instance: name });
+
+  const child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '5000' });
+  const handle = await startInstance(client, taskQueue, instanceInput(name));
+  await eventually(() => fake.attempts('create') >= 1, 10_000, 'inline create in progress on the first worker');
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  fake.clearFaults('create');
+  expect(fake.instance(name)).toBeUndefined();
+
+  const replacement = await startTestWorker({ taskQueue, fakeDir });
+  try {
+    const running = await waitForStatus(handle, 'running', 30_000);
+    expect(running.providerId).toBe(`fake-${name}`);
+    expect(fake.createdCount(name)).toBe(1);
+    await handle.signal(deleteSignal, { reason: 'done' });
+    expect(await handle.result()).toMatchObject({ status: 'deleted' });
+  } finally {
+    await replacement.stop();
+  }
+});
