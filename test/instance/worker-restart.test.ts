@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import type { Client, Connection } from '@temporalio/client';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,20 +22,28 @@ afterAll(async () => {
   await connection?.close();
 });
 
+/** A fake provider's state, a task queue and a runner name of the test's own. */
+function killScene(prefix: string) {
+  const fakeDir = mkdtempSync(join(tmpdir(), `runnerflow-${prefix}-`));
+  return { fakeDir, taskQueue: uniqueName(`tq-${prefix}`), name: uniqueName(prefix), fake: new FakeProviderControl(fakeDir) };
+}
+
+/** Kills the worker once the provider has seen `op` begin, as a crashed machine would. */
+async function killDuring(child: ChildProcess, fake: FakeProviderControl, op: 'create' | 'delete'): Promise<void> {
+  await eventually(() => fake.attempts(op) >= 1, 10_000, `${op} in progress on the first worker`);
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+}
+
 it('a worker killed in the middle of a create is replaced and exactly one machine is made', async () => {
-  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-kill-'));
-  const taskQueue = uniqueName('tq-kill');
-  const name = uniqueName('killed');
-  const fake = new FakeProviderControl(fakeDir);
+  const { fakeDir, taskQueue, name, fake } = killScene('killed');
   fake.setFault('create', { delayMs: 3_000, instance: name });
 
   const child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir });
 
   const handle = await startInstance(client, taskQueue, instanceInput(name, { timings: { ...FAST_TIMINGS, heartbeatTimeoutMs: 1_000 } }));
   await waitForStatus(handle, 'creating');
-  await eventually(() => fake.attempts('create') >= 1, 10_000, 'create in progress on the first worker');
-  child.kill('SIGKILL');
-  await new Promise((r) => child.once('exit', r));
+  await killDuring(child, fake, 'create');
   expect(fake.instance(name)).toBeUndefined();
 
   takeover = await startTestWorker({ taskQueue, fakeDir });
@@ -50,10 +59,7 @@ it('a worker killed in the middle of a create is replaced and exactly one machin
 });
 
 it('a worker killed in the middle of an inline delete is replaced, the machine is deleted and the runner closes', async () => {
-  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-kill-del-'));
-  const taskQueue = uniqueName('tq-kill-del');
-  const name = uniqueName('killed-del');
-  const fake = new FakeProviderControl(fakeDir);
+  const { fakeDir, taskQueue, name, fake } = killScene('killed-del');
 
   // The first worker deletes inline, and its delete takes longer than it will live.
   const child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '5000' });
@@ -63,9 +69,7 @@ it('a worker killed in the middle of an inline delete is replaced, the machine i
   await handle.signal(runnerStatusSignal, { status: 'idle' });
   await handle.signal(jobStartedSignal, { jobId: 11 });
   await handle.signal(jobCompletedSignal, { jobId: 11, conclusion: 'success' });
-  await eventually(() => fake.attempts('delete') >= 1, 10_000, 'inline delete in progress on the first worker');
-  child.kill('SIGKILL');
-  await new Promise((r) => child.once('exit', r));
+  await killDuring(child, fake, 'delete');
   fake.clearFaults('delete');
   expect(fake.instance(name)).toBeDefined();
 
@@ -86,17 +90,12 @@ it('a worker killed in the middle of an inline delete is replaced, the machine i
 });
 
 it('a worker killed in the middle of an inline create is replaced and exactly one machine is made', async () => {
-  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-kill-inline-'));
-  const taskQueue = uniqueName('tq-kill-inline');
-  const name = uniqueName('killed-inline');
-  const fake = new FakeProviderControl(fakeDir);
+  const { fakeDir, taskQueue, name, fake } = killScene('killed-inline');
   fake.setFault('create', { delayMs: 3_000, instance: name });
 
   const child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '5000' });
   const handle = await startInstance(client, taskQueue, instanceInput(name));
-  await eventually(() => fake.attempts('create') >= 1, 10_000, 'inline create in progress on the first worker');
-  child.kill('SIGKILL');
-  await new Promise((r) => child.once('exit', r));
+  await killDuring(child, fake, 'create');
   fake.clearFaults('create');
   expect(fake.instance(name)).toBeUndefined();
 
