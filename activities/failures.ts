@@ -7,22 +7,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import { GitHubApiError, GitHubRateLimitError } from '../github/port';
 import { ProviderError, ProviderFaultError } from '../providers/port';
 import { scrubSecrets } from '../observability/secret-scrub';
+import { FAILURE_TYPES, type RetryAfterDetails } from '../domain/failure-types';
 
-export const FAILURE_TYPES = {
-  /** An attempt gave up at its own time limit (activities/heartbeat.ts). */
-  attemptDeadline: 'AttemptDeadline',
-  githubRateLimited: 'GitHubRateLimited',
-  githubRejected: 'GitHubRequestRejected',
-  githubUnavailable: 'GitHubUnavailable',
-  providerFault: 'ProviderFault',
-  providerInstanceError: 'ProviderInstanceError',
-  unknownProvider: 'UnknownProvider',
-} as const;
-
-/** Details of a failure that says when to try again (a rate limit). */
-export interface RetryAfterDetails {
-  retryAfterMs: number;
-}
+export { FAILURE_TYPES, type RetryAfterDetails };
 
 export interface FailureOptions {
   /** Treat non-retryable GitHub answers as retryable (an operator may fix credentials meanwhile). */

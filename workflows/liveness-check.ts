@@ -6,13 +6,14 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { LivenessActivities, LivenessArgs, LivenessReport } from '../activities/liveness-activities';
+import { FAILURE_TYPES } from '../domain/failure-types';
 
 export const LIVENESS_CHECK_WORKFLOW = 'livenessCheck';
 
 const { reconcileLiveness } = proxyActivities<LivenessActivities>({
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '1 minute',
-  retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 3, nonRetryableErrorTypes: ['UnknownProvider', 'InvalidLivenessArgs'] },
+  retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 3, nonRetryableErrorTypes: [FAILURE_TYPES.unknownProvider, 'InvalidLivenessArgs'] },
 });
 
 export async function livenessCheck(input: LivenessArgs): Promise<LivenessReport> {

@@ -13,6 +13,7 @@ import { log, proxyActivities, upsertSearchAttributes } from '@temporalio/workfl
 import type { InstanceActivities } from '../activities/instance-activities';
 import type { MachineCleanupInput, MachineCleanupResult } from './cleanup-messages';
 import { RUNNER_LEAKED, RUNNER_STATUS } from './search-attributes';
+import { FAILURE_TYPES } from '../domain/failure-types';
 
 export async function machineCleanup(input: MachineCleanupInput): Promise<MachineCleanupResult> {
   const t = input.timings;
@@ -23,7 +24,7 @@ export async function machineCleanup(input: MachineCleanupInput): Promise<Machin
       initialInterval: t.deleteInitialIntervalMs,
       backoffCoefficient: t.deleteBackoffCoefficient,
       maximumInterval: t.deleteMaxIntervalMs,
-      nonRetryableErrorTypes: ['UnknownProvider'],
+      nonRetryableErrorTypes: [FAILURE_TYPES.unknownProvider],
     },
   });
   // The registration matters less than the machine: a few tries, then the machine regardless.

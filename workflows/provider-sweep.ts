@@ -7,6 +7,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { GitHubSweepActivities } from '../activities/github-sweep-activities';
 import type { SweepActivities, SweepArgs, SweepReport } from '../activities/sweep-activities';
+import { FAILURE_TYPES } from '../domain/failure-types';
 
 export const PROVIDER_SWEEP_WORKFLOW = 'providerSweep';
 
@@ -15,7 +16,7 @@ const { sweepProvider, sweepGitHubRunners } = proxyActivities<SweepActivities & 
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '1 minute',
   // A provider that is down now is tried again by the next scheduled run; a few retries cover blips.
-  retry: { initialInterval: '5 seconds', maximumInterval: '1 minute', maximumAttempts: 3, nonRetryableErrorTypes: ['UnknownProvider', 'InvalidSweepArgs'] },
+  retry: { initialInterval: '5 seconds', maximumInterval: '1 minute', maximumAttempts: 3, nonRetryableErrorTypes: [FAILURE_TYPES.unknownProvider, 'InvalidSweepArgs'] },
 });
 
 export async function providerSweep(input: SweepArgs): Promise<SweepReport> {

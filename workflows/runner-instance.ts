@@ -23,11 +23,11 @@ import {
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { RetryAfterDetails } from '../activities/failures';
 import type { ForceDeleteActivities } from '../activities/force-delete-activities';
 import type { CreatedInstance, InlineCreateOutcome, InstanceActivities } from '../activities/instance-activities';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import { isLeaving } from '../domain/instance-status';
+import { FAILURE_TYPES, type RetryAfterDetails } from '../domain/failure-types';
 import { HealthWatch } from './instance-health';
 import { InstanceRecord } from './instance-record';
 import {
@@ -487,9 +487,9 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   return record.snapshot();
 }
 
-/** Failures of a create that no further attempt would change (activities/failures.ts). */
-const CREATE_NON_RETRYABLE = ['UnknownProvider', 'GitHubRequestRejected'] as const;
-const DELETE_NON_RETRYABLE = ['UnknownProvider'] as const;
+/** Failures that no further attempt would change. */
+const CREATE_NON_RETRYABLE = [FAILURE_TYPES.unknownProvider, FAILURE_TYPES.githubRejected];
+const DELETE_NON_RETRYABLE = [FAILURE_TYPES.unknownProvider];
 
 /** Backs up the provider's own inline bounds (config: `inlineCreateTimeout`, `inlineDeleteTimeout`, at most 8 s). */
 const INLINE_ATTEMPT_CEILING_MS = 9_000;
@@ -508,7 +508,7 @@ function retryAfterMs(err: unknown): number | undefined {
 /** The attempt ran out of time (its own deadline, or the local activity's timeout) rather than failing. */
 function cutOff(err: unknown): boolean {
   const cause = causeOf(err);
-  return cause instanceof TimeoutFailure || (cause instanceof ApplicationFailure && cause.type === 'AttemptDeadline');
+  return cause instanceof TimeoutFailure || (cause instanceof ApplicationFailure && cause.type === FAILURE_TYPES.attemptDeadline);
 }
 
 function retryable(err: unknown, nonRetryableTypes: readonly string[]): boolean {
