@@ -3,6 +3,7 @@
  * valid only while the workflow run it was minted for is alive.
  */
 import type { WorkflowExecutionDescription } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
 import { runnerWorkflowId } from '../workflows/messages';
 import { bearerToken } from './http/auth';
 import { HttpError } from './http/errors';
@@ -48,4 +49,30 @@ export async function requireLiveRun(services: Services, claims: InstanceTokenCl
     throw forbidden(`this token does not belong to the current run of instance ${claims.instance}`);
   }
   return description;
+}
+
+/**
+ * Signals the live run of the token's instance. Nearly every callback comes
+ * from the run that minted the token, so the signal goes to that run first:
+ * the server takes a signal for a given run only while it is open, which is
+ * the check `requireLiveRun` makes, without a describe round trip per runner
+ * on the path of every runner coming online. Only when that run has ended
+ * (deleted, replaced, or continued as new) is the live run looked up.
+ */
+export async function signalLiveRun<Args extends unknown[]>(services: Services, claims: InstanceTokenClaims, signal: SignalDefinition<Args>, ...args: Args): Promise<void> {
+  const workflowId = runnerWorkflowId(claims.instance);
+  try {
+    await services.deps.client.workflow.getHandle(workflowId, claims.runId).signal(signal, ...args);
+    return;
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  const live = await requireLiveRun(services, claims);
+  try {
+    // Bound to the live run just checked, so a run that ends meanwhile is not mistaken for its successor.
+    await services.deps.client.workflow.getHandle(workflowId, live.runId).signal(signal, ...args);
+  } catch (err) {
+    if (isNotFound(err)) throw forbidden(`instance ${claims.instance} of this token has been deleted`);
+    throw err;
+  }
 }

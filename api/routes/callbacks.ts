@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { runnerStatusSignal, runnerWorkflowId } from '../../workflows/messages';
+import { runnerStatusSignal } from '../../workflows/messages';
 import { readValidJson } from '../http/body';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
-import { authenticateInstance, forbidden, requireLiveRun } from '../instance-auth';
+import { authenticateInstance, forbidden, signalLiveRun } from '../instance-auth';
 import type { Services } from '../services';
-import { isNotFound } from '../temporal/errors';
 
 const statusBody = z
   .object({
@@ -35,15 +34,8 @@ export const callbackRoutes: Route<Services>[] = [
       if (body.instance !== undefined && body.instance !== claims.instance) {
         throw forbidden(`this token belongs to instance ${claims.instance}, not ${body.instance}`);
       }
-      const live = await requireLiveRun(services, claims);
       const { instance: _instance, agent_id: _agentId, ...signal } = body;
-      try {
-        // Bound to the live run checked above, so a run that ends meanwhile is not mistaken for its successor.
-        await services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance), live.runId).signal(runnerStatusSignal, signal);
-      } catch (err) {
-        if (isNotFound(err)) throw forbidden(`instance ${claims.instance} of this token has been deleted`);
-        throw err;
-      }
+      await signalLiveRun(services, claims, runnerStatusSignal, signal);
       services.deps.logger.info('instance status callback', { instance: claims.instance, status: body.status });
       return json({ instance: claims.instance, status: body.status }, 202);
     },

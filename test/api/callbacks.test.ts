@@ -3,7 +3,7 @@
  * tests start instance workflows with no worker: Temporal records the signal in
  * history either way, which is what the API is responsible for.
  */
-import type { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintInstanceToken } from '../../api/instance-token';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../../workflows/messages';
@@ -15,11 +15,26 @@ let connection: Connection;
 let client: Client;
 let api: TestApp;
 let taskQueue: string;
+/** Describe calls the API made: the callback of a live run should need none. */
+let describes = 0;
 
 beforeAll(async () => {
   ({ connection, client } = await connectClient());
   taskQueue = uniqueName('api-callbacks');
-  api = testApp(client, taskQueue);
+  const counting = new Client({
+    connection,
+    interceptors: {
+      workflow: [
+        {
+          describe: (input, next) => {
+            describes += 1;
+            return next(input);
+          },
+        },
+      ],
+    },
+  });
+  api = testApp(counting, taskQueue);
 });
 
 afterAll(async () => {
@@ -44,10 +59,12 @@ function report(token: string | null, body: unknown = { status: 'idle', message:
 }
 
 describe('POST /api/v1/callbacks/status', () => {
-  it('passes the status of a live instance to its workflow run', async () => {
+  it('passes the status of a live instance to its workflow run, without looking the run up first', async () => {
     const { name, runId } = await startInstance();
+    const describesBefore = describes;
     const response = await report(await tokenFor(name, runId));
     expect(response.status).toBe(202);
+    expect(describes - describesBefore).toBe(0);
     expect(await response.json()).toEqual({ instance: name, status: 'idle' });
     expect(await signalsOf(client, runnerWorkflowId(name), runId)).toEqual([{ name: 'runnerStatus', input: { status: 'idle', message: 'runner online' } }]);
   });
@@ -86,7 +103,10 @@ describe('POST /api/v1/callbacks/status', () => {
     await client.workflow.getHandle(runnerWorkflowId(first.name)).terminate('replaced for the test');
     const second = await startInstance(first.name);
     expect(second.runId).not.toBe(first.runId);
+    const describesBefore = describes;
     const error = await expectError(await report(await tokenFor(first.name, first.runId)), 403, 'forbidden');
+    // The token's run has ended: only then is the live run looked up.
+    expect(describes - describesBefore).toBe(1);
     expect(error.message).toMatch(/current run/);
     expect(await signalsOf(client, runnerWorkflowId(first.name), second.runId)).toEqual([]);
   });
