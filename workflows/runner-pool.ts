@@ -195,6 +195,8 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // Starts are not awaited by the loop: under a burst the pool keeps deciding while
   // a batch is being started, instead of one round trip per batch.
   let startsInFlight = 0;
+  /** Start batches that have returned, however they ended: each return brings a workflow task. */
+  let startsReturned = 0;
   function createRunners(count: number): void {
     if (count <= 0) return;
     const now = Date.now();
@@ -220,7 +222,10 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       })
       // Retried until the server answers; should it give up, the runners stay counted (never more than maxRunners).
       .catch((err: unknown) => log.warn('runner starts undecided', { runners: runners.map((r) => r.name), error: String(err) }))
-      .finally(() => (startsInFlight -= 1));
+      .finally(() => {
+        startsInFlight -= 1;
+        startsReturned += 1;
+      });
   }
 
   function askToLeave(name: string, reason: string): void {
@@ -257,6 +262,20 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       });
   }
 
+  /**
+   * Waits for whatever brings the pool's next workflow task: a report, a job, or one of the
+   * start batches just scheduled returning, which always comes. It waited on a 1 ms timer,
+   * but a busy server fired that timer 1 to 4 s late, and a pool scaling up by a thousand
+   * runners sat idle that long between batches of starts (bench/README.md). Nothing here is
+   * true before this task ends: `dirty` was just cleared and the batches have not returned.
+   * (patched: pools that waited on the timer replay it.)
+   */
+  async function nextWorkflowTask(): Promise<void> {
+    if (!patched('next-decision-on-any-wake')) return sleep(1);
+    const returned = startsReturned;
+    await condition(() => dirty || startsReturned !== returned);
+  }
+
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
   const boundedStarts = patched('bounded-starts-per-decision');
   // Pools whose history predates the steady timer replay their per-decision timers.
@@ -276,7 +295,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     // More to start: the next decision follows in a workflow task of its own (a condition that
     // is already true would resolve within this one, and its starts would join this completion).
     if (plan.create > maxStarts) {
-      await sleep(1);
+      await nextWorkflowTask();
       continue;
     }
 

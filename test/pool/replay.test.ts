@@ -1,0 +1,45 @@
+/**
+ * A pool lives for months through continue-as-new, so a worker with new code
+ * takes over pools whose current run began under the old code. These replay
+ * such a run's history with today's workflows: a change that issues other
+ * commands for the same events, without a `patched` branch, fails here.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { describe, expect, inject, it } from 'vitest';
+import { deletePoolSignal, poolStateQuery } from '../../workflows/pool-messages';
+import { eventually, useTestWorker } from '../support/temporal';
+import { poolSettings, startPool } from './helpers';
+
+const env = useTestWorker();
+
+/**
+ * Recordings are the protobuf object form of a history (`History.toObject` with longs, enums and
+ * bytes as strings): the SDK's `historyFromJSON` cannot read the CLI's JSON in this install, its
+ * protobuf runtime being another copy than the one the history types come from.
+ */
+const History = temporal.api.history.v1.History;
+
+const replay = (history: temporal.api.history.v1.IHistory, workflowId: string) =>
+  Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
+
+describe('runnerPool histories replay with the current code', () => {
+  it('a pool that waited on a 1 ms timer between capped decisions (recorded before the wait on any wake)', async () => {
+    const history = History.fromObject(JSON.parse(readFileSync(join(__dirname, 'histories', 'capped-decisions-before-any-wake.json'), 'utf8')));
+    // The recording does hold the timers the current code no longer starts.
+    expect(history.events.filter((e) => e.timerStartedEventAttributes).length).toBeGreaterThan(0);
+    await expect(replay(history, 'pool/capped-decisions')).resolves.toBeUndefined();
+  });
+
+  it('a pool with capped decisions run on the current code', async () => {
+    const settings = poolSettings({ minIdleRunners: 7, maxRunners: 10 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, maxStartsPerDecision: 3 });
+    await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 7 ? true : undefined), 20_000, 'seven runners');
+    await pool.signal(deletePoolSignal, {});
+    await pool.result();
+    const history = await pool.fetchHistory();
+    await expect(replay(history, pool.workflowId)).resolves.toBeUndefined();
+  });
+});
