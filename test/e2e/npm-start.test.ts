@@ -52,7 +52,14 @@ async function startDemo(): Promise<Demo> {
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const pool = await eventually(() => /pool "(demo-[a-z0-9]+)" created/.exec(output)?.[1], 90_000, `demo pool in:\n${output}`);
+  let pool: string;
+  try {
+    pool = await eventually(() => /pool "(demo-[a-z0-9]+)" created/.exec(output)?.[1], 90_000, 'the demo pool');
+  } catch (err) {
+    // A demo that never got going must not outlive the test, and what it printed says why.
+    if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+    throw new Error(`${(err as Error).message}; the demo printed:\n${output}`);
+  }
   return { child, pool, output: () => output, exited };
 }
 
