@@ -18,7 +18,10 @@ const env = useTestWorker();
 /**
  * Recordings are the protobuf object form of a history (`History.toObject` with longs, enums and
  * bytes as strings): the SDK's `historyFromJSON` cannot read the CLI's JSON in this install, its
- * protobuf runtime being another copy than the one the history types come from.
+ * protobuf runtime being another copy than the one the history types come from. To record one,
+ * run the scenario of the second test below on the old code (pool name `capped-decisions`) and
+ * write `History.toObject(History.fromObject(await pool.fetchHistory()), { longs: String,
+ * enums: String, bytes: String })` as JSON into `histories/`.
  */
 const History = temporal.api.history.v1.History;
 
