@@ -12,6 +12,9 @@
  *   npx tsx bench/live-runners.ts --runners 1000
  *   npx tsx bench/live-runners.ts --runners 5000 [--heap-mb 512]
  *
+ * --timeline prints, each second of the scale-up, how many runners are idle
+ * and how busy each process kept the cores: where a ramp or a stall is.
+ *
  * --heap-mb caps the worker's V8 heap (`--max-old-space-size`), as an operator
  * with a memory budget runs it; by default V8 lets the heap grow towards a
  * quarter of the machine's memory before it collects hard.
@@ -33,6 +36,22 @@ function rssOf(pid: number): number {
   return Number(kb) * 1024;
 }
 
+/** One line a second: runners idle so far, and the cores each process kept busy in that second. */
+async function printTimeline(started: number, pids: Record<string, number | undefined>, idle: () => number, on: () => boolean): Promise<void> {
+  let before = cpuSnapshot(pids);
+  let idleBefore = idle();
+  while (on()) {
+    await sleep(1_000);
+    const after = cpuSnapshot(pids);
+    const idleNow = idle();
+    const rows = cpuBetween(before, after).filter((r) => !r.what.includes(': '));
+    const cores = rows.map((r) => `${r.what.split(' (')[0]} ${r.seconds.toFixed(2)}`).join(', ');
+    console.log(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s  idle ${String(idleNow).padStart(5)} (+${idleNow - idleBefore})  cores: ${cores}`);
+    before = after;
+    idleBefore = idleNow;
+  }
+}
+
 const RSS_TARGET = 1024 * 1024 * 1024;
 const RATE_TARGET = 50;
 
@@ -40,6 +59,7 @@ async function main(): Promise<void> {
   const n = intArg('runners', 1_000);
   const settleMs = intArg('settle-ms', 10_000);
   const heapMb = intArg('heap-mb', 0, { allowZero: true });
+  const timeline = process.argv.includes('--timeline');
   // The stack's processes take their Node flags from here (devstack/processes/spawn.ts).
   if (heapMb > 0) process.env.RUNNERFLOW_STACK_NODE_ARGS = [process.env.RUNNERFLOW_STACK_NODE_ARGS, `--max-old-space-size=${heapMb}`].filter(Boolean).join(' ');
   const timeoutMs = 60_000 + n * 200;
@@ -91,11 +111,15 @@ async function main(): Promise<void> {
     if (res.status !== 201) throw new Error(`pool not created (${res.status}): ${JSON.stringify(res.body)}`);
     const idleAgents = () => stack.sim.agents().filter((a) => a.state === 'idle' && a.runnerName.startsWith(name)).length;
     let half: number | undefined;
+    let timelineOn = timeline;
+    const timelineDone = timeline ? printTimeline(started, pids, idleAgents, () => timelineOn) : Promise.resolve();
     const allIdle = await until(() => {
       const idle = idleAgents();
       if (half === undefined && idle >= n / 2) half = Date.now();
       return idle >= n ? Date.now() : undefined;
     }, timeoutMs, 200);
+    timelineOn = false;
+    await timelineDone;
     const idleCount = idleAgents();
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(pids));
     const busyCores = (cpu.at(-1)?.seconds ?? 0) / ((Date.now() - started) / 1000);
