@@ -15,7 +15,7 @@ import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
 import type { PoolSettings } from '../domain/pool';
-import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
+import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type QueuedGitHubRun } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { knownJobsQuery, poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
@@ -75,6 +75,27 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NAMES_PER_QUERY = 100;
 const QUERIES_AT_ONCE = 16;
+
+/**
+ * Queued runs of one repository whose jobs a sweep lists, at most. GitHub lists a repository's
+ * queued jobs only run by run, and a sweep that opened every queued run spent a call per run:
+ * a backlog of a thousand queued runs cost a thousand calls every sweep, and a 1,000-job chaos
+ * campaign ran its installation out of its hourly limit. Bounded, a sweep costs the runs'
+ * listing and 25 calls at most, and a lost job in a long backlog is found a few sweeps later.
+ */
+export const QUEUED_RUNS_PER_SWEEP = 25;
+
+/**
+ * The queued runs a sweep looks into: only runs older than the lost-job age (a younger run's
+ * jobs are younger still, and their webhooks may be on the way), those never looked into
+ * first, then those looked into longest ago, so that successive sweeps go round the backlog.
+ */
+export function runsToLookInto(runs: readonly QueuedGitHubRun[], lookedIntoAt: ReadonlyMap<number, number>, now: number, lostJobAgeMs: number, max = QUEUED_RUNS_PER_SWEEP): QueuedGitHubRun[] {
+  return runs
+    .filter((run) => now - Date.parse(run.createdAt) >= lostJobAgeMs)
+    .sort((a, b) => (lookedIntoAt.get(a.id) ?? -Infinity) - (lookedIntoAt.get(b.id) ?? -Infinity) || a.id - b.id)
+    .slice(0, max);
+}
 
 /** The pool workflow names its runners `<prefix or pool name, first 50 characters>-<10 hex>` (workflows/pool-book.ts). */
 export function registrationMatcher(settings: Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels'>): (runner: GitHubRunner) => boolean {
@@ -231,17 +252,35 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    * it has waited `lostJobAgeMs` and no pool knows it, so a pool that is merely full is not
    * given a second runner for the same job by another pool.
    */
+  /** Per repository scope, when this worker last listed each queued run's jobs (best effort: a new worker starts afresh). */
+  const runsLookedInto = new Map<string, Map<number, number>>();
+
   async function requeueLostJobs(groups: ScopeGroup[], lostJobAgeMs: number, report: GitHubSweepReport): Promise<void> {
     const sink = deps.jobs;
     if (!sink) return;
     const stale: QueuedJob[] = [];
     for (const group of groups) {
-      if (group.scope.kind !== 'repo') continue;
+      const scope = group.scope;
+      if (scope.kind !== 'repo') continue;
       try {
-        const queued = await deps.github.get(group.credentials).listQueuedJobs(group.scope);
-        for (const job of queued) {
-          if (now() - Date.parse(job.createdAt) < lostJobAgeMs) continue;
-          stale.push({ jobId: job.id, runId: job.runId, labels: job.labels, repository: job.repository, queuedAt: job.createdAt });
+        const gh = deps.github.get(group.credentials);
+        const runs = await gh.listQueuedRuns(scope);
+        const key = scopeKey(scope);
+        // Only runs still queued are remembered: the map stays as small as the backlog.
+        const before = runsLookedInto.get(key);
+        const lookedInto = new Map<number, number>();
+        for (const run of runs) {
+          const at = before?.get(run.id);
+          if (at !== undefined) lookedInto.set(run.id, at);
+        }
+        runsLookedInto.set(key, lookedInto);
+        const picked = runsToLookInto(runs, lookedInto, now(), lostJobAgeMs);
+        for (const run of picked) {
+          lookedInto.set(run.id, now());
+          for (const job of await gh.listQueuedJobsOfRun(scope, run.id)) {
+            if (now() - Date.parse(job.createdAt) < lostJobAgeMs) continue;
+            stale.push({ jobId: job.id, runId: job.runId, labels: job.labels, repository: job.repository, queuedAt: job.createdAt });
+          }
         }
       } catch (err) {
         report.failed.push({ target: `queued jobs of ${scopeKey(group.scope)}`, error: errorText(err) });

@@ -58,7 +58,8 @@ const instantGitHub: GitHubPort = {
   removeRunner: async () => 'removed',
   findRunnerByName: async () => undefined,
   listRunners: async () => [],
-  listQueuedJobs: async () => [],
+  listQueuedRuns: async () => [],
+  listQueuedJobsOfRun: async () => [],
   listRunnerDownloads: async () => [],
 };
 

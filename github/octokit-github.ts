@@ -19,6 +19,7 @@ import {
   type GitHubRunner,
   type GitHubScope,
   type QueuedGitHubJob,
+  type QueuedGitHubRun,
   type RemoveRunnerOutcome,
   type RunnerCredential,
   type RunnerCredentialRequest,
@@ -154,23 +155,22 @@ export class OctokitGitHub implements GitHubPort {
     return (await this.pages<RunnerJson>('list_runners', scope, '/actions/runners', {}, 'runners')).map(toRunner);
   }
 
-  async listQueuedJobs(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubJob[]> {
-    const runs = await this.pages<{ id: number }>('list_workflow_runs', scope, '/actions/runs', { status: 'queued' }, 'workflow_runs');
-    const queued: QueuedGitHubJob[] = [];
-    for (const run of runs) {
-      const jobs = await this.pages<{ id: number; run_id: number; status: string; labels: string[]; created_at: string }>(
-        'list_jobs_for_workflow_run',
-        scope,
-        `/actions/runs/${run.id}/jobs`,
-        { filter: 'latest' },
-        'jobs',
-      );
-      for (const job of jobs) {
-        if (job.status !== 'queued') continue;
-        queued.push({ id: job.id, runId: job.run_id, labels: job.labels, repository: `${scope.owner}/${scope.repo}`, createdAt: job.created_at });
-      }
-    }
-    return queued;
+  async listQueuedRuns(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubRun[]> {
+    const runs = await this.pages<{ id: number; created_at: string }>('list_workflow_runs', scope, '/actions/runs', { status: 'queued' }, 'workflow_runs');
+    return runs.map((run) => ({ id: run.id, createdAt: run.created_at }));
+  }
+
+  async listQueuedJobsOfRun(scope: Extract<GitHubScope, { kind: 'repo' }>, runId: number): Promise<QueuedGitHubJob[]> {
+    const jobs = await this.pages<{ id: number; run_id: number; status: string; labels: string[]; created_at: string }>(
+      'list_jobs_for_workflow_run',
+      scope,
+      `/actions/runs/${runId}/jobs`,
+      { filter: 'latest' },
+      'jobs',
+    );
+    return jobs
+      .filter((job) => job.status === 'queued')
+      .map((job) => ({ id: job.id, runId: job.run_id, labels: job.labels, repository: `${scope.owner}/${scope.repo}`, createdAt: job.created_at }));
   }
 
   /** Every page of a listing whose items sit under `key`. */

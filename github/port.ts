@@ -42,6 +42,12 @@ export interface GitHubRunner {
   labels: string[];
 }
 
+/** A repository's workflow run GitHub still has queued. */
+export interface QueuedGitHubRun {
+  id: number;
+  createdAt: string;
+}
+
 /** A job GitHub still has queued, from a repository's queued workflow runs. */
 export interface QueuedGitHubJob {
   id: number;
@@ -65,10 +71,12 @@ export interface GitHubPort {
    */
   listRunners(scope: GitHubScope): Promise<GitHubRunner[]>;
   /**
-   * Jobs still queued in a repository: its queued workflow runs, then each run's jobs.
-   * GitHub offers no such listing for an organisation or enterprise.
+   * A repository's queued workflow runs: one paginated listing. GitHub offers no such
+   * listing for an organisation or enterprise, nor one of queued jobs across runs.
    */
-  listQueuedJobs(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubJob[]>;
+  listQueuedRuns(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubRun[]>;
+  /** The jobs of one run still queued: a call (per page) for each run looked into. */
+  listQueuedJobsOfRun(scope: Extract<GitHubScope, { kind: 'repo' }>, runId: number): Promise<QueuedGitHubJob[]>;
   /** Runner tools downloads for the scope (GARM passes them to providers). */
   listRunnerDownloads(scope: GitHubScope): Promise<import('../providers/port.js').RunnerTool[]>;
 }

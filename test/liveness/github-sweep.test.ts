@@ -4,7 +4,7 @@
  * and live ones are not.
  */
 import { describe, expect, it } from 'vitest';
-import { registrationMatcher } from '../../activities/github-sweep-activities';
+import { QUEUED_RUNS_PER_SWEEP, registrationMatcher } from '../../activities/github-sweep-activities';
 import { PoolDirectory } from '../../api/pool-directory';
 import { createGitHubRegistry } from '../../github/registry';
 import type { GitHubScope } from '../../github/port';
@@ -132,5 +132,33 @@ describe('jobs whose queued webhook was lost', () => {
     // A job pools already know is not routed twice.
     const again = await sweep(3_600_000, 0);
     expect(again.github?.requeued.map((j) => j.jobId)).not.toContain(lost.id);
+  });
+
+  it('are looked for in a bounded number of queued runs per sweep, the rest in the next sweeps', async () => {
+    const repo = 'lost-backlog';
+    const pool = e2ePool(repo, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 0 });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const backlog = QUEUED_RUNS_PER_SWEEP + 2;
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: backlog });
+    // Labels no pool has: every one found goes to routing, and on to the unmatched record.
+    const lost = Array.from({ length: backlog }, () => stack.sim.queueJob({ repository: `acme/${repo}`, labels: [...pool.labels, 'nobody'] }).id);
+    await stack.sim.webhooksIdle();
+    const directory = new PoolDirectory(stack.client, 0);
+    await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
+
+    const ofRepo = (report: Awaited<ReturnType<typeof sweep>>) => (report.github?.requeued ?? []).filter((j) => j.repository === `acme/${repo}`).map((j) => j.jobId);
+    const runLists = () => stack.sim.stats().callsByOperation['list-jobs-for-workflow-run'] ?? 0;
+    const listsBefore = runLists();
+    const first = ofRepo(await sweep(3_600_000, 0));
+    expect(first).toHaveLength(QUEUED_RUNS_PER_SWEEP);
+    // Other repositories' queued runs are looked into too, each repository within its own bound.
+    expect(runLists() - listsBefore).toBeLessThanOrEqual(2 * QUEUED_RUNS_PER_SWEEP);
+    // The next sweep starts with the runs the first one left.
+    const second = ofRepo(await sweep(3_600_000, 0));
+    expect(second).toHaveLength(QUEUED_RUNS_PER_SWEEP);
+    const missedByFirst = lost.filter((id) => !first.includes(id));
+    expect(missedByFirst).toHaveLength(2);
+    expect(second).toEqual(expect.arrayContaining(missedByFirst));
+    expect(new Set([...first, ...second])).toEqual(new Set(lost));
   });
 });

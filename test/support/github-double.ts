@@ -70,7 +70,11 @@ export class GitHubDouble implements GitHubPort {
     return [...this.runners.values()].map((r) => ({ ...r, busy: r.busy || this.busy.has(r.name) }));
   }
 
-  async listQueuedJobs() {
+  async listQueuedRuns() {
+    return [];
+  }
+
+  async listQueuedJobsOfRun() {
     return [];
   }
 
