@@ -48,10 +48,20 @@ export interface ChaosReport {
     webhooksDuplicated: number;
     failedDeliveriesRedelivered: number;
   };
+  /** GitHub API calls the campaign cost, against the simulated installation's hourly limit. */
+  github: { apiCalls: number; hourlyLimit: number; callsDuringPrimaryRateLimit: number; byOperation: Record<string, number> };
   outcome: RunOutcome;
 }
 
 const LABEL = 'chaos';
+/**
+ * The simulated installation's primary limit: GitHub Enterprise Cloud's 15,000 calls an hour.
+ * The campaign sweeps every 5 s and checks liveness at GitHub every 3 s, so the 1,000
+ * lifecycles of --full cost about 5,000 calls in some eleven minutes: more than the
+ * simulator's default 5,000 an hour, after which the runners left would rightly wait most of
+ * an hour for the window to reset.
+ */
+const GITHUB_HOURLY_LIMIT = 15_000;
 const TIMINGS = {
   createInitialInterval: 200,
   createMaxInterval: 1_000,
@@ -121,7 +131,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     // A provider name of its own: sweep and liveness schedules are per provider, and the suite's server is shared.
     simulatedProvider: provider,
     config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' }, liveness: LIVENESS },
-    simulator: { jobDurationMs: 500, webhookConcurrency: 8 },
+    simulator: { jobDurationMs: 500, webhookConcurrency: 8, rateLimit: GITHUB_HOURLY_LIMIT },
   });
   const jobIds = new Set<number>();
   try {
@@ -174,13 +184,14 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     injected.providerCreateFaults = calls.filter((c) => c.op === 'create' && c.outcome === 'fault').length;
     injected.providerDeleteFaults = calls.filter((c) => c.op === 'delete' && c.outcome === 'fault').length;
     injected.providerDeleteHangs = calls.filter((c) => c.op === 'delete' && c.outcome === 'timeout').length;
-    const webhooks = stack.sim.stats().webhooks;
-    injected.webhooksLost = webhooks.lost;
-    injected.webhooksDuplicated = webhooks.duplicated;
+    const simStats = stack.sim.stats();
+    injected.webhooksLost = simStats.webhooks.lost;
+    injected.webhooksDuplicated = simStats.webhooks.duplicated;
+    const github = { apiCalls: simStats.totalApiCalls, hourlyLimit: GITHUB_HOURLY_LIMIT, callsDuringPrimaryRateLimit: simStats.callsDuringPrimaryRateLimit, byOperation: { ...simStats.callsByOperation } };
     const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
     const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name)) };
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
-    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, outcome };
+    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, github, outcome };
   } finally {
     await stack.stop();
   }

@@ -22,6 +22,8 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'provider deletes that hung', value: String(injected.providerDeleteHangs) },
     { figure: 'webhooks lost / duplicated', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated}` },
     { figure: 'failed deliveries redelivered after the restart', value: String(injected.failedDeliveriesRedelivered) },
+    { figure: 'GitHub API calls (of the hourly limit)', value: `${report.github.apiCalls} (of ${report.github.hourlyLimit}); ${report.github.callsDuringPrimaryRateLimit} sent while limited` },
+    { figure: 'GitHub API calls by operation', value: Object.entries(report.github.byOperation).sort((a, b) => b[1] - a[1]).map(([op, n]) => `${op} ${n}`).join(', ') },
     { figure: 'elapsed', value: `${Math.round(report.elapsedMs / 1000)} s` },
   ];
   return printTable(`chaos campaign, seed ${report.seed}, ${report.lifecycles} lifecycles`, figures);
