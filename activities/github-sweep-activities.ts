@@ -246,15 +246,15 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     return known;
   }
 
+  /** Per repository scope, when this worker last listed each queued run's jobs (best effort: a new worker starts afresh). */
+  const runsLookedInto = new Map<string, Map<number, number>>();
+
   /**
    * A job whose `queued` webhook was lost has no runner coming. Only repository scopes can be
    * looked at (GitHub lists queued runs per repository). A job is only handed to routing once
    * it has waited `lostJobAgeMs` and no pool knows it, so a pool that is merely full is not
    * given a second runner for the same job by another pool.
    */
-  /** Per repository scope, when this worker last listed each queued run's jobs (best effort: a new worker starts afresh). */
-  const runsLookedInto = new Map<string, Map<number, number>>();
-
   async function requeueLostJobs(groups: ScopeGroup[], lostJobAgeMs: number, report: GitHubSweepReport): Promise<void> {
     const sink = deps.jobs;
     if (!sink) return;
