@@ -8,14 +8,17 @@
  *
  * Cost per run: one visibility listing of pools, one poolState query per pool of this
  * provider, one visibility listing of their running runners, one paginated
- * list-runners per GitHub scope, and a describe and a delete per orphan only.
+ * list-runners per GitHub scope, and a describe and a delete per orphan only. Looking
+ * for lost jobs adds, per repository, one listing of its queued runs and the jobs of
+ * at most QUEUED_RUNS_PER_SWEEP of them (domain/lost-job-rotation.ts).
  */
 import { Client, QueryNotRegisteredError, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
+import { runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
 import type { PoolSettings } from '../domain/pool';
-import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type QueuedGitHubRun } from '../github/port';
+import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { knownJobsQuery, poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
@@ -33,6 +36,8 @@ export interface GitHubSweepReport {
   failed: { target: string; error: string }[];
   /** Jobs GitHub still had queued past the age limit that no pool knew of: handed to job routing again. */
   requeued: { jobId: number; repository: string }[];
+  /** Where the look for lost jobs stands in each repository's queued runs: the next sweep's `lostJobRotation`. */
+  lostJobRotation?: Record<string, LostJobRotation>;
 }
 
 export interface GitHubSweepArgs {
@@ -40,6 +45,8 @@ export interface GitHubSweepArgs {
   gracePeriodMs: number;
   /** Look at repository pools' queues for jobs queued at least this long that no pool knows (a lost `queued` webhook). */
   lostJobAgeMs?: number;
+  /** The last sweep's `lostJobRotation`, so that this one goes on round the queued runs where it stopped. */
+  lostJobRotation?: Record<string, LostJobRotation>;
 }
 
 export interface RemovePoolRegistrationsArgs {
@@ -75,27 +82,6 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NAMES_PER_QUERY = 100;
 const QUERIES_AT_ONCE = 16;
-
-/**
- * Queued runs of one repository whose jobs a sweep lists, at most. GitHub lists a repository's
- * queued jobs only run by run, and a sweep that opened every queued run spent a call per run:
- * a backlog of a thousand queued runs cost a thousand calls every sweep, and a 1,000-job chaos
- * campaign ran its installation out of its hourly limit. Bounded, a sweep costs the runs'
- * listing and 25 calls at most, and a lost job in a long backlog is found a few sweeps later.
- */
-export const QUEUED_RUNS_PER_SWEEP = 25;
-
-/**
- * The queued runs a sweep looks into: only runs older than the lost-job age (a younger run's
- * jobs are younger still, and their webhooks may be on the way), those never looked into
- * first, then those looked into longest ago, so that successive sweeps go round the backlog.
- */
-export function runsToLookInto(runs: readonly QueuedGitHubRun[], lookedIntoAt: ReadonlyMap<number, number>, now: number, lostJobAgeMs: number, max = QUEUED_RUNS_PER_SWEEP): QueuedGitHubRun[] {
-  return runs
-    .filter((run) => now - Date.parse(run.createdAt) >= lostJobAgeMs)
-    .sort((a, b) => (lookedIntoAt.get(a.id) ?? -Infinity) - (lookedIntoAt.get(b.id) ?? -Infinity) || a.id - b.id)
-    .slice(0, max);
-}
 
 /** The pool workflow names its runners `<prefix or pool name, first 50 characters>-<10 hex>` (workflows/pool-book.ts). */
 export function registrationMatcher(settings: Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels'>): (runner: GitHubRunner) => boolean {
@@ -246,42 +232,36 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     return known;
   }
 
-  /** Per repository scope, when this worker last listed each queued run's jobs (best effort: a new worker starts afresh). */
-  const runsLookedInto = new Map<string, Map<number, number>>();
-
   /**
    * A job whose `queued` webhook was lost has no runner coming. Only repository scopes can be
    * looked at (GitHub lists queued runs per repository). A job is only handed to routing once
    * it has waited `lostJobAgeMs` and no pool knows it, so a pool that is merely full is not
    * given a second runner for the same job by another pool.
    */
-  async function requeueLostJobs(groups: ScopeGroup[], lostJobAgeMs: number, report: GitHubSweepReport): Promise<void> {
+  async function requeueLostJobs(groups: ScopeGroup[], lostJobAgeMs: number, rotations: Record<string, LostJobRotation>, report: GitHubSweepReport): Promise<void> {
     const sink = deps.jobs;
     if (!sink) return;
     const stale: QueuedJob[] = [];
+    // Only repositories still swept are carried on: a removed pool's entry goes with it. One whose
+    // listing failed keeps where it stood.
+    report.lostJobRotation = {};
     for (const group of groups) {
       const scope = group.scope;
       if (scope.kind !== 'repo') continue;
       try {
         const gh = deps.github.get(group.credentials);
-        const runs = await gh.listQueuedRuns(scope);
         const key = scopeKey(scope);
-        // Only runs still queued are remembered: the map stays as small as the backlog.
-        const before = runsLookedInto.get(key);
-        const lookedInto = new Map<number, number>();
-        for (const run of runs) {
-          const at = before?.get(run.id);
-          if (at !== undefined) lookedInto.set(run.id, at);
-        }
-        runsLookedInto.set(key, lookedInto);
-        const picked = runsToLookInto(runs, lookedInto, now(), lostJobAgeMs);
+        const before = rotations[key];
+        if (before) report.lostJobRotation[key] = before;
+        const runs = await gh.listQueuedRuns(scope);
+        const { picked, rotation } = runsToLookInto(runs, before, now(), lostJobAgeMs);
         for (const run of picked) {
-          lookedInto.set(run.id, now());
           for (const job of await gh.listQueuedJobsOfRun(scope, run.id)) {
             if (now() - Date.parse(job.createdAt) < lostJobAgeMs) continue;
             stale.push({ jobId: job.id, runId: job.runId, labels: job.labels, repository: job.repository, queuedAt: job.createdAt });
           }
         }
+        report.lostJobRotation[key] = rotation;
       } catch (err) {
         report.failed.push({ target: `queued jobs of ${scopeKey(group.scope)}`, error: errorText(err) });
       }
@@ -337,7 +317,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
           report.failed.push({ target: scopeKey(group.scope), error: errorText(err) });
         }
       }
-      if (args.lostJobAgeMs !== undefined) await requeueLostJobs(groups, args.lostJobAgeMs, report);
+      if (args.lostJobAgeMs !== undefined) await requeueLostJobs(groups, args.lostJobAgeMs, args.lostJobRotation ?? {}, report);
       return report;
     },
   };

@@ -4,7 +4,7 @@
  * exists so each run, its report and its failures are visible in the Web UI.
  * With `githubRunners`, a second activity does the same for GitHub registrations.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { GitHubSweepActivities } from '../activities/github-sweep-activities';
 import type { SweepActivities, SweepArgs, SweepReport } from '../activities/sweep-activities';
 import { FAILURE_TYPES } from '../domain/failure-types';
@@ -22,10 +22,14 @@ const { sweepProvider, sweepGitHubRunners } = proxyActivities<SweepActivities & 
 export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
   const machines = await sweepProvider(input);
   if (!input.githubRunners) return machines;
+  // A scheduled run is given the last completed run's report: the look for lost jobs goes on
+  // round the queued runs where that one stopped, whichever worker runs this one.
+  const lostJobRotation = (workflowInfo().lastResult as SweepReport | undefined)?.github?.lostJobRotation;
   const github = await sweepGitHubRunners({
     provider: input.provider,
     gracePeriodMs: input.gracePeriodMs,
     ...(input.lostJobAgeMs !== undefined ? { lostJobAgeMs: input.lostJobAgeMs } : {}),
+    ...(lostJobRotation ? { lostJobRotation } : {}),
   });
   return { ...machines, github };
 }

@@ -4,12 +4,15 @@
  * and live ones are not.
  */
 import { describe, expect, it } from 'vitest';
-import { QUEUED_RUNS_PER_SWEEP, registrationMatcher } from '../../activities/github-sweep-activities';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
+import { registrationMatcher } from '../../activities/github-sweep-activities';
+import { QUEUED_RUNS_PER_SWEEP } from '../../domain/lost-job-rotation';
 import { PoolDirectory } from '../../api/pool-directory';
 import { createGitHubRegistry } from '../../github/registry';
 import type { GitHubScope } from '../../github/port';
 import { instanceStartOptions } from '../../workflows/instance-options';
-import { providerSweep } from '../../workflows/provider-sweep';
+import { PROVIDER_SWEEP_WORKFLOW, providerSweep } from '../../workflows/provider-sweep';
+import type { SweepArgs, SweepReport } from '../../activities/sweep-activities';
 import { runnerInstance } from '../../workflows/runner-instance';
 import { waitForStatus } from '../instance/helpers';
 import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/temporal';
@@ -26,6 +29,37 @@ async function sweep(gracePeriodMs: number, lostJobAgeMs?: number) {
     workflowId: uniqueName(`sweep/${PROVIDER}`),
     args: [{ provider: PROVIDER, gracePeriodMs, githubRunners: true, ...(lostJobAgeMs !== undefined ? { lostJobAgeMs } : {}) }],
   });
+}
+
+/**
+ * Runs of a sweep schedule as production makes them (paused, so only the test's triggers run it):
+ * each run is handed the last completed run's report by Temporal, and nothing else.
+ */
+async function scheduledSweeps(lostJobAgeMs: number) {
+  const scheduleId = uniqueName(`sweep/${PROVIDER}`);
+  const args: SweepArgs = { provider: PROVIDER, gracePeriodMs: 3_600_000, githubRunners: true, lostJobAgeMs };
+  const schedule = await stack.client.schedule.create({
+    scheduleId,
+    spec: { intervals: [{ every: '24h' }] },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    state: { paused: true },
+    action: { type: 'startWorkflow', workflowType: PROVIDER_SWEEP_WORKFLOW, workflowId: scheduleId, taskQueue: stack.loaded.config.temporal.taskQueue, args: [args] },
+  });
+  return {
+    async next(): Promise<SweepReport> {
+      const taken = (await schedule.describe()).info.numActionsTaken;
+      await schedule.trigger(ScheduleOverlapPolicy.SKIP);
+      const started = await eventually(async () => {
+        const info = (await schedule.describe()).info;
+        return info.numActionsTaken > taken ? info.recentActions.at(-1) : undefined;
+      }, 30_000, 'the schedule to start a sweep');
+      const report = await stack.client.workflow.getHandle<typeof providerSweep>(started.action.workflow.workflowId, started.action.workflow.firstExecutionRunId).result();
+      // The next run is only handed this one's report once the schedule has seen it complete.
+      await eventually(async () => ((await schedule.describe()).info.runningActions.length === 0 ? true : undefined), 30_000, 'the schedule to see the sweep complete');
+      return report;
+    },
+    delete: () => schedule.delete(),
+  };
 }
 
 describe('GitHub registrations no workflow owns', () => {
@@ -134,11 +168,11 @@ describe('jobs whose queued webhook was lost', () => {
     expect(again.github?.requeued.map((j) => j.jobId)).not.toContain(lost.id);
   });
 
-  it('are looked for in a bounded number of queued runs per sweep, the rest in the next sweeps', async () => {
+  it('are looked for in a bounded number of queued runs per sweep, the next scheduled sweep going on where the last one stopped', async () => {
     const repo = 'lost-backlog';
     const pool = e2ePool(repo, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 0 });
     expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
-    const backlog = QUEUED_RUNS_PER_SWEEP + 2;
+    const backlog = 2 * QUEUED_RUNS_PER_SWEEP + 2;
     stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: backlog });
     // Labels no pool has: every one found goes to routing, and on to the unmatched record.
     const lost = Array.from({ length: backlog }, () => stack.sim.queueJob({ repository: `acme/${repo}`, labels: [...pool.labels, 'nobody'] }).id);
@@ -146,19 +180,27 @@ describe('jobs whose queued webhook was lost', () => {
     const directory = new PoolDirectory(stack.client, 0);
     await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
 
-    const ofRepo = (report: Awaited<ReturnType<typeof sweep>>) => (report.github?.requeued ?? []).filter((j) => j.repository === `acme/${repo}`).map((j) => j.jobId);
+    const ofRepo = (report: SweepReport) => (report.github?.requeued ?? []).filter((j) => j.repository === `acme/${repo}`).map((j) => j.jobId);
     const runLists = () => stack.sim.stats().callsByOperation['list-jobs-for-workflow-run'] ?? 0;
-    const listsBefore = runLists();
-    const first = ofRepo(await sweep(3_600_000, 0));
-    expect(first).toHaveLength(QUEUED_RUNS_PER_SWEEP);
-    // Other repositories' queued runs are looked into too, each repository within its own bound.
-    expect(runLists() - listsBefore).toBeLessThanOrEqual(2 * QUEUED_RUNS_PER_SWEEP);
-    // The next sweep starts with the runs the first one left.
-    const second = ofRepo(await sweep(3_600_000, 0));
-    expect(second).toHaveLength(QUEUED_RUNS_PER_SWEEP);
-    const missedByFirst = lost.filter((id) => !first.includes(id));
-    expect(missedByFirst).toHaveLength(2);
-    expect(second).toEqual(expect.arrayContaining(missedByFirst));
-    expect(new Set([...first, ...second])).toEqual(new Set(lost));
+    const sweeps = await scheduledSweeps(0);
+    try {
+      const listsBefore = runLists();
+      const first = ofRepo(await sweeps.next());
+      expect(first).toHaveLength(QUEUED_RUNS_PER_SWEEP);
+      // Other repositories' queued runs are looked into too, each repository within its own bound.
+      expect(runLists() - listsBefore).toBeLessThanOrEqual(2 * QUEUED_RUNS_PER_SWEEP);
+      // The worker keeps nothing between sweeps: the second goes on from what the first reported,
+      // through the schedule. Its new runs first, a few of the first sweep's again.
+      const second = ofRepo(await sweeps.next());
+      expect(second).toHaveLength(QUEUED_RUNS_PER_SWEEP);
+      const third = ofRepo(await sweeps.next());
+      const newInSecond = second.filter((id) => !first.includes(id));
+      expect(newInSecond.length).toBeGreaterThanOrEqual(QUEUED_RUNS_PER_SWEEP - 5);
+      expect(new Set([...first, ...second, ...third])).toEqual(new Set(lost));
+      // A sweep started by hand has no last report: it starts again from the oldest runs.
+      expect(ofRepo(await sweep(3_600_000, 0))).toEqual(first);
+    } finally {
+      await sweeps.delete();
+    }
   });
 });

@@ -1,44 +1,84 @@
 /**
  * Which queued runs a sweep lists the jobs of: a bounded number, going round a long backlog
- * over successive sweeps, never a run too young to hold a lost job.
+ * over successive sweeps from where the last one stopped, never a run too young to hold a
+ * lost job, and new runs first without leaving the old ones behind for good.
  */
 import { describe, expect, it } from 'vitest';
-import { QUEUED_RUNS_PER_SWEEP, runsToLookInto } from '../../activities/github-sweep-activities';
+import { QUEUED_RUNS_PER_SWEEP, runsToLookInto, type LostJobRotation } from '../../domain/lost-job-rotation';
 import type { QueuedGitHubRun } from '../../github/port';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 const AGE = 120_000;
 const run = (id: number, ageMs: number): QueuedGitHubRun => ({ id, createdAt: new Date(NOW - ageMs).toISOString() });
+const backlogOf = (count: number, firstId = 1_000) => Array.from({ length: count }, (_, i) => run(firstId + i, 3_600_000));
+const ids = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
+
+/** Sweeps in a row, each given the rotation the one before returned. */
+function sweeps(runsAt: (sweep: number) => QueuedGitHubRun[], count: number, max = QUEUED_RUNS_PER_SWEEP): number[][] {
+  let rotation: LostJobRotation | undefined;
+  const seen: number[][] = [];
+  for (let sweep = 0; sweep < count; sweep++) {
+    const result = runsToLookInto(runsAt(sweep), rotation, NOW, AGE, max);
+    rotation = result.rotation;
+    seen.push(result.picked.map((r) => r.id));
+  }
+  return seen;
+}
 
 describe('runsToLookInto', () => {
-  it('leaves out runs younger than the lost-job age', () => {
-    const runs = [run(1, AGE + 1), run(2, AGE - 1), run(3, AGE)];
-    expect(runsToLookInto(runs, new Map(), NOW, AGE).map((r) => r.id)).toEqual([1, 3]);
+  it('leaves out runs younger than the lost-job age, and opens the oldest first', () => {
+    const runs = [run(3, AGE), run(1, AGE + 1), run(2, AGE - 1)];
+    const { picked, rotation } = runsToLookInto(runs, undefined, NOW, AGE);
+    expect(picked.map((r) => r.id)).toEqual([1, 3]);
+    expect(rotation).toEqual({ newest: 3, cursor: 0 });
   });
 
-  it('looks into at most its bound, runs never looked into first', () => {
-    const backlog = Array.from({ length: 60 }, (_, i) => run(1_000 + i, 3_600_000));
-    const lookedInto = new Map([
-      [1_000, NOW - 10_000],
-      [1_001, NOW - 50_000],
-    ]);
-    const picked = runsToLookInto(backlog, lookedInto, NOW, AGE);
-    expect(picked).toHaveLength(QUEUED_RUNS_PER_SWEEP);
-    expect(picked.map((r) => r.id)).toEqual(Array.from({ length: QUEUED_RUNS_PER_SWEEP }, (_, i) => 1_002 + i));
+  it('opens at most its bound, and goes round a backlog from where the last sweep stopped', () => {
+    const backlog = backlogOf(60);
+    const seen = sweeps(() => backlog, 4);
+    expect(seen.every((picked) => picked.length === QUEUED_RUNS_PER_SWEEP)).toBe(true);
+    // Never-opened runs first (less the share kept for opening old ones again), oldest first.
+    expect(seen[0]).toEqual(ids(1_000, 25));
+    expect(seen[1]).toEqual([...ids(1_025, 20), ...ids(1_000, 5)]);
+    expect(seen[2]).toEqual([...ids(1_045, 15), ...ids(1_005, 10)]);
+    // Every run opened within three sweeps; the fourth goes on round the old ones, without repeats.
+    expect(new Set(seen.slice(0, 3).flat()).size).toBe(60);
+    expect(seen[3]).toEqual([...ids(1_015, 25)]);
   });
 
-  it('goes round a backlog over successive sweeps, the longest ago looked into next', () => {
-    const backlog = Array.from({ length: 60 }, (_, i) => run(1_000 + i, 3_600_000));
-    const lookedInto = new Map<number, number>();
-    const seen: number[][] = [];
-    for (let sweep = 0; sweep < 3; sweep++) {
-      const at = NOW + sweep * 300_000;
-      const picked = runsToLookInto(backlog, lookedInto, at, AGE, 25);
-      for (const r of picked) lookedInto.set(r.id, at);
-      seen.push(picked.map((r) => r.id));
+  it('comes back round to the start of the backlog', () => {
+    const backlog = backlogOf(30);
+    const seen = sweeps(() => backlog, 4, 10);
+    expect(seen[0]).toEqual(ids(1_000, 10));
+    expect(seen[1]).toEqual([...ids(1_010, 5), ...ids(1_000, 5)]);
+    expect(seen[2]).toEqual([...ids(1_015, 5), ...ids(1_005, 5)]);
+    expect(seen[3]).toEqual([...ids(1_020, 5), ...ids(1_010, 5)]);
+    const after = sweeps(() => backlog, 7, 10);
+    // Once every run is opened, a sweep opens ten old ones, wrapping past the newest to the oldest.
+    expect(after[5]).toEqual([...ids(1_020, 10)]);
+    expect(after[6]).toEqual([...ids(1_000, 10)]);
+  });
+
+  it('opens a new run at the next sweep once the backlog has been opened, and still goes round the old ones', () => {
+    const backlog = backlogOf(1_000);
+    // The backlog takes 50 sweeps to open once. Then one new run comes, then 40 new ones a sweep: more than the bound.
+    const runsAt = (sweep: number) => [...backlog, ...(sweep >= 50 ? [run(5_000, 3_600_000)] : []), ...backlogOf(Math.max(0, sweep - 50) * 40, 6_000)];
+    const seen = sweeps(runsAt, 60);
+    expect(new Set(seen.slice(0, 50).flat()).size).toBe(1_000);
+    expect(seen[50]).toContain(5_000);
+    for (const picked of seen.slice(51)) {
+      expect(picked.filter((id) => id >= 6_000)).toHaveLength(20);
+      expect(picked.filter((id) => id < 5_000)).toHaveLength(5);
     }
-    // 25 + 25 new ones, then the last 10 and the 15 looked into first.
-    expect(new Set([...seen[0]!, ...seen[1]!]).size).toBe(50);
-    expect(seen[2]).toEqual([...Array.from({ length: 10 }, (_, i) => 1_050 + i), ...Array.from({ length: 15 }, (_, i) => 1_000 + i)]);
+    // The old runs opened again are never the same ones twice within a round.
+    const revisited = seen.slice(50).flatMap((picked) => picked.filter((id) => id < 5_000));
+    expect(new Set(revisited).size).toBe(revisited.length);
+  });
+
+  it('goes on from a cursor whose run is no longer queued', () => {
+    const rotation: LostJobRotation = { newest: 1_059, cursor: 1_030 };
+    const stillQueued = backlogOf(60).filter((r) => r.id !== 1_030 && r.id !== 1_031);
+    const { picked } = runsToLookInto(stillQueued, rotation, NOW, AGE, 5);
+    expect(picked.map((r) => r.id)).toEqual(ids(1_032, 5));
   });
 });
