@@ -125,9 +125,39 @@ export function loadAverage(): string {
   return loadavg().map((l) => l.toFixed(2)).join(' / ');
 }
 
+/**
+ * How fast this machine runs plain JavaScript, measured once before the bench
+ * starts: rounds per second of a fixed workload shaped like orchestration code
+ * (objects built, serialised and parsed, sorted, looked up in a map). The
+ * machines these benches run on differ from hour to hour and host to host by a
+ * factor of two; a throughput figure read next to this one can be compared
+ * with another taken on a different day.
+ */
+export function machineSpeed(durationMs = 300): number {
+  const items = Array.from({ length: 200 }, (_, i) => ({ name: `runner-${(i * 7919) % 1000}`, status: i % 3 === 0 ? 'idle' : 'running', seq: i, labels: ['self-hosted', 'linux', `pool-${i % 5}`] }));
+  let rounds = 0;
+  let sink = 0;
+  const started = performance.now();
+  while (performance.now() - started < durationMs) {
+    const copy = JSON.parse(JSON.stringify(items)) as typeof items;
+    copy.sort((a, b) => a.name.localeCompare(b.name));
+    const byName = new Map(copy.map((item) => [item.name, item]));
+    for (const item of items) sink += byName.get(item.name)?.seq ?? 0;
+    rounds += 1;
+  }
+  if (sink < 0) console.log(sink); // Keeps the work from being optimised away.
+  return Math.round((rounds * 1000) / (performance.now() - started));
+}
+
+let speedBeforeBench: number | undefined;
+
 /** Prints the figures as an aligned table; returns how many targets were missed. */
 export function printTable(title: string, figures: Figure[]): number {
-  figures = [...figures, { figure: 'load average (1 / 5 / 15 min) at the end', value: loadAverage() }];
+  figures = [
+    ...figures,
+    ...(speedBeforeBench !== undefined ? [{ figure: 'machine speed before the bench (fixed JS workload; compare runs by it)', value: `${speedBeforeBench} rounds/s` }] : []),
+    { figure: 'load average (1 / 5 / 15 min) at the end', value: loadAverage() },
+  ];
   const rows = figures.map((f) => [f.figure, f.value, f.target ?? '', f.met === undefined ? '' : f.met ? 'ok' : 'MISSED']);
   const header = ['figure', 'value', 'target', ''];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -143,6 +173,7 @@ export function printTable(title: string, figures: Figure[]): number {
 
 /** Runs a bench's main; exits 0 when it finished (targets met or not), 1 when it broke. */
 export function runBench(name: string, main: () => Promise<void>): void {
+  speedBeforeBench = machineSpeed();
   main().then(
     () => process.exit(0),
     (err: unknown) => {
