@@ -133,20 +133,25 @@ export function loadAverage(): string {
  * factor of two; a throughput figure read next to this one can be compared
  * with another taken on a different day.
  */
-export function machineSpeed(durationMs = 300): number {
+export function machineSpeed(slices = 5, sliceMs = 200): number {
   const items = Array.from({ length: 200 }, (_, i) => ({ name: `runner-${(i * 7919) % 1000}`, status: i % 3 === 0 ? 'idle' : 'running', seq: i, labels: ['self-hosted', 'linux', `pool-${i % 5}`] }));
-  let rounds = 0;
+  let best = 0;
   let sink = 0;
-  const started = performance.now();
-  while (performance.now() - started < durationMs) {
-    const copy = JSON.parse(JSON.stringify(items)) as typeof items;
-    copy.sort((a, b) => a.name.localeCompare(b.name));
-    const byName = new Map(copy.map((item) => [item.name, item]));
-    for (const item of items) sink += byName.get(item.name)?.seq ?? 0;
-    rounds += 1;
+  // The best of a few short slices: a slice that another process interrupted says less about the machine.
+  for (let slice = 0; slice < slices; slice++) {
+    let rounds = 0;
+    const started = performance.now();
+    while (performance.now() - started < sliceMs) {
+      const copy = JSON.parse(JSON.stringify(items)) as typeof items;
+      copy.sort((a, b) => a.name.localeCompare(b.name));
+      const byName = new Map(copy.map((item) => [item.name, item]));
+      for (const item of items) sink += byName.get(item.name)?.seq ?? 0;
+      rounds += 1;
+    }
+    best = Math.max(best, (rounds * 1000) / (performance.now() - started));
   }
   if (sink < 0) console.log(sink); // Keeps the work from being optimised away.
-  return Math.round((rounds * 1000) / (performance.now() - started));
+  return Math.round(best);
 }
 
 let speedBeforeBench: number | undefined;
