@@ -42,7 +42,10 @@ export function runsToLookInto<R extends QueuedGitHubRun>(
   lostJobAgeMs: number,
   max = QUEUED_RUNS_PER_SWEEP,
 ): { picked: R[]; rotation: LostJobRotation } {
-  const { newest, cursor } = rotation ?? { newest: 0, cursor: 0 };
+  // It comes back from the last run's result: anything but a number starts the round afresh,
+  // rather than comparing run ids with it and opening nothing, sweep after sweep.
+  const newest = idOrZero(rotation?.newest);
+  const cursor = idOrZero(rotation?.cursor);
   const old = runs.filter((run) => now - Date.parse(run.createdAt) >= lostJobAgeMs).sort((a, b) => a.id - b.id);
   const opened = old.filter((run) => run.id <= newest);
   const fresh = old.filter((run) => run.id > newest);
@@ -57,3 +60,5 @@ export function runsToLookInto<R extends QueuedGitHubRun>(
     },
   };
 }
+
+const idOrZero = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);

@@ -81,4 +81,13 @@ describe('runsToLookInto', () => {
     const { picked } = runsToLookInto(stillQueued, rotation, NOW, AGE, 5);
     expect(picked.map((r) => r.id)).toEqual(ids(1_032, 5));
   });
+
+  it('starts the round afresh from a rotation that is not two numbers', () => {
+    const backlog = backlogOf(10);
+    for (const broken of [{ newest: 'x', cursor: null }, {}, { newest: Number.NaN, cursor: 3 }] as unknown as LostJobRotation[]) {
+      const { picked, rotation } = runsToLookInto(backlog, broken, NOW, AGE, 4);
+      expect(picked.map((r) => r.id)).toEqual(ids(1_000, 4));
+      expect(rotation.newest).toBe(1_003);
+    }
+  });
 });
