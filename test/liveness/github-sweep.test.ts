@@ -191,8 +191,22 @@ describe('jobs whose queued webhook was lost', () => {
       expect(runLists() - listsBefore).toBeLessThanOrEqual(2 * QUEUED_RUNS_PER_SWEEP);
       // The worker keeps nothing between sweeps: the second goes on from what the first reported,
       // through the schedule. Its new runs first, a few of the first sweep's again.
-      const second = ofRepo(await sweeps.next());
+      const secondReport = await sweeps.next();
+      const second = ofRepo(secondReport);
       expect(second).toHaveLength(QUEUED_RUNS_PER_SWEEP);
+      // A sweep that cannot list the queued runs keeps where the round stood, and the next one goes on from there.
+      stack.sim.setFault({ kind: 'server-error', operation: 'list-workflow-runs' });
+      let failedReport: SweepReport;
+      try {
+        failedReport = await sweeps.next();
+      } finally {
+        stack.sim.clearFaults();
+      }
+      expect(failedReport.github?.failed).toContainEqual({ target: `queued jobs of repo:acme/${repo}`, error: expect.any(String) });
+      expect(ofRepo(failedReport)).toEqual([]);
+      const position = (report: SweepReport) => report.github?.lostJobRotation?.[`repo:acme/${repo}`];
+      expect(position(secondReport)).toEqual({ newest: expect.any(Number), cursor: expect.any(Number) });
+      expect(position(failedReport)).toEqual(position(secondReport));
       const third = ofRepo(await sweeps.next());
       const newInSecond = second.filter((id) => !first.includes(id));
       expect(newInSecond.length).toBeGreaterThanOrEqual(QUEUED_RUNS_PER_SWEEP - 5);
