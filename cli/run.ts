@@ -9,6 +9,7 @@ import { completionCommands } from './commands/completion';
 import { jobCommands } from './commands/jobs';
 import { poolCommands } from './commands/pool';
 import { runnerCommands } from './commands/runner';
+import { sweepCommands } from './commands/sweep';
 import { CliError, EXIT_CODES, usageError } from './errors';
 
 export interface CliIo {
@@ -20,7 +21,7 @@ export interface CliIo {
   signal?: AbortSignal;
 }
 
-const GROUPS: Record<string, Record<string, Command>> = { pool: poolCommands, runner: runnerCommands, jobs: jobCommands };
+const GROUPS: Record<string, Record<string, Command>> = { pool: poolCommands, runner: runnerCommands, jobs: jobCommands, sweep: sweepCommands };
 
 const GLOBAL_OPTIONS = {
   url: { type: 'string' },

@@ -57,6 +57,12 @@ async function main(): Promise<void> {
       await shoot(page, 'edit-size', false);
       await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
 
+      await page.getByRole('button', { name: 'Sweep provider simulated now' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Sweep now' }).waitFor();
+      await shoot(page, 'sweep-now', false);
+      await page.getByRole('dialog').getByRole('button', { name: 'Sweep now' }).click();
+      await page.getByRole('status').filter({ hasText: 'sweep/simulated triggered' }).waitFor();
+
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByLabel('Admin token').waitFor();
       await shoot(page, 'login', false);

@@ -13,6 +13,8 @@ import { leakedView, poolDetailView, poolsView, sweepsView, unmatchedView } from
 const POLL_MS = 1500;
 /** Sweeps run every few minutes: asking for them every few polls is plenty. */
 const SWEEP_EVERY = 4;
+/** After "Sweep now", how long sweeps are asked for on every poll even before the run shows. */
+const FOLLOW_SWEEP_MS = 5000;
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
@@ -24,6 +26,8 @@ const state = {
   /** @type {any[]} */
   pools: [],
   polls: 0,
+  /** @type {number | undefined} when a sweep was asked for here: until it has run, sweeps are asked for on every poll */
+  sweepAskedAt: undefined,
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   timer: undefined,
   /** @type {Map<string, string>} what each section last drew, so unchanged data is not redrawn */
@@ -164,6 +168,25 @@ const runnerActions = {
   },
 };
 
+const sweepActions = {
+  sweepNow(/** @type {string} */ provider) {
+    confirmAction(
+      {
+        title: `Sweep provider ${provider} now?`,
+        message:
+          'The sweep deletes machines of this provider that no runner owns once they are past the grace period, and looks for lost jobs. It runs through its schedule, so it goes on where the last sweep left off; a sweep already running finishes first.',
+        confirmLabel: 'Sweep now',
+        run: async () => {
+          const result = await api('POST', `/api/v1/sweeps/${enc(provider)}`);
+          state.sweepAskedAt = Date.now();
+          return `${result.scheduleId} triggered${result.paused ? ' (its schedule is paused: only this run happens)' : ''}`;
+        },
+      },
+      afterAction,
+    );
+  },
+};
+
 function afterAction(/** @type {string} */ message) {
   toast(message);
   void poll();
@@ -225,7 +248,7 @@ async function refresh() {
       api('GET', '/api/v1/summary'),
       api('GET', '/api/v1/runners?leaked=true&limit=50'),
       api('GET', '/api/v1/jobs/unmatched'),
-      state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined,
+      state.sweepAskedAt !== undefined || state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined,
       // One pool that does not answer must not freeze the rest of the page: its error shows in its own section.
       loadPoolDetail().catch(showPoolDetailError),
     ]);
@@ -238,7 +261,12 @@ async function refresh() {
     draw('pools', { pools: summary.pools, selected: state.selectedPool }, () => poolsView(summary.pools, state.selectedPool, poolActions));
     draw('leaked', leaked.runners, () => leakedView(leaked.runners));
     draw('unmatched', unmatched.jobs, () => unmatchedView(unmatched.jobs));
-    if (sweeps) draw('sweeps', sweeps.sweeps, () => sweepsView(sweeps.sweeps));
+    if (sweeps) {
+      draw('sweeps', sweeps.sweeps, () => sweepsView(sweeps.sweeps, sweepActions));
+      // Followed while any run is running, and for a few seconds in any case: the schedule takes a moment to start the run.
+      const running = sweeps.sweeps.some((/** @type {any} */ s) => s.runs.some((/** @type {any} */ r) => r.status === 'running'));
+      if (!running && state.sweepAskedAt !== undefined && Date.now() - state.sweepAskedAt > FOLLOW_SWEEP_MS) state.sweepAskedAt = undefined;
+    }
     if (!hadSelection && state.selectedPool) await loadPoolDetail();
     state.polls += 1;
     $('connection-error').hidden = true;

@@ -214,8 +214,9 @@ export function unmatchedView(jobs) {
  *   result?: { listed: number, owned: number, deleted: number, skipped: number, failed: number, deletedNames: string[] } }} SweepRun
  * @typedef {{ provider: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number, nextRunAt?: string, runs: SweepRun[] }} Sweep
  * @param {Sweep[]} sweeps
+ * @param {{ sweepNow(provider: string): void }} actions
  */
-export function sweepsView(sweeps) {
+export function sweepsView(sweeps, actions) {
   if (sweeps.length === 0) return empty('No providers are configured.');
   return sweeps.map((sweep) => {
     const state = !sweep.scheduled
@@ -247,7 +248,18 @@ export function sweepsView(sweeps) {
     return h(
       'div',
       { class: 'sweep', role: 'group', 'aria-label': `Sweep of provider ${sweep.provider}` },
-      h('h3', {}, h('code', {}, sweep.scheduleId), ' ', h('span', { class: 'muted' }, state), ' ', sweep.scheduled && temporalLink(scheduleUrl(sweep.scheduleId), `schedule ${sweep.scheduleId}`)),
+      h(
+        'h3',
+        {},
+        h('code', {}, sweep.scheduleId),
+        ' ',
+        h('span', { class: 'muted' }, state),
+        ' ',
+        sweep.scheduled && temporalLink(scheduleUrl(sweep.scheduleId), `schedule ${sweep.scheduleId}`),
+        ' ',
+        sweep.scheduled &&
+          h('button', { type: 'button', class: 'secondary', 'aria-label': `Sweep provider ${sweep.provider} now`, onclick: () => actions.sweepNow(sweep.provider) }, 'Sweep now'),
+      ),
       runs,
     );
   });

@@ -1,8 +1,9 @@
 /**
  * The orphan sweep as operators follow it: each provider's schedule
- * (`sweep/<provider>`), when it runs next, and what its last runs found.
+ * (`sweep/<provider>`), when it runs next, and what its last runs found;
+ * and "sweep now", which goes through that schedule.
  */
-import { ScheduleNotFoundError, WorkflowFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowFailedError, type Client } from '@temporalio/client';
 import type { SweepReport } from '../../activities/sweep-activities';
 import { sweepScheduleId } from '../../worker/sweep-schedule';
 
@@ -43,6 +44,16 @@ function summarise(report: SweepReport): SweepRun['result'] {
   };
 }
 
+/**
+ * The message that says what went wrong. A failed activity fails the workflow with
+ * "Activity task failed" wrapped around the reason; an operator needs the reason.
+ */
+function failureReason(err: Error): string {
+  let reason: Error = err;
+  while (reason.cause instanceof Error) reason = reason.cause;
+  return reason === err ? err.message : `${reason.message}${reason instanceof ApplicationFailure && reason.type ? ` (${reason.type})` : ''}`;
+}
+
 async function sweepRun(client: Client, workflowId: string, runId: string, scheduledAt: Date): Promise<SweepRun> {
   const run: SweepRun = { workflowId, runId, scheduledAt: scheduledAt.toISOString(), status: 'unknown' };
   const handle = client.workflow.getHandle(workflowId, runId);
@@ -55,7 +66,7 @@ async function sweepRun(client: Client, workflowId: string, runId: string, sched
     try {
       await handle.result();
     } catch (err) {
-      run.error = err instanceof WorkflowFailedError && err.cause ? err.cause.message : (err as Error).message;
+      run.error = err instanceof WorkflowFailedError ? failureReason(err) : (err as Error).message;
     }
   }
   return run;
@@ -95,4 +106,24 @@ export async function providerSweep(client: Client, provider: string, runsShown:
     ...(next && !description.state.paused ? { nextRunAt: next.toISOString() } : {}),
     runs,
   };
+}
+
+export type SweepTrigger = { triggered: true; scheduleId: string; paused: boolean } | { triggered: false; scheduleId: string };
+
+/**
+ * Runs the provider's sweep now. Through its schedule, not as a workflow of its own: only a
+ * run the schedule starts is handed the last run's report, and with it where the look for
+ * lost jobs stopped. A sweep already running is left to finish; this one follows it.
+ */
+export async function sweepNow(client: Client, provider: string): Promise<SweepTrigger> {
+  const scheduleId = sweepScheduleId(provider);
+  const schedule = client.schedule.getHandle(scheduleId);
+  try {
+    const { state } = await schedule.describe();
+    await schedule.trigger(ScheduleOverlapPolicy.BUFFER_ONE);
+    return { triggered: true, scheduleId, paused: state.paused };
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return { triggered: false, scheduleId };
+    throw err;
+  }
 }

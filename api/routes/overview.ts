@@ -1,8 +1,9 @@
-/** Read-only views for the dashboard: everything at a glance, and the orphan sweep. */
+/** The dashboard's views (everything at a glance, the orphan sweep) and "sweep now". */
 import { z } from 'zod';
 import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { poolOverview } from '../dashboard/pool-overview';
-import { providerSweep } from '../dashboard/sweep-runs';
+import { providerSweep, sweepNow } from '../dashboard/sweep-runs';
+import { conflict, notFound } from '../http/errors';
 import { parseQuery } from '../http/query';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
@@ -58,6 +59,29 @@ export const overviewRoutes: Route<Services>[] = [
       const { config, client } = services.deps;
       const sweeps = await services.bounded(() => Promise.all(config.providers.map((p) => providerSweep(client, p.name, runs))));
       return json({ sweeps });
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sweeps/:provider',
+    auth: 'admin',
+    doc: {
+      tag: 'overview',
+      summary:
+        "Sweep a provider now, through its schedule (so the run goes on with the lost-job look where the last one stopped); a sweep already running finishes first. Also when the schedule is paused: only this run happens",
+      responses: { 202: 'The schedule was triggered', 404: 'No provider of that name is configured', 409: "The provider's sweep schedule does not exist yet (no worker has started with this provider)" },
+    },
+    async handle({ params, services }) {
+      const { config, client } = services.deps;
+      const provider = params.provider!;
+      if (!config.providers.some((p) => p.name === provider)) {
+        throw notFound(`provider "${provider}" is not configured (configured: ${config.providers.map((p) => p.name).join(', ') || 'none'})`);
+      }
+      const outcome = await services.bounded(() => sweepNow(client, provider));
+      if (!outcome.triggered) {
+        throw conflict(`there is no sweep schedule ${outcome.scheduleId} yet: a worker creates it when it starts with provider "${provider}"`, 'no_schedule');
+      }
+      return json({ provider, scheduleId: outcome.scheduleId, paused: outcome.paused }, 202);
     },
   },
 ];

@@ -220,6 +220,7 @@ describe('open routes', () => {
         'GET /openapi.json',
         'GET /api/v1/summary',
         'GET /api/v1/sweeps',
+        'POST /api/v1/sweeps/:provider',
         'GET /ui',
         'GET /ui/:file',
       ].sort(),

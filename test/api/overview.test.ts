@@ -103,28 +103,35 @@ describe('GET /api/v1/summary', () => {
   });
 });
 
+/**
+ * The API over the sweep rig's worker, its config naming the given fake providers (the rig's own
+ * and any others) with hourly sweeps and no grace period; `call` is an admin request.
+ */
+function sweepApi(providers: { name: string; stateDir: string }[]) {
+  const config = parseConfig({
+    temporal: { taskQueue: rig.worker.taskQueue },
+    providers: providers.map(({ name, stateDir }) => ({ type: 'fake', name, stateDir })),
+    sweep: { interval: '1h', gracePeriod: 0 },
+  });
+  const app = createApp({
+    client: rig.client,
+    taskQueue: rig.worker.taskQueue,
+    config,
+    github: { get: () => rig.worker.github },
+    secrets: { adminToken: ADMIN_TOKEN, instanceTokenKey: INSTANCE_TOKEN_KEY },
+    logger: recordingLogger(),
+  });
+  const call = (method: string, path: string) => app(new Request(`http://127.0.0.1${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+  return { config, call };
+}
+
 describe('leaked runners and sweeps', () => {
   it('lists leaked runners with leaked=true and shows the sweep that deleted their machine', async () => {
     const provider = addProvider(rig);
     const idle = uniqueName('unscheduled');
-    const config = parseConfig({
-      temporal: { taskQueue: rig.worker.taskQueue },
-      providers: [
-        { type: 'fake', name: provider.name, stateDir: provider.stateDir },
-        { type: 'fake', name: idle, stateDir: `/tmp/${idle}` },
-      ],
-      sweep: { interval: '1h', gracePeriod: 0 },
-    });
-    const app = createApp({
-      client: rig.client,
-      taskQueue: rig.worker.taskQueue,
-      config,
-      github: { get: () => rig.worker.github },
-      secrets: { adminToken: ADMIN_TOKEN, instanceTokenKey: INSTANCE_TOKEN_KEY },
-      logger: recordingLogger(),
-    });
+    const { config, call } = sweepApi([provider, { name: idle, stateDir: `/tmp/${idle}` }]);
     const get = async <T>(path: string): Promise<T> => {
-      const res = await app(new Request(`http://127.0.0.1${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+      const res = await call('GET', path);
       expect(res.status, path).toBe(200);
       return (await res.json()) as T;
     };
@@ -162,7 +169,61 @@ describe('leaked runners and sweeps', () => {
     const missing = await get<{ sweeps: Record<string, unknown>[] }>('/api/v1/sweeps');
     expect(missing.sweeps.find((s) => s.provider === provider.name)).toEqual({ provider: provider.name, scheduleId, scheduled: false, runs: [] });
 
-    await expectError(await app(new Request('http://127.0.0.1/api/v1/sweeps?runs=0', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })), 400, 'validation_failed');
+    await expectError(await call('GET', '/api/v1/sweeps?runs=0'), 400, 'validation_failed');
+  });
+
+  it('sweeps a provider now through its schedule, paused or not, and says why when it cannot', async () => {
+    const provider = addProvider(rig);
+    // In the API's config but not on the worker: its sweep runs, and fails.
+    const elsewhere = uniqueName('elsewhere');
+    const { config, call } = sweepApi([provider, { name: elsewhere, stateDir: `/tmp/${elsewhere}` }]);
+    const runsOf = async (of = provider.name) => {
+      const { sweeps } = (await (await call('GET', '/api/v1/sweeps?runs=5')).json()) as { sweeps: { provider: string; runs: { status: string; error?: string; result?: { deletedNames: string[] } }[] }[] };
+      return sweeps.find((s) => s.provider === of)!.runs;
+    };
+
+    const unknown = await expectError(await call('POST', '/api/v1/sweeps/nope'), 404, 'not_found');
+    expect(unknown.message).toBe(`provider "nope" is not configured (configured: ${provider.name}, ${elsewhere})`);
+    const early = await expectError(await call('POST', `/api/v1/sweeps/${provider.name}`), 409, 'no_schedule');
+    expect(early.message).toContain(`there is no sweep schedule sweep/${provider.name} yet`);
+    await expectError(await call('POST', '/api/v1/sweeps'), 405);
+
+    const scheduleId = sweepScheduleId(provider.name);
+    await ensureSweepSchedules(rig.client, config, rig.worker.taskQueue);
+    const schedule = rig.client.schedule.getHandle(scheduleId);
+    try {
+      const leaked = await leakMachine(rig, provider);
+      const now = await call('POST', `/api/v1/sweeps/${provider.name}`);
+      expect(now.status).toBe(202);
+      expect(await now.json()).toEqual({ provider: provider.name, scheduleId, paused: false });
+      const [run] = await eventually(async () => {
+        const runs = await runsOf();
+        return runs[0]?.status === 'completed' ? runs : undefined;
+      }, 20_000, 'the sweep run');
+      expect(run!.result?.deletedNames).toEqual([leaked]);
+
+      // The sweep disabled in the config pauses its schedule; sweeping by hand still runs, once.
+      await schedule.pause('sweep disabled in the config');
+      const paused = await call('POST', `/api/v1/sweeps/${provider.name}`);
+      expect(await paused.json()).toEqual({ provider: provider.name, scheduleId, paused: true });
+      const runs = await eventually(async () => {
+        const all = await runsOf();
+        return all.length === 2 && all.every((r) => r.status === 'completed') ? all : undefined;
+      }, 20_000, 'the second sweep run');
+      expect(runs[0]!.result?.deletedNames).toEqual([]);
+      expect((await schedule.describe()).state.paused).toBe(true);
+
+      // A run that fails shows why, not only that an activity failed.
+      expect((await call('POST', `/api/v1/sweeps/${elsewhere}`)).status).toBe(202);
+      const [failed] = await eventually(async () => {
+        const all = await runsOf(elsewhere);
+        return all[0]?.status === 'failed' ? all : undefined;
+      }, 20_000, 'the failed sweep run');
+      expect(failed!.error).toBe(`provider "${elsewhere}" is not configured on this worker (UnknownProvider)`);
+    } finally {
+      await schedule.delete();
+      await rig.client.schedule.getHandle(sweepScheduleId(elsewhere)).delete();
+    }
   });
 });
 

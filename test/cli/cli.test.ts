@@ -6,11 +6,16 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Client, Connection } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client, type Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSweepActivities } from '../../activities/sweep-activities';
 import { createApp } from '../../api/app';
+import { FakeProvider } from '../../providers/fake';
+import type { ProviderPort } from '../../providers/port';
 import { startHttpServer, type HttpServer } from '../../api/node-server';
 import { instanceStartOptions } from '../../workflows/instance-options';
+import { sweepScheduleId } from '../../worker/sweep-schedule';
+import { PROVIDER_SWEEP_WORKFLOW } from '../../workflows/provider-sweep';
 import { runnerWorkflowId, type InstanceState } from '../../workflows/messages';
 import { jobsQueuedSignal, poolWorkflowId, UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
@@ -25,7 +30,10 @@ let server: HttpServer;
 
 beforeAll(async () => {
   ({ connection, client } = await connectClient());
-  worker = await startTestWorker();
+  // The worker sweeps too, so `sweep run` has a sweep to run.
+  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-cli-fake-'));
+  const providers = new Map<string, ProviderPort>([['fake', new FakeProvider({ name: 'fake', stateDir: fakeDir })]]);
+  worker = await startTestWorker({ providers, fakeDir, extraActivities: createSweepActivities({ controllerId: 'test-controller', providers, client, namespace: 'default' }) });
   const app = createApp({
     client,
     taskQueue: worker.taskQueue,
@@ -284,6 +292,43 @@ describe('runnerflow CLI', () => {
     expect(json.map((j) => j.jobId)).toContain(jobId);
   });
 
+  it('lists the sweeps and sweeps a provider now, saying why when it cannot', async () => {
+    // The API's config has one provider, `fake`; no other test makes its schedule.
+    const before = await cli(['sweep', 'list']);
+    expect(before.stdout).toMatch(/^PROVIDER\s+SCHEDULE\s+NEXT RUN\s+LAST RUN\s+STATUS\s+RESULT$/m);
+    expect(before.stdout).toMatch(/^fake\s+no schedule \(no worker has started with this provider\)/m);
+    const early = await cli(['sweep', 'run', 'fake']);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toBe('error: there is no sweep schedule sweep/fake yet: a worker creates it when it starts with provider "fake"\n');
+    const unknown = await cli(['sweep', 'run', 'gpu-cloud']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe('error: provider "gpu-cloud" is not configured (configured: fake)\n');
+    expect((await cli(['sweep', 'run'])).code).toBe(2);
+
+    const schedule = await client.schedule.create({
+      scheduleId: sweepScheduleId('fake'),
+      spec: { intervals: [{ every: '1h' }] },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      action: { type: 'startWorkflow', workflowType: PROVIDER_SWEEP_WORKFLOW, workflowId: sweepScheduleId('fake'), taskQueue: worker.taskQueue, args: [{ provider: 'fake', gracePeriodMs: 3_600_000 }] },
+    });
+    try {
+      const now = await cli(['sweep', 'run', 'fake']);
+      expect(now.stdout).toBe('sweep/fake triggered; `runnerflow sweep list` shows its result\n');
+      const listed = await eventually(async () => {
+        const run = await cli(['sweep', 'list']);
+        return /^fake\s.*\scompleted\s+deleted 0 of \d+ listed, 0 failed$/m.test(run.stdout) ? run : undefined;
+      }, 20_000, 'the sweep run listed as completed');
+      expect(listed.stdout).toMatch(/^fake\s+every 1h\s+\S+\s+\S+\s+completed/m);
+      const json = JSON.parse((await cli(['sweep', 'list', '--json'])).stdout) as { provider: string; runs: { status: string }[] }[];
+      expect(json.find((s) => s.provider === 'fake')?.runs).toEqual([expect.objectContaining({ status: 'completed' })]);
+
+      await schedule.pause('sweep disabled in the config');
+      expect(JSON.parse((await cli(['sweep', 'run', 'fake', '--json'])).stdout)).toEqual({ provider: 'fake', scheduleId: 'sweep/fake', paused: true });
+    } finally {
+      await schedule.delete();
+    }
+  });
+
   it('completes commands and options in bash, and documents its exit codes', async () => {
     const script = await cli(['completion', 'bash']);
     expect(script.code).toBe(0);
@@ -295,7 +340,7 @@ describe('runnerflow CLI', () => {
           (err, stdout) => (err ? fail(err) : done(stdout.trim())),
         ),
       );
-    expect(await complete(['runnerflow', ''])).toBe('pool runner jobs completion');
+    expect(await complete(['runnerflow', ''])).toBe('pool runner jobs sweep completion');
     expect(await complete(['runnerflow', 'runner', 'w'])).toBe('watch');
     expect(await complete(['runnerflow', '--url', 'http://x', 'runner', 'delete', 'r1', '--b'])).toBe('--bypass-busy');
     expect(await complete(['runnerflow', 'jobs', ''])).toBe('unmatched');

@@ -3,7 +3,10 @@
  * client: registrations of our pools that no workflow owns are removed; busy ones
  * and live ones are not.
  */
-import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, inject, it } from 'vitest';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { registrationMatcher } from '../../activities/github-sweep-activities';
 import { QUEUED_RUNS_PER_SWEEP } from '../../domain/lost-job-rotation';
@@ -14,6 +17,7 @@ import { instanceStartOptions } from '../../workflows/instance-options';
 import { PROVIDER_SWEEP_WORKFLOW, providerSweep } from '../../workflows/provider-sweep';
 import type { SweepArgs, SweepReport } from '../../activities/sweep-activities';
 import { runnerInstance } from '../../workflows/runner-instance';
+import { sweepScheduleId } from '../../worker/sweep-schedule';
 import { waitForStatus } from '../instance/helpers';
 import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/temporal';
 import { api, e2ePool, useE2EStack } from '../e2e/stack';
@@ -31,12 +35,20 @@ async function sweep(gracePeriodMs: number, lostJobAgeMs?: number) {
   });
 }
 
+/** What an operator runs to sweep a provider now. */
+async function sweepScript(provider: string): Promise<string> {
+  const script = resolve(import.meta.dirname, '../../scripts/sweep.sh');
+  const env = { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_CLI: inject('temporalCli') };
+  return (await promisify(execFile)('bash', [script, provider], { env })).stdout;
+}
+
 /**
  * Runs of a sweep schedule as production makes them (paused, so only the test's triggers run it):
  * each run is handed the last completed run's report by Temporal, and nothing else.
  */
 async function scheduledSweeps(lostJobAgeMs: number) {
-  const scheduleId = uniqueName(`sweep/${PROVIDER}`);
+  // The schedule's production id: the e2e stack starts no sweep schedules of its own.
+  const scheduleId = sweepScheduleId(PROVIDER);
   const args: SweepArgs = { provider: PROVIDER, gracePeriodMs: 3_600_000, githubRunners: true, lostJobAgeMs };
   const schedule = await stack.client.schedule.create({
     scheduleId,
@@ -46,9 +58,9 @@ async function scheduledSweeps(lostJobAgeMs: number) {
     action: { type: 'startWorkflow', workflowType: PROVIDER_SWEEP_WORKFLOW, workflowId: scheduleId, taskQueue: stack.loaded.config.temporal.taskQueue, args: [args] },
   });
   return {
-    async next(): Promise<SweepReport> {
+    async next(trigger = () => schedule.trigger(ScheduleOverlapPolicy.SKIP)): Promise<SweepReport> {
       const taken = (await schedule.describe()).info.numActionsTaken;
-      await schedule.trigger(ScheduleOverlapPolicy.SKIP);
+      await trigger();
       const started = await eventually(async () => {
         const info = (await schedule.describe()).info;
         return info.numActionsTaken > taken ? info.recentActions.at(-1) : undefined;
@@ -175,7 +187,8 @@ describe('jobs whose queued webhook was lost', () => {
     const backlog = 2 * QUEUED_RUNS_PER_SWEEP + 2;
     stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: backlog });
     // Labels no pool has: every one found goes to routing, and on to the unmatched record.
-    const lost = Array.from({ length: backlog }, () => stack.sim.queueJob({ repository: `acme/${repo}`, labels: [...pool.labels, 'nobody'] }).id);
+    const lostJobs = Array.from({ length: backlog }, () => stack.sim.queueJob({ repository: `acme/${repo}`, labels: [...pool.labels, 'nobody'] }));
+    const lost = lostJobs.map((job) => job.id);
     await stack.sim.webhooksIdle();
     const directory = new PoolDirectory(stack.client, 0);
     await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
@@ -211,7 +224,16 @@ describe('jobs whose queued webhook was lost', () => {
       const newInSecond = second.filter((id) => !first.includes(id));
       expect(newInSecond.length).toBeGreaterThanOrEqual(QUEUED_RUNS_PER_SWEEP - 5);
       expect(new Set([...first, ...second, ...third])).toEqual(new Set(lost));
-      // A sweep started by hand has no last report: it starts again from the oldest runs.
+      // The operator's "sweep now" goes through the schedule, so it too goes on where the last one
+      // stopped: every run has been looked into, so it finds nothing new and goes on round them.
+      const byOperator = await sweeps.next(async () => {
+        expect(await sweepScript(PROVIDER)).toContain(`sweep/${PROVIDER} triggered (the schedule itself is paused`);
+      });
+      // (A sweep starting afresh would report the 25th oldest run as the newest looked into.)
+      expect(position(byOperator)?.newest).toBe(Math.max(...lostJobs.map((job) => job.runId)));
+      expect(ofRepo(byOperator)).toHaveLength(QUEUED_RUNS_PER_SWEEP);
+      expect(ofRepo(byOperator)).not.toEqual(first);
+      // A providerSweep started on its own has no last report: it starts again from the oldest runs.
       expect(ofRepo(await sweep(3_600_000, 0))).toEqual(first);
     } finally {
       await sweeps.delete();

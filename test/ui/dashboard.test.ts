@@ -6,15 +6,18 @@
 import { describe, expect, it } from 'vitest';
 import { forceDeleteSignal, runnerWorkflowId, type InstanceState } from '../../workflows/messages';
 import { jobsQueuedSignal, poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
+import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
 import { api, e2ePool, useE2EStack, type E2EStack } from '../e2e/stack';
-import { eventually } from '../support/temporal';
+import { eventually, uniqueName } from '../support/temporal';
 import { openDashboard, poolRow, runnerRow, showPool, useBrowser } from './browser';
 
-const stack = useE2EStack({ jobDurationMs: 300 });
+// A provider name of this file's own: its sweep schedule is made here, and schedules are per provider name.
+const PROVIDER = uniqueName('simulated');
+const stack = useE2EStack({ jobDurationMs: 300 }, { simulatedProvider: PROVIDER });
 const browser = useBrowser();
 
 async function createPool(repo: string, overrides: Parameters<typeof e2ePool>[1] = {}): Promise<string> {
-  const pool = e2ePool(repo, overrides);
+  const pool = e2ePool(repo, { provider: PROVIDER, ...overrides });
   const res = await api(stack, 'POST', '/api/v1/pools', pool);
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return pool.name;
@@ -159,5 +162,30 @@ describe('dashboard', () => {
     const link = await row.getByRole('link', { name: `Open runner ${runner} in the Temporal Web UI` }).getAttribute('href');
     expect(link).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:8233/namespaces/default/workflows/runner%2F${runner}/[0-9a-f-]+/history$`));
     stack.machines.clearFaults('delete');
+  });
+
+  it('sweeps a provider now from its sweep, which shows the run when it is done', async () => {
+    const page = await openDashboard(browser, stack);
+    const sweep = page.getByRole('group', { name: `Sweep of provider ${PROVIDER}` });
+    await sweep.getByText('no schedule (a worker creates it at start)').waitFor();
+    expect(await sweep.getByRole('button', { name: `Sweep provider ${PROVIDER} now` }).count()).toBe(0);
+
+    const { config } = stack.loaded;
+    await ensureSweepSchedules(stack.client, { ...config, sweep: { ...config.sweep, enabled: true, interval: 3_600_000 } }, config.temporal.taskQueue);
+    const scheduleId = sweepScheduleId(PROVIDER);
+    try {
+      // Sweeps are asked for every few polls: the button shows once the schedule does.
+      await sweep.getByRole('button', { name: `Sweep provider ${PROVIDER} now` }).click({ timeout: 30_000 });
+      const dialog = page.getByRole('dialog', { name: `Sweep provider ${PROVIDER} now?` });
+      await dialog.getByRole('button', { name: 'Sweep now' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      await expect.poll(() => page.getByRole('status').filter({ hasText: `${scheduleId} triggered` }).count()).toBe(1);
+      const runs = sweep.getByRole('table', { name: `Last runs of ${scheduleId}` });
+      await runs.getByRole('row').filter({ hasText: 'completed' }).waitFor({ timeout: 30_000 });
+      const actions = (await stack.client.schedule.getHandle(scheduleId).describe()).info.recentActions;
+      expect(actions).toHaveLength(1);
+    } finally {
+      await stack.client.schedule.getHandle(scheduleId).delete();
+    }
   });
 });

@@ -1,0 +1,61 @@
+import { printJson, type Command } from '../command';
+import { formatTable } from '../table';
+import type { ProviderSweep, SweepRun } from '../../api/dashboard/sweep-runs';
+
+interface SweepNow {
+  provider: string;
+  scheduleId: string;
+  paused: boolean;
+}
+
+/** "5m", "1h", "1h30m": the interval as people write it in the config. */
+function every(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return '';
+  const s = Math.round(ms / 1000);
+  const parts: [number, string][] = [[Math.floor(s / 3600), 'h'], [Math.floor((s % 3600) / 60), 'm'], [s % 60, 's']];
+  return parts.filter(([n]) => n > 0).map(([n, unit]) => `${n}${unit}`).join('') || '0s';
+}
+
+function schedule(sweep: ProviderSweep): string {
+  if (!sweep.scheduled) return 'no schedule (no worker has started with this provider)';
+  if (sweep.paused) return `paused${sweep.note ? `: ${sweep.note}` : ''}`;
+  return `every ${every(sweep.intervalMs)}`;
+}
+
+function outcome(run: SweepRun | undefined): string {
+  if (!run) return '';
+  if (run.result) return `deleted ${run.result.deleted} of ${run.result.listed} listed, ${run.result.failed} failed`;
+  return run.error ?? '';
+}
+
+export const sweepCommands: Record<string, Command> = {
+  list: {
+    usage: 'list',
+    summary: "Each provider's orphan sweep: its schedule, next run and what the last run did",
+    options: {},
+    arity: 0,
+    async run(ctx) {
+      const { sweeps } = await ctx.api.get<{ sweeps: ProviderSweep[] }>('/api/v1/sweeps?runs=1');
+      if (ctx.json) return printJson(ctx, sweeps);
+      ctx.out(
+        formatTable(
+          ['PROVIDER', 'SCHEDULE', 'NEXT RUN', 'LAST RUN', 'STATUS', 'RESULT'],
+          sweeps.map((s) => [s.provider, schedule(s), s.nextRunAt, s.runs[0]?.scheduledAt, s.runs[0]?.status, outcome(s.runs[0])]),
+        ),
+      );
+    },
+  },
+  run: {
+    usage: 'run PROVIDER',
+    summary: "Sweep a provider now, through its schedule (a sweep already running finishes first)",
+    options: {},
+    arity: 1,
+    async run(ctx) {
+      const provider = ctx.positionals[0]!;
+      const result = await ctx.api.post<SweepNow>(`/api/v1/sweeps/${encodeURIComponent(provider)}`, undefined);
+      if (ctx.json) return printJson(ctx, result);
+      const paused = result.paused ? ' (its schedule is paused, so only this run happens)' : '';
+      ctx.out(`${result.scheduleId} triggered${paused}; \`runnerflow sweep list\` shows its result`);
+    },
+  },
+};
