@@ -37,28 +37,46 @@ const ROOT = resolve(import.meta.dirname, '../..');
 let server: ChildProcess | undefined;
 let stateDir: string | undefined;
 
+/**
+ * Ports are picked free, but the server's own connections made while it starts can take
+ * one of them as their local port before the server listens on it; it then exits with
+ * "address already in use", and a start on other free ports is the remedy.
+ */
+const START_ATTEMPTS = 3;
+
+async function startDevServer(cli: string, dir: string): Promise<{ child: ChildProcess; address: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const env = await devServerEnv(dir);
+    const child = spawn('bash', [join(ROOT, 'temporal-dev.sh'), 'foreground'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+    });
+    const address = `127.0.0.1:${env.TEMPORAL_PORT}`;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        execFileSync(cli, ['operator', 'cluster', 'health', '--address', address], { stdio: 'ignore' });
+        return { child, address };
+      } catch {
+        if (child.exitCode !== null) break;
+        if (Date.now() > deadline) {
+          child.kill('SIGKILL');
+          throw new Error(`Temporal dev server did not answer on ${address}:\n${stderr}`);
+        }
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    }
+    if (attempt >= START_ATTEMPTS || !stderr.includes('address already in use')) throw new Error(`Temporal dev server exited during start:\n${stderr}`);
+  }
+}
+
 export async function setup(project: TestProject): Promise<void> {
   const cli = execFileSync('bash', [join(ROOT, 'temporal-dev.sh'), 'path'], { encoding: 'utf8' }).trim();
   stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-test-temporal-'));
-  const env = await devServerEnv(stateDir);
-  const port = Number(env.TEMPORAL_PORT);
-  server = spawn('bash', [join(ROOT, 'temporal-dev.sh'), 'foreground'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  server.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
-  const address = `127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      execFileSync(cli, ['operator', 'cluster', 'health', '--address', address], { stdio: 'ignore' });
-      break;
-    } catch {
-      if (server.exitCode !== null) throw new Error(`Temporal dev server exited during start:\n${stderr}`);
-      if (Date.now() > deadline) throw new Error(`Temporal dev server did not answer on ${address}:\n${stderr}`);
-      await new Promise((r) => setTimeout(r, 300));
-    }
-  }
+  const started = await startDevServer(cli, stateDir);
+  server = started.child;
+  const address = started.address;
   // Search attributes are registered by start-dev, but only become usable once the
   // namespace cache has them; wait for the list to show them.
   for (let i = 0; i < 50; i++) {
