@@ -66,4 +66,14 @@ describe('operators with the temporal CLI', () => {
       stderr: expect.stringContaining('usage: force-delete.sh NAME'),
     });
   });
+
+  it('scripts: sweep names a provider without a sweep schedule, and asks for the provider', async () => {
+    const provider = uniqueName('no-such-provider');
+    await expect(run('bash', [`${SCRIPTS}/sweep.sh`, provider], { env: scriptEnv() })).rejects.toMatchObject({
+      stderr: `no sweep schedule 'sweep/${provider}': is '${provider}' a provider in the config, and has a worker started with it?\n`,
+    });
+    await expect(run('bash', [`${SCRIPTS}/sweep.sh`], { env: scriptEnv() })).rejects.toMatchObject({
+      stderr: expect.stringContaining('usage: sweep.sh PROVIDER'),
+    });
+  });
 });
