@@ -6,6 +6,7 @@ import { QueryNotRegisteredError, QueryRejectedError, isGrpcDeadlineError, isGrp
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { HttpError } from '../http/errors';
 
+const GRPC_CANCELLED = 1;
 const GRPC_UNAVAILABLE = 14;
 const GRPC_DEADLINE_EXCEEDED = 4;
 
@@ -27,7 +28,10 @@ export function isNotFound(err: unknown): boolean {
 export function temporalHttpError(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return undefined;
   const code = grpcCode(err);
-  if (isGrpcDeadlineError(err) || code === GRPC_DEADLINE_EXCEEDED) {
+  // A deadline can also end as CANCELLED: the server's copy of the deadline may fire first, and it then resets
+  // the stream, which grpc-js reports as "Call cancelled". The API never cancels a call itself (a dropped
+  // connection is reported as UNAVAILABLE), so CANCELLED means the deadline ran out.
+  if (isGrpcDeadlineError(err) || code === GRPC_DEADLINE_EXCEEDED || code === GRPC_CANCELLED) {
     return new HttpError(504, 'temporal_timeout', 'Temporal did not answer in time (is a runnerflow worker running?)');
   }
   if (code === GRPC_UNAVAILABLE) return new HttpError(503, 'temporal_unavailable', 'Temporal is not reachable');
