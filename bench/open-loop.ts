@@ -14,6 +14,8 @@ export interface OpenLoopRequest {
 
 export interface OpenLoopResult {
   latenciesMs: number[];
+  /** When each answered request was sent, in ms from the first; same order as latenciesMs. */
+  sentAtMs: number[];
   statuses: Record<string, number>;
   /** Requests that had no answer within the timeout (GitHub gives up after 10 s). */
   timeouts: number;
@@ -30,6 +32,7 @@ const { url, secret, rate, seconds, timeoutMs, requests } = workerData;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
 const target = new URL(url);
 const latencies = [];
+const sentAt = [];
 const statuses = {};
 let timeouts = 0, sent = 0, pending = 0;
 function send(req) {
@@ -40,7 +43,7 @@ function send(req) {
   pending += 1; sent += 1;
   let done = false;
   const finish = (status) => { if (done) return; done = true; pending -= 1; statuses[status] = (statuses[status] || 0) + 1;
-    if (status !== 'timeout' && status !== 'error') latencies.push(performance.now() - started); };
+    if (status !== 'timeout' && status !== 'error') { latencies.push(performance.now() - started); sentAt.push(started - begin); } };
   const r = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers, agent, timeout: timeoutMs }, (res) => {
     res.resume(); res.on('end', () => finish(String(res.statusCode)));
   });
@@ -59,7 +62,7 @@ function tick() {
 }
 function drain() {
   if (pending > 0) return setTimeout(drain, 10);
-  parentPort.postMessage({ latenciesMs: latencies, statuses, timeouts, sent, elapsedMs: performance.now() - begin });
+  parentPort.postMessage({ latenciesMs: latencies, sentAtMs: sentAt, statuses, timeouts, sent, elapsedMs: performance.now() - begin });
   agent.destroy();
 }
 tick();

@@ -13,6 +13,9 @@
  *
  *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms] [--pace 20ms]
  *
+ * The table also gives the p99 of each second of the burst, which shows where
+ * in it the tail lies.
+ *
  * By default the API and the worker share one process, as `npm start` runs them;
  * --processes gives each a process of its own, as a larger deployment does.
  * --relay-after sets `api.intakeRelayAfter` (0 turns the relay off), --pace
@@ -123,6 +126,8 @@ async function main(): Promise<void> {
       { figure: 'latency p50', value: over(percentile(lat, 50)) },
       { figure: 'latency p99', value: over(p99), target: `≤ ${P99_TARGET_MS} ms`, met: lat.length > 0 && p99 <= P99_TARGET_MS },
       { figure: 'latency max', value: over(Math.max(...lat)) },
+      // Where in the burst the tail lies: the first seconds, or spread over all of them.
+      { figure: 'latency p99 by second sent (ms)', value: p99BySecond(result.latenciesMs, result.sentAtMs, seconds) },
       {
         figure: processes ? 'bench process event loop delay p50 / p99 / max' : 'API event loop delay p50 / p99 / max',
         value: `${ms(loopDelay.percentile(50) / 1e6)} / ${ms(loopDelay.percentile(99) / 1e6)} / ${ms(loopDelay.max / 1e6)}`,
@@ -143,6 +148,12 @@ async function main(): Promise<void> {
     else await stopBenchStack(stack);
     temporal.release();
   }
+}
+
+function p99BySecond(latenciesMs: number[], sentAtMs: number[], seconds: number): string {
+  const bySecond = Array.from({ length: seconds }, () => [] as number[]);
+  latenciesMs.forEach((latency, i) => bySecond[Math.min(seconds - 1, Math.floor(sentAtMs[i]! / 1000))]!.push(latency));
+  return bySecond.map((values) => (values.length > 0 ? Math.round(percentile(values, 99)).toLocaleString('en-US') : '–')).join(' · ');
 }
 
 runBench('webhook-intake', main);
