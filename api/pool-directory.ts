@@ -2,8 +2,8 @@
  * The running pools as visibility sees them, with the memo each pool keeps
  * current (labels, priority, enabled, size, provider), plus the pools this
  * process started that visibility does not list yet. Job routing reads it for
- * every queued job, so it is reused for a few seconds; callers that need fresh
- * data from visibility alone call `fetch()`.
+ * every queued job, so it is reused for a few seconds; `fresh()` waits for a
+ * new read, and callers that need visibility's answer alone call `fetch()`.
  */
 import type { Client } from '@temporalio/client';
 import { RUNNER_POOL_WORKFLOW, type PoolMemo } from '../workflows/pool-messages';
@@ -44,7 +44,12 @@ function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undef
 const STARTED_KEPT_MS = 60_000;
 
 export class PoolDirectory {
+  /** The list callers are served, and when it was read; replaced only once a newer read is in. */
   private cached?: { at: number; pools: Promise<PoolEntry[]> };
+  /** The visibility read under way, shared by everyone who asks meanwhile. */
+  private reading?: Promise<PoolEntry[]>;
+  /** Bumped by `invalidate`, so a read begun before it is not served after it. */
+  private generation = 0;
   private readonly started = new Map<string, { entry: PoolEntry; until: number }>();
 
   constructor(
@@ -69,15 +74,51 @@ export class PoolDirectory {
     return pools.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** The pools, reused for `ttlMs`; concurrent callers share one visibility call. */
+  /**
+   * The pools, reused for `ttlMs` (0: read on every call). Past it, the last list is still served while a
+   * new one is read: every queued job reads this list, and during a burst a
+   * visibility call (tens of milliseconds on a busy server) would otherwise hold
+   * up every delivery that arrives while it runs.
+   */
   async list(): Promise<PoolEntry[]> {
     const now = Date.now();
-    if (!this.cached || now - this.cached.at > this.ttlMs) {
-      const pools = this.fetch();
-      this.cached = { at: now, pools };
-      pools.catch(() => this.invalidate());
-    }
+    // Nothing to serve yet, or nothing to be reused (a lifetime of 0): wait for a read. Its failure reaches
+    // the caller, and the next call reads again.
+    if (!this.cached || this.ttlMs <= 0) this.cached = { at: now, pools: this.read() };
+    else if (now - this.cached.at > this.ttlMs) this.read().catch(() => undefined);
     return this.withStarted(await this.cached.pools, now);
+  }
+
+  /**
+   * A list read from visibility after this call, for a caller that must not act
+   * on an old one (a job no listed pool matches may be for a pool created
+   * moments ago). Concurrent callers share the read; `list()` callers keep
+   * being served the last list until it is in.
+   */
+  async fresh(): Promise<PoolEntry[]> {
+    return this.withStarted(await this.read(), Date.now());
+  }
+
+  private read(): Promise<PoolEntry[]> {
+    if (this.reading) return this.reading;
+    const at = Date.now();
+    const generation = this.generation;
+    const pools = this.fetch();
+    this.reading = pools;
+    pools.then(
+      () => {
+        if (this.generation === generation) this.cached = { at, pools };
+      },
+      () => {
+        // A failed first read is not kept; after a failed re-read the last list still serves.
+        if (this.cached?.pools === pools) this.cached = undefined;
+      },
+    );
+    const done = (): void => {
+      if (this.reading === pools) this.reading = undefined;
+    };
+    pools.then(done, done);
+    return pools;
   }
 
   /** Pools this process started that visibility does not list yet are listed anyway. */
@@ -111,6 +152,8 @@ export class PoolDirectory {
   }
 
   invalidate(): void {
+    this.generation += 1;
     this.cached = undefined;
+    this.reading = undefined;
   }
 }

@@ -100,11 +100,10 @@ export class TemporalJobSink implements WorkflowJobSink {
       let candidates = candidatePools(await this.deps.pools.list(), queued.labels, queued.repository);
       // The list may predate a pool created moments ago: look again, fresh, before giving up.
       // One fresh look serves every unmatched job of the next moments, or a burst of them
-      // would make a visibility query each.
+      // would make a visibility query each; jobs that do match are not held up by it.
       if (candidates.kind === 'none' && Date.now() - this.refreshedAt > (this.deps.unmatchedRefreshMs ?? 1_000)) {
         this.refreshedAt = Date.now();
-        this.deps.pools.invalidate();
-        candidates = candidatePools(await this.deps.pools.list(), queued.labels, queued.repository);
+        candidates = candidatePools(await this.deps.pools.fresh(), queued.labels, queued.repository);
       }
       if (candidates.kind === 'none') {
         await this.recordUnmatched(queued, candidates.reason);

@@ -22,6 +22,50 @@ function visibility(): { client: Client; show(workflowIds: string[]): void } {
   return { client, show: (ids) => (shown = ids) };
 }
 
+/** Visibility whose reads wait until the test lets them through, counted; `fail` makes the next reads throw. */
+function gatedVisibility(): { client: Client; show(workflowIds: string[]): void; release(): void; reads(): number; fail(on: boolean): void } {
+  let shown: string[] = [];
+  let reads = 0;
+  let failing = false;
+  let gate: { promise: Promise<void>; open: () => void } | undefined;
+  const newGate = () => {
+    let open!: () => void;
+    const promise = new Promise<void>((resolve) => (open = resolve));
+    return { promise, open };
+  };
+  const client = {
+    workflow: {
+      async *list() {
+        reads += 1;
+        const ids = shown;
+        gate ??= newGate();
+        await gate.promise;
+        if (failing) throw new Error('visibility unavailable');
+        for (const workflowId of ids) {
+          yield { workflowId, runId: 'r', startTime: new Date(0), memo: { labels: ['linux'], priority: 0, enabled: true, maxRunners: 1, provider: 'fake' } } as unknown as WorkflowExecutionInfo;
+        }
+      },
+    },
+  } as unknown as Client;
+  return {
+    client,
+    show: (ids) => (shown = ids),
+    release: () => {
+      gate?.open();
+      gate = undefined;
+    },
+    reads: () => reads,
+    fail: (on) => (failing = on),
+  };
+}
+
+/** Settles within a few event-loop turns, or reports that it is still pending. */
+async function settledSoon<T>(promise: Promise<T>): Promise<{ value: T } | 'pending'> {
+  return Promise.race([promise.then((value) => ({ value })), new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), 20))]);
+}
+
+const names = (pools: PoolEntry[]) => pools.map((p) => p.name);
+
 const entry = (name: string, maxRunners = 1): PoolEntry => ({
   name,
   workflowId: `pool/${name}`,
@@ -50,5 +94,100 @@ describe('the pool directory', () => {
     expect((await pools.list()).map((p) => p.memo?.maxRunners)).toEqual([7]);
     pools.poolDeleted('pool/sized');
     expect(await pools.list()).toEqual([]);
+  });
+
+  it('serves the last list while a newer one is read once it is older than its lifetime, and the newer one after', async () => {
+    const v = gatedVisibility();
+    const pools = new PoolDirectory(v.client, 1);
+    v.show(['pool/a']);
+    const first = pools.list();
+    v.release();
+    expect(names(await first)).toEqual(['a']);
+
+    v.show(['pool/a', 'pool/b']);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    // Past its lifetime: answered at once with the list it has, a read under way meanwhile.
+    expect(await settledSoon(pools.list())).toEqual({ value: [expect.objectContaining({ name: 'a' })] });
+    expect(await settledSoon(pools.list())).toEqual({ value: [expect.objectContaining({ name: 'a' })] });
+    expect(v.reads()).toBe(2);
+    v.release();
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    const next = pools.list();
+    v.release();
+    expect(names(await next)).toEqual(['a', 'b']);
+  });
+
+  it('makes a caller that asks for a fresh list wait for a new read, and no one else', async () => {
+    const v = gatedVisibility();
+    const pools = new PoolDirectory(v.client, 60_000);
+    v.show(['pool/a']);
+    const first = pools.list();
+    v.release();
+    await first;
+
+    v.show(['pool/a', 'pool/new']);
+    const fresh = pools.fresh();
+    const alsoFresh = pools.fresh();
+    expect(await settledSoon(fresh)).toBe('pending');
+    // Jobs that match a listed pool are routed meanwhile.
+    expect(await settledSoon(pools.list())).toEqual({ value: [expect.objectContaining({ name: 'a' })] });
+    v.release();
+    expect(names(await fresh)).toEqual(['a', 'new']);
+    expect(names(await alsoFresh)).toEqual(['a', 'new']);
+    expect(v.reads()).toBe(2);
+    // The fresh read is what everyone is served from now on.
+    expect(names(await pools.list())).toEqual(['a', 'new']);
+  });
+
+  it('reads on every call when its lifetime is 0', async () => {
+    const v = gatedVisibility();
+    const pools = new PoolDirectory(v.client, 0);
+    v.show(['pool/a']);
+    const first = pools.list();
+    v.release();
+    expect(names(await first)).toEqual(['a']);
+    v.show([]);
+    const second = pools.list();
+    expect(await settledSoon(second)).toBe('pending');
+    v.release();
+    expect(names(await second)).toEqual([]);
+  });
+
+  it('keeps serving the last list when a newer read fails, and reports a failed first read to its caller', async () => {
+    const v = gatedVisibility();
+    v.fail(true);
+    const pools = new PoolDirectory(v.client, 1);
+    const failing = pools.list();
+    v.release();
+    await expect(failing).rejects.toThrow('visibility unavailable');
+
+    v.fail(false);
+    v.show(['pool/a']);
+    const first = pools.list();
+    v.release();
+    expect(names(await first)).toEqual(['a']);
+
+    v.fail(true);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    expect(names(await pools.list())).toEqual(['a']);
+    v.release();
+    const fresh = pools.fresh();
+    v.release();
+    await expect(fresh).rejects.toThrow('visibility unavailable');
+    expect(names(await pools.list())).toEqual(['a']);
+  });
+
+  it('does not serve a read begun before an invalidation', async () => {
+    const v = gatedVisibility();
+    const pools = new PoolDirectory(v.client, 60_000);
+    v.show(['pool/old']);
+    const before = pools.fresh();
+    pools.invalidate();
+    v.show([]);
+    v.release();
+    expect(names(await before)).toEqual(['old']);
+    const after = pools.list();
+    v.release();
+    expect(names(await after)).toEqual([]);
   });
 });
