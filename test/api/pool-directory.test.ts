@@ -66,6 +66,14 @@ async function settledSoon<T>(promise: Promise<T>): Promise<{ value: T } | 'pend
 
 const names = (pools: PoolEntry[]) => pools.map((p) => p.name);
 
+/** The directory's first list, read through the gate from visibility showing `workflowIds`. */
+async function firstList(v: ReturnType<typeof gatedVisibility>, pools: PoolDirectory, workflowIds: string[]): Promise<void> {
+  v.show(workflowIds);
+  const first = pools.list();
+  v.release();
+  expect(names(await first)).toEqual(workflowIds.map((id) => id.slice('pool/'.length)));
+}
+
 const entry = (name: string, maxRunners = 1): PoolEntry => ({
   name,
   workflowId: `pool/${name}`,
@@ -99,10 +107,7 @@ describe('the pool directory', () => {
   it('serves the last list while a newer one is read once it is older than its lifetime, and the newer one after', async () => {
     const v = gatedVisibility();
     const pools = new PoolDirectory(v.client, 1);
-    v.show(['pool/a']);
-    const first = pools.list();
-    v.release();
-    expect(names(await first)).toEqual(['a']);
+    await firstList(v, pools, ['pool/a']);
 
     v.show(['pool/a', 'pool/b']);
     await new Promise((resolve) => setTimeout(resolve, 2));
@@ -120,10 +125,7 @@ describe('the pool directory', () => {
   it('makes a caller that asks for a fresh list wait for a new read, and no one else', async () => {
     const v = gatedVisibility();
     const pools = new PoolDirectory(v.client, 60_000);
-    v.show(['pool/a']);
-    const first = pools.list();
-    v.release();
-    await first;
+    await firstList(v, pools, ['pool/a']);
 
     v.show(['pool/a', 'pool/new']);
     const fresh = pools.fresh();
@@ -142,10 +144,7 @@ describe('the pool directory', () => {
   it('reads on every call when its lifetime is 0', async () => {
     const v = gatedVisibility();
     const pools = new PoolDirectory(v.client, 0);
-    v.show(['pool/a']);
-    const first = pools.list();
-    v.release();
-    expect(names(await first)).toEqual(['a']);
+    await firstList(v, pools, ['pool/a']);
     v.show([]);
     const second = pools.list();
     expect(await settledSoon(second)).toBe('pending');
@@ -162,10 +161,7 @@ describe('the pool directory', () => {
     await expect(failing).rejects.toThrow('visibility unavailable');
 
     v.fail(false);
-    v.show(['pool/a']);
-    const first = pools.list();
-    v.release();
-    expect(names(await first)).toEqual(['a']);
+    await firstList(v, pools, ['pool/a']);
 
     v.fail(true);
     await new Promise((resolve) => setTimeout(resolve, 2));
