@@ -75,10 +75,10 @@ export class PoolDirectory {
   }
 
   /**
-   * The pools, reused for `ttlMs` (0: read on every call). Past it, the last list is still served while a
-   * new one is read: every queued job reads this list, and during a burst a
-   * visibility call (tens of milliseconds on a busy server) would otherwise hold
-   * up every delivery that arrives while it runs.
+   * The pools, reused for `ttlMs` (0: read on every call). Past it, the last
+   * list is still served while a new one is read: every queued job reads this
+   * list, and during a burst a visibility call (tens of milliseconds on a busy
+   * server) would otherwise hold up every delivery that arrives while it runs.
    */
   async list(): Promise<PoolEntry[]> {
     const now = Date.now();
@@ -90,10 +90,10 @@ export class PoolDirectory {
   }
 
   /**
-   * A list read from visibility after this call, for a caller that must not act
-   * on an old one (a job no listed pool matches may be for a pool created
-   * moments ago). Concurrent callers share the read; `list()` callers keep
-   * being served the last list until it is in.
+   * A list from the visibility read under way, or from one begun now, for a
+   * caller that must not act on the served one (a job no listed pool matches
+   * may be for a pool created moments ago). Concurrent callers share the read;
+   * `list()` callers keep being served the last list until it is in.
    */
   async fresh(): Promise<PoolEntry[]> {
     return this.withStarted(await this.read(), Date.now());
