@@ -71,6 +71,18 @@ describe('jobQueued', () => {
     expect(recorded.find((j) => j.jobId === disabled)?.reason).toContain(`disabled: ${off}`);
     expect(await jobQueuedSignals(off)).toEqual([]);
   });
+
+  it('reaches a pool created elsewhere since its pool list was read, by reading the list afresh', async () => {
+    // A long-lived list, read before the pool exists: as in an API process that did not create the pool.
+    const pools = new PoolDirectory(client, 60_000);
+    const longLived = new TemporalJobSink({ client, taskQueue, pools, logger: recordingLogger(), queryTimeoutMs: 500 });
+    const label = uniqueName('lbl');
+    expect((await pools.list()).some((p) => p.memo?.labels.includes(label))).toBe(false);
+    const pool = await createPool([label]);
+    const jobId = ++jobIds;
+    await longLived.jobQueued({ jobId, labels: [label], deliveryId: 'd-fresh' });
+    expect(await jobQueuedSignals(pool)).toEqual([{ name: 'jobsQueued', input: { jobs: [{ jobId, labels: [label] }] } }]);
+  });
 });
 
 describe('jobStarted / jobCompleted', () => {
