@@ -108,12 +108,16 @@ async function main(): Promise<void> {
     const unmatchedHandle = stack.client.workflow.getHandle(unmatchedJobsWorkflowId(taskQueue));
     // Which target was slow: the pool, or the record of jobs no pool matches.
     const relays = { pool: 0, unmatched: 0 };
+    const openRelays: string[] = [];
     for await (const relay of stack.client.workflow.list({ query: `WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'` })) {
       relays[relay.workflowId.startsWith(`jobs/relay/${poolWorkflowId(pool.name)}/`) ? 'pool' : 'unmatched'] += 1;
+      if (relay.status.name === 'RUNNING') openRelays.push(relay.workflowId);
     }
     const unmatchedSeen = (await unmatchedHandle.query(unmatchedJobsQuery).catch(() => [])).filter((j) => unmatchedIds.has(j.jobId)).length;
     await removePool(stack, pool);
     await unmatchedHandle.terminate('bench cleanup').catch(() => undefined);
+    // Every job has reached its place by now; a relay would end on its own only after idling, with a worker still running.
+    await Promise.all(openRelays.map((id) => stack.client.workflow.getHandle(id).terminate('bench cleanup').catch(() => undefined)));
 
     // A delivery GitHub gave up on counts as slower than any answer.
     const lat = [...result.latenciesMs, ...Array.from({ length: result.timeouts }, () => Number.POSITIVE_INFINITY)];
