@@ -14,6 +14,12 @@ export { FAILURE_TYPES, type RetryAfterDetails };
 export interface FailureOptions {
   /** Treat non-retryable GitHub answers as retryable (an operator may fix credentials meanwhile). */
   retryRejectedGitHubCalls?: boolean;
+  /**
+   * Treat every provider fault as retryable. A delete must: the machine exists until the provider
+   * confirms it gone, and what made the fault permanent (credentials, a missing executable during a
+   * redeploy) is exactly what an operator fixes while the delete backs off.
+   */
+  retryProviderFaults?: boolean;
 }
 
 /** Failure messages land in workflow history and logs: a credential quoted by GitHub or a provider must not. */
@@ -47,7 +53,7 @@ function classify(err: unknown, options: FailureOptions): unknown {
     return ApplicationFailure.create({
       type: FAILURE_TYPES.providerFault,
       message: scrubSecrets(detail),
-      nonRetryable: err instanceof ProviderFaultError && !err.retryable,
+      nonRetryable: err instanceof ProviderFaultError && !err.retryable && !options.retryProviderFaults,
     });
   }
   return err;

@@ -196,7 +196,8 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
         }, boundMs === undefined ? {} : { boundMs }),
       );
     } catch (err) {
-      throw toActivityFailure(err);
+      // Never given up on: a delete that stopped would leave the machine running with no owner.
+      throw toActivityFailure(err, { retryProviderFaults: true });
     }
   }
 

@@ -40,6 +40,8 @@ export interface FakeFaultPlan {
   delayMs?: number;
   /** The injected error's message (default "injected <op> fault"). */
   message?: string;
+  /** The injected failure says no retry will help (as bad credentials or a missing executable do). */
+  permanent?: boolean;
   /** Only calls for this instance name (or provider id) are affected. */
   instance?: string;
   /**
@@ -417,7 +419,7 @@ export class FakeProvider implements ProviderPort {
       }
       if (fault === 'fail') {
         const message = plan?.message ?? `injected ${op} fault`;
-        throw new ProviderFaultError(this.name, message, message);
+        throw new ProviderFaultError(this.name, message, message, !plan?.permanent);
       }
       if (ctx.signal?.aborted) throw abortReason(ctx.signal);
     } catch (err) {

@@ -73,6 +73,22 @@ describe('delete with backoff', () => {
     expect(completedAttempt).toBeDefined();
   });
 
+  it('keeps retrying a delete whose failure the provider calls permanent, until the machine is gone', async () => {
+    const name = uniqueName('delete-permanent');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    // Bad credentials or an executable missing mid-redeploy: no attempt can succeed until an operator
+    // fixes it, and giving up would fail the workflow with the machine still running.
+    env.w.fake.setFault('delete', { failTimes: 3, permanent: true, instance: name, message: 'AuthFailure' });
+    await handle.signal(deleteSignal, { reason: 'test' });
+    const final = await handle.result();
+    expect(final.status).toBe('deleted');
+    expect(final.leaked).toBe(false);
+    const deletes = env.w.fake.calls('delete').filter((c) => c.instance === `fake-${name}`);
+    expect(deletes.map((c) => c.outcome)).toEqual(['fault', 'fault', 'fault', 'deleted']);
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
   it('forceDelete ends a delete that fails forever and marks the machine leaked', async () => {
     const name = uniqueName('delete-forever');
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
