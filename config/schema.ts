@@ -59,10 +59,11 @@ const localProcessProviderSchema = z
     workDir: z.string().default('.runnerflow/instances'),
     /**
      * Command run per instance; `{jitconfig}`, `{name}`, `{workdir}` are substituted.
-     * For a real actions/runner install: ["/opt/actions-runner/run.sh", "--jitconfig", "{jitconfig}"].
+     * For a real actions/runner install: ["/opt/actions-runner/run.sh"], which reads its JIT config
+     * from ACTIONS_RUNNER_INPUT_JITCONFIG; on a command line it would be readable by every local user.
      */
     command: z.array(z.string()).min(1).optional(),
-    /** Extra environment for the runner process. */
+    /** Environment for the runner process; of the worker's own it inherits only PATH, HOME, locale and proxy variables. */
     env: z.record(z.string(), z.string()).default({}),
     stopTimeout: durationMs.default(10_000),
     inlineCreateTimeout: inlineAttemptTimeout(2_000),

@@ -143,12 +143,14 @@ export class LocalProcessProvider implements ProviderPort {
         detached: true,
         stdio: ['ignore', log, log],
         env: {
-          ...this.hostEnv,
+          ...runnerHostEnvironment(this.hostEnv),
           ...this.config.env,
           RUNNERFLOW_CALLBACK_URL: bootstrap.callbackUrl,
           RUNNERFLOW_INSTANCE_TOKEN: bootstrap.instanceToken,
           RUNNERFLOW_JIT_CONFIG: bootstrap.jitConfig ?? '',
           RUNNERFLOW_INSTANCE_NAME: bootstrap.name,
+          // actions/runner reads `--jitconfig` from here too (as ARC passes it): off the command line.
+          ...(bootstrap.jitConfig ? { ACTIONS_RUNNER_INPUT_JITCONFIG: bootstrap.jitConfig } : {}),
         },
       });
       child.on('error', () => undefined);
@@ -215,4 +217,19 @@ function readExitStatus(dir: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What a runner inherits from the worker's environment: only what a process needs to run and to
+ * reach the network. Job steps inherit the runner's environment, and the worker's holds its GitHub
+ * credentials, cloud keys and the API's tokens; anything else a runner needs goes in the provider's `env`.
+ */
+const INHERITED = new Set(['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TMPDIR', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy']);
+
+export function runnerHostEnvironment(host: NodeJS.ProcessEnv): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(host)) {
+    if (value !== undefined && (INHERITED.has(key) || key.startsWith('LC_'))) env[key] = value;
+  }
+  return env;
 }

@@ -29,7 +29,13 @@ runProviderContract('local-process', () => {
 describe('local process provider', () => {
   const { root, scripts, options } = setup();
   const longCommand = [process.execPath, scripts.long, '--jitconfig', '{jitconfig}', '--name', '{name}', '--dir', '{workdir}'];
-  const provider = new LocalProcessProvider(options(longCommand), { PATH: process.env.PATH, HOST_VAR: 'from-host' });
+  const provider = new LocalProcessProvider(options(longCommand), {
+    PATH: process.env.PATH,
+    LANG: 'C.UTF-8',
+    HTTPS_PROXY: 'http://proxy.example:3128',
+    GITHUB_APP_PRIVATE_KEY: 'host-secret-key',
+    AWS_SECRET_ACCESS_KEY: 'host-secret-aws',
+  });
   const dirOf = (name: string) => join(root, 'instances', name);
 
   afterAll(async () => {
@@ -47,9 +53,15 @@ describe('local process provider', () => {
       RUNNERFLOW_CALLBACK_URL: 'http://127.0.0.1:9/api/v1/callbacks',
       RUNNERFLOW_INSTANCE_TOKEN: TEST_INSTANCE_TOKEN,
       RUNNERFLOW_JIT_CONFIG: TEST_JIT_CONFIG,
+      ACTIONS_RUNNER_INPUT_JITCONFIG: TEST_JIT_CONFIG,
       RUNNER_EXTRA: 'yes',
-      HOST_VAR: 'from-host',
+      PATH: process.env.PATH,
+      LANG: 'C.UTF-8',
+      HTTPS_PROXY: 'http://proxy.example:3128',
     });
+    // Job steps inherit the runner's environment: the worker's credentials must not be in it.
+    expect(env).not.toHaveProperty('GITHUB_APP_PRIVATE_KEY');
+    expect(env).not.toHaveProperty('AWS_SECRET_ACCESS_KEY');
     expect(await eventually(() => readFileSync(join(dir, LOG_FILE), 'utf8').includes('runner up'))).toBe(true);
   });
 
