@@ -357,9 +357,20 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     }
   }
 
+  /**
+   * A provider that cannot answer says nothing about the machine: the caller waits and asks again.
+   * Letting the failure through would fail the workflow, so the pool would never hear the runner
+   * went, and the sweep would later delete a machine whose job may still be running.
+   */
   async function machineStopped(): Promise<boolean> {
-    const machine = await probe.instanceStatus(deleteArgs());
-    return machine === 'stopped' || machine === 'gone';
+    try {
+      const machine = await probe.instanceStatus(deleteArgs());
+      return machine === 'stopped' || machine === 'gone';
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      record.recordError(err);
+      return false;
+    }
   }
 
   function deleteArgs() {

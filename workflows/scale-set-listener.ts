@@ -16,6 +16,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -184,9 +185,19 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   }
 
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+  function historyFull(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength > historyLimit;
+  }
   while (stop === undefined) {
     if (state.sessionId === undefined) {
       await openSession();
+      // Another listener may hold the scale set for days: each refused attempt adds to this
+      // history, which must be bounded then too. (patched: histories from before this check
+      // replay without it.)
+      if (stop === undefined && historyFull() && patched('listener-history-bound-without-session')) {
+        await continueAsNew<typeof scaleSetListener>({ ...input, settings, carried: state });
+      }
       continue;
     }
     const sessionId = state.sessionId;
@@ -209,8 +220,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     } else if (polled.kind === 'message') {
       await apply(polled, sessionId);
     }
-    const info = workflowInfo();
-    if (stop === undefined && (info.continueAsNewSuggested || info.historyLength > historyLimit)) {
+    if (stop === undefined && historyFull()) {
       await continueAsNew<typeof scaleSetListener>({ ...input, settings, carried: state });
     }
   }

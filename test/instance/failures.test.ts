@@ -172,6 +172,29 @@ describe('busy runners and registration', () => {
     expect(env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name)).toHaveLength(1);
   });
 
+  it('keeps waiting for a busy ephemeral runner when the provider cannot say whether its machine stopped', async () => {
+    const name = uniqueName('busy-probe-fails');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    env.w.github.busy.add(name);
+    // Every look at the machine fails: unknown is not stopped, and not a reason to end the workflow
+    // (a failed runner workflow is never heard of by its pool, and its busy machine goes to the sweep).
+    env.w.fake.setFault('get', { failForever: true, instance: name, message: 'provider API down' });
+    await handle.signal(deleteSignal, { reason: 'scale down' });
+    await eventually(() => env.w.fake.calls('get').filter((c) => c.instance === `fake-${name}` && c.outcome === 'fault').length >= 4 || undefined, 20_000, 'failed probes');
+    const waiting = await handle.query(stateQuery);
+    expect(waiting.status).toBe('pending_delete');
+    expect(env.w.fake.instance(name)).toBeDefined();
+
+    env.w.fake.clearFaults('get');
+    await handle.signal(jobStartedSignal, { jobId: 11 });
+    await handle.signal(jobCompletedSignal, { jobId: 11, conclusion: 'success' });
+    const final = await handle.result();
+    expect(final.status).toBe('deleted');
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
   it('asks GitHub again for a busy static runner only as the backoff says', async () => {
     const name = uniqueName('busy-static');
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, {}, { ephemeral: false }));

@@ -79,6 +79,8 @@ describe('the scale-set listener under faults', () => {
         ownerName: sessionOwnerName('elsewhere', intruderPool),
       },
       timings,
+      // Small, so that the refused attempts below fill it several times over.
+      historyLimit: 25,
     };
     const taskQueue = stack.loaded.config.temporal.taskQueue;
     await expect(
@@ -96,6 +98,10 @@ describe('the scale-set listener under faults', () => {
     const later = await intruder.query(scaleSetStateQuery);
     expect(later.sessionsOpened).toBe(0);
     expect(later.sessionId).toBeUndefined();
+    // Waiting on another listener does not grow one history without bound: it continues as new.
+    const current = await stack.client.workflow.getHandle(scaleSetListenerId(intruderPool)).describe();
+    expect(current.runId).not.toBe(intruder.firstExecutionRunId);
+    expect(current.historyLength).toBeLessThan(60);
     expect((await listenerState(stack.client, pool.name))?.sessionId).toBe(owner.sessionId);
     // Stopping it, even with deleteScaleSet, leaves the scale set to the listener that holds it.
     await intruder.signal(stopListenerSignal, { reason: 'test over', deleteScaleSet: true });
