@@ -44,7 +44,7 @@ import {
   type RunnerPoolInput,
 } from './pool-messages';
 import { PoolScaleSet } from './pool-scale-set';
-import { queuedJobsArgs } from './signal-input';
+import { jobProgressArgs, poolSettingsArgs, queuedJobsArgs, runnerChangedArgs, runnerReportsArgs, scaleSetDemandArgs } from './signal-input';
 import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
 
@@ -128,7 +128,9 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   upsertSearchAttributes([{ key: RUNNER_POOL, value: input.settings.name }]);
   setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
-  setHandler(updatePoolSignal, ({ settings }) => {
+  setHandler(updatePoolSignal, (args) => {
+    const settings = poolSettingsArgs(args);
+    if (!settings) return;
     if (settings.name !== book.settings.name) {
       log.warn('ignored settings for another pool', { pool: book.settings.name, got: settings.name });
       return;
@@ -151,19 +153,24 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   }
   setHandler(jobQueuedSignal, (job) => queued(queuedJobsArgs('jobQueued', [job])), { description: POOL_MESSAGE_DESCRIPTIONS.jobQueued });
   setHandler(jobsQueuedSignal, (args) => queued(queuedJobsArgs('jobsQueued', (args as { jobs?: unknown } | undefined)?.jobs)), { description: POOL_MESSAGE_DESCRIPTIONS.jobsQueued });
+  // Every handler checks its input: one that threw would fail this workflow task, and the same
+  // signal would fail every retry of it, leaving the pool stuck for good.
   setHandler(jobProgressSignal, (args) => {
-    if (book.jobProgress(args, Date.now())) dirty = true;
+    const progress = jobProgressArgs(args);
+    if (progress && book.jobProgress(progress, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.jobProgress });
   setHandler(runnerChangedSignal, (args) => {
-    if (book.runnerChanged(args, Date.now())) dirty = true;
+    const report = runnerChangedArgs(args);
+    if (report && book.runnerChanged(report, Date.now())) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.runnerChanged });
   setHandler(scaleSetDemandSignal, (args) => {
-    if (book.scaleSetDemand(args)) dirty = true;
+    const demand = scaleSetDemandArgs(args);
+    if (demand && book.scaleSetDemand(demand)) dirty = true;
   }, { description: SCALE_SET_MESSAGE_DESCRIPTIONS.scaleSetDemand });
 
-  setHandler(runnersChangedSignal, ({ reports }) => {
+  setHandler(runnersChangedSignal, (args) => {
     const now = Date.now();
-    for (const report of Array.isArray(reports) ? reports : []) if (book.runnerChanged(report, now)) dirty = true;
+    for (const report of runnerReportsArgs(args)) if (book.runnerChanged(report, now)) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.runnersChanged });
 
   function instanceInput(name: string): RunnerInstanceInput {

@@ -24,6 +24,7 @@ import {
 import { ActivityCancellationType } from '@temporalio/common';
 import type { PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
 import { desiredRunnerCount } from '../domain/scale-set';
+import { listenerSettingsArgs } from './signal-input';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId } from './messages';
 import { jobProgressSignal, poolWorkflowId } from './pool-messages';
 import {
@@ -96,9 +97,11 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   setHandler(
     updateListenerSignal,
     (args) => {
-      settings.minRunners = args.minRunners;
-      settings.maxRunners = args.maxRunners;
-      settings.labels = args.labels;
+      const next = listenerSettingsArgs(args);
+      if (!next) return;
+      settings.minRunners = next.minRunners;
+      settings.maxRunners = next.maxRunners;
+      settings.labels = next.labels;
     },
     { description: SCALE_SET_MESSAGE_DESCRIPTIONS.updateListener },
   );

@@ -4,9 +4,12 @@
  * sense is logged and ignored instead of corrupting the instance's state.
  */
 import { log } from '@temporalio/workflow';
+import { INSTANCE_STATUSES, RUNNER_STATUSES } from '../domain/instance-status';
 import { HEALTH_FINDINGS, type HealthFinding } from '../domain/liveness';
+import { poolSettingsSchema, type PoolSettings } from '../domain/pool';
 import type { HealthReportArgs, JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
-import type { QueuedJob } from './pool-messages';
+import type { JobProgressArgs, QueuedJob, RunnerChangedArgs } from './pool-messages';
+import type { ScaleSetDemandArgs, UpdateListenerArgs } from './scale-set-messages';
 
 const REPORTABLE = ['installing', 'idle', 'failed'] as const;
 
@@ -73,4 +76,65 @@ export function queuedJobsArgs(signal: string, jobs: unknown): QueuedJob[] {
     });
   }
   return valid;
+}
+
+const isPositiveInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const ignored = (signal: string, why: string, args: unknown): undefined => {
+  log.warn(`ignored ${signal} signal: ${why}`, { got: JSON.stringify(args)?.slice(0, 200) });
+  return undefined;
+};
+
+/**
+ * New settings for a pool, checked against the same schema the API uses: a signal typed into the
+ * Web UI must not leave the pool deciding on a maxRunners that is not a number.
+ */
+export function poolSettingsArgs(args: unknown): PoolSettings | undefined {
+  const result = poolSettingsSchema.safeParse(asObject(args).settings);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  return ignored('updatePool', `settings are not valid pool settings (${issue ? `${issue.path.join('.') || 'settings'}: ${issue.message}` : 'missing'})`, args);
+}
+
+export function jobProgressArgs(args: unknown): JobProgressArgs | undefined {
+  const { jobId, action, runnerName } = asObject(args);
+  if (!isPositiveInt(jobId) || (action !== 'in_progress' && action !== 'completed') || (runnerName !== undefined && typeof runnerName !== 'string')) {
+    return ignored('jobProgress', 'needs a positive integer jobId, action in_progress or completed, and a string runnerName if any', args);
+  }
+  return { jobId, action, ...(typeof runnerName === 'string' ? { runnerName } : {}) };
+}
+
+/** One runner's report; a batch is checked report by report, so one bad report loses only itself. */
+export function runnerChangedArgs(args: unknown, signal = 'runnerChanged'): RunnerChangedArgs | undefined {
+  const { name, seq, status, runnerStatus, jobId } = asObject(args);
+  if (
+    typeof name !== 'string' || name === '' || typeof seq !== 'number' || !Number.isFinite(seq) ||
+    !(INSTANCE_STATUSES as readonly unknown[]).includes(status) || !(RUNNER_STATUSES as readonly unknown[]).includes(runnerStatus) ||
+    (jobId !== undefined && !isPositiveInt(jobId))
+  ) {
+    return ignored(signal, 'a report needs a name, a numeric seq, a known status and runnerStatus, and a positive integer jobId if any', args);
+  }
+  return { name, seq, status: status as RunnerChangedArgs['status'], runnerStatus: runnerStatus as RunnerChangedArgs['runnerStatus'], ...(jobId !== undefined ? { jobId: jobId as number } : {}) };
+}
+
+export function runnerReportsArgs(args: unknown): RunnerChangedArgs[] {
+  const reports = asObject(args).reports;
+  if (!Array.isArray(reports)) return ignored('runnersChanged', 'reports must be a list', args) ?? [];
+  return reports.flatMap((r: unknown) => runnerChangedArgs(r, 'runnersChanged') ?? []);
+}
+
+export function scaleSetDemandArgs(args: unknown): ScaleSetDemandArgs | undefined {
+  const { scaleSetId, scaleSetName, totalAssignedJobs, seq } = asObject(args);
+  if (!isPositiveInt(scaleSetId) || typeof scaleSetName !== 'string' || !isCount(totalAssignedJobs) || typeof seq !== 'number' || !Number.isFinite(seq)) {
+    return ignored('scaleSetDemand', 'needs a positive integer scaleSetId, a scaleSetName, a count totalAssignedJobs and a numeric seq', args);
+  }
+  return { scaleSetId, scaleSetName, totalAssignedJobs, seq };
+}
+
+export function listenerSettingsArgs(args: unknown): UpdateListenerArgs | undefined {
+  const { minRunners, maxRunners, labels } = asObject(args);
+  if (!isCount(minRunners) || !isCount(maxRunners) || !Array.isArray(labels) || !labels.every((l) => typeof l === 'string')) {
+    return ignored('updateListener', 'needs counts minRunners and maxRunners and a list of string labels', args);
+  }
+  return { minRunners, maxRunners, labels: labels as string[] };
 }
