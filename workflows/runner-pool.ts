@@ -63,6 +63,7 @@ const START_BATCH = 50;
  * more frequent ones (the intake bench's p99 rose).
  */
 const DEFAULT_HISTORY_LIMIT = 500;
+const EARLIER_HISTORY_LIMIT = 4_000;
 
 /**
  * Every start's input travels in the decision's commands, and a workflow task
@@ -283,7 +284,9 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     await condition(() => dirty || startsReturned !== returned);
   }
 
-  const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+  // A run begun when pools continued as new only at 4,000 events keeps that limit: continuing
+  // earlier on replay would be other commands for the same history.
+  const historyLimit = input.historyLimit ?? (patched('short-pool-history') ? DEFAULT_HISTORY_LIMIT : EARLIER_HISTORY_LIMIT);
   const boundedStarts = patched('bounded-starts-per-decision');
   // Pools whose history predates the steady timer replay their per-decision timers.
   const steadyWake = patched('steady-wake-timer');

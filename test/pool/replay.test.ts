@@ -36,6 +36,15 @@ describe('runnerPool histories replay with the current code', () => {
     await expect(replay(history, 'pool/capped-decisions')).resolves.toBeUndefined();
   });
 
+  it('a pool past 500 events (recorded when a pool continued as new only at 4,000)', async () => {
+    const history = History.fromObject(JSON.parse(readFileSync(join(__dirname, 'histories', 'pool-past-500-events-before-the-short-history.json'), 'utf8')));
+    expect(history.events.length).toBeGreaterThan(600);
+    // A decision came after event 500, where a pool started today continues as new.
+    const lastStart = history.events.map((e) => Number(e.eventId)).filter((_, i) => history.events[i]!.activityTaskScheduledEventAttributes).at(-1);
+    expect(lastStart).toBeGreaterThan(500);
+    await expect(replay(history, 'pool/long-history')).resolves.toBeUndefined();
+  });
+
   it('a pool with capped decisions run on the current code', async () => {
     const settings = poolSettings({ minIdleRunners: 7, maxRunners: 10 });
     const pool = await startPool(env.client, env.w.taskQueue, { settings, maxStartsPerDecision: 3 });
