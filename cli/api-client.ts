@@ -1,10 +1,12 @@
 /** The REST API as the CLI uses it: JSON in, JSON out, the API's error message on failure. */
-import { CliError } from './errors';
+import { CliError, interrupted } from './errors';
 
 export interface ApiClientOptions {
   url: string;
   token?: string;
   fetch?: typeof fetch;
+  /** Aborted on Ctrl-C: a request in flight is cancelled and the call fails as interrupted. */
+  signal?: AbortSignal;
 }
 
 export class ApiClient {
@@ -34,27 +36,42 @@ export class ApiClient {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
+    const signal = this.options.signal;
+    if (signal?.aborted) throw interrupted();
     let response: Response;
+    let text: string;
     try {
       response = await (this.options.fetch ?? fetch)(`${this.base}${path}`, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
+        ...(signal ? { signal } : {}),
       });
+      text = await response.text();
     } catch (err) {
+      if (signal?.aborted) throw interrupted();
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       throw new CliError(`cannot reach the runnerflow API at ${this.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
     }
-    const text = await response.text();
     let payload: unknown;
+    let isJson = false;
     try {
-      payload = text ? JSON.parse(text) : undefined;
+      payload = JSON.parse(text);
+      isJson = true;
     } catch {
       payload = undefined;
     }
     if (!response.ok) {
       const message = (payload as { error?: { message?: unknown } } | undefined)?.error?.message;
       throw new CliError(typeof message === 'string' ? message : `${method} ${path} failed with HTTP ${response.status}`);
+    }
+    // Something in front of the API (a proxy's login or error page) can answer 2xx with HTML; every command expects JSON.
+    if (!isJson) {
+      const type = response.headers.get('content-type');
+      const what = text.trim() === '' ? ' (empty)' : type ? ` (${type})` : '';
+      throw new CliError(
+        `the server at ${this.base} answered ${response.status} with a non-JSON body${what} to ${method} ${path}; is --url (RUNNERFLOW_URL) the runnerflow API?`,
+      );
     }
     return payload as T;
   }

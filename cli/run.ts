@@ -10,7 +10,7 @@ import { jobCommands } from './commands/jobs';
 import { poolCommands } from './commands/pool';
 import { runnerCommands } from './commands/runner';
 import { sweepCommands } from './commands/sweep';
-import { CliError, EXIT_CODES, usageError } from './errors';
+import { CliError, EXIT_CODES, interrupted, usageError } from './errors';
 
 export interface CliIo {
   stdout(text: string): void;
@@ -104,7 +104,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<void> {
   const url = (values.url as string | undefined) ?? io.env.RUNNERFLOW_URL ?? 'http://127.0.0.1:8080';
   const token = (values.token as string | undefined) ?? io.env.RUNNERFLOW_ADMIN_TOKEN;
   await command.run({
-    api: new ApiClient({ url, token, fetch: io.fetch }),
+    api: new ApiClient({ url, token, fetch: io.fetch, ...(io.signal ? { signal: io.signal } : {}) }),
     json: values.json === true,
     positionals: parsed.positionals,
     values,
@@ -117,7 +117,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   try {
     await dispatch(argv, io);
     return 0;
-  } catch (err) {
+  } catch (caught) {
+    // Whatever a cancelled request or wait failed with, the cause was Ctrl-C.
+    const err = io.signal?.aborted ? interrupted() : caught;
     if (err instanceof CliError) {
       io.stderr(`error: ${err.message}`);
       return err.exitCode;

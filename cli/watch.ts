@@ -18,6 +18,8 @@ export type WatchEnd = 'deleted' | 'aborted';
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    // An abort that came while a request was in flight has already fired its event: waiting for it would take the whole interval.
+    if (signal?.aborted) return resolve();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);

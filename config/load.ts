@@ -71,7 +71,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   if (env.RUNNERFLOW_LISTEN) config.api.listen = env.RUNNERFLOW_LISTEN;
   if (env.RUNNERFLOW_WEBHOOK_SECRET) config.api.webhookSecret = { env: 'RUNNERFLOW_WEBHOOK_SECRET' };
   if (env.RUNNERFLOW_ADMIN_TOKEN) config.api.adminToken = { env: 'RUNNERFLOW_ADMIN_TOKEN' };
+  checkInstanceTokenSecret(config, env);
   return { config, source, env };
+}
+
+/** What api/instance-token.ts needs of its key: a shorter one fails every token minted or checked. */
+export const INSTANCE_TOKEN_SECRET_MIN_LENGTH = 16;
+
+const describeSecretRef = (ref: SecretRef): string => ('env' in ref ? `environment variable ${ref.env}` : `file ${ref.file}`);
+
+/**
+ * A key too short for instance tokens would let the server start and then fail
+ * every runner create and callback; it is refused before anything starts.
+ */
+export function checkInstanceTokenSecret(config: RunnerflowConfig, env: NodeJS.ProcessEnv = process.env): void {
+  const ref = config.api.instanceTokenSecret;
+  if (!ref) return;
+  let value: string;
+  try {
+    value = resolveSecret(ref, env) ?? '';
+  } catch (err) {
+    throw new ConfigError(`api.instanceTokenSecret: ${(err as Error).message}`);
+  }
+  if (value.length < INSTANCE_TOKEN_SECRET_MIN_LENGTH) {
+    throw new ConfigError(
+      `api.instanceTokenSecret (${describeSecretRef(ref)}) is ${value.length} characters long; instance tokens need at least ${INSTANCE_TOKEN_SECRET_MIN_LENGTH} (e.g. openssl rand -base64 32)`,
+    );
+  }
 }
 
 /** Resolves a secret reference; the value is never logged. */
@@ -83,11 +109,14 @@ export function resolveSecret(ref: SecretRef | undefined, env: NodeJS.ProcessEnv
     registerSecret(value);
     return value;
   }
+  let value: string;
   try {
-    const value = readFileSync(ref.file, 'utf8').trim();
-    registerSecret(value);
-    return value;
+    value = readFileSync(ref.file, 'utf8').trim();
   } catch (err) {
     throw new ConfigError(`cannot read secret file ${ref.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+  // An empty file is as unset as an empty variable: an empty secret would disable or break what it guards.
+  if (value === '') throw new ConfigError(`secret file ${ref.file} is empty`);
+  registerSecret(value);
+  return value;
 }

@@ -211,6 +211,18 @@ export const configSchema = z
       if (seen.has(p.name)) ctx.addIssue({ code: 'custom', path: ['providers', i, 'name'], message: `duplicate provider name "${p.name}"` });
       seen.add(p.name);
     });
+    // Pools look credentials up by name: a second entry of one name would never be used.
+    const credentialNames = new Set<string>();
+    cfg.github.credentials.forEach((c, i) => {
+      if (credentialNames.has(c.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['github', 'credentials', i, 'name'],
+          message: `duplicate GitHub credentials name "${c.name}"${c.name === 'default' ? ' (an entry without a name is named "default")' : ''}`,
+        });
+      }
+      credentialNames.add(c.name);
+    });
   });
 
 export type RunnerflowConfig = z.output<typeof configSchema>;

@@ -5,7 +5,9 @@
  * `${metadata-url}/credentials/{runner,credentials,credentials_rsaparams}` (JIT)
  * with their instance token.
  */
-import { GitHubApiError, GitHubRateLimitError } from '../../github/port';
+import { GitHubApiError, GitHubRateLimitError, type GitHubPort } from '../../github/port';
+import { UnknownGitHubCredentialsError } from '../../github/registry';
+import { scrubSecrets } from '../../observability/secret-scrub';
 import { runnerWorkflowId, sealedCredentialQuery } from '../../workflows/messages';
 import { HttpError } from '../http/errors';
 import type { Route } from '../http/router';
@@ -14,12 +16,28 @@ import { githubMemoOf } from '../runner-removal';
 import { SealedSecretError, unseal } from '../sealed-secret';
 import type { Services } from '../services';
 
+/**
+ * The configuration may have dropped the credentials an instance was created
+ * with; that is the server's setup at odds with the instance, not a crash.
+ */
+function githubPortFor(services: Services, credentials: string, instance: string): GitHubPort {
+  try {
+    return services.deps.github.get(credentials);
+  } catch (err) {
+    if (err instanceof UnknownGitHubCredentialsError) {
+      throw new HttpError(409, 'github_credentials_unknown', `${err.message}: instance ${instance} was created with them and gets no registration token until they are configured again`);
+    }
+    throw new HttpError(502, 'github_credentials_unusable', `GitHub credentials "${credentials}" of instance ${instance} cannot be used: ${scrubSecrets((err as Error).message)}`);
+  }
+}
+
 async function registrationToken({ request, services }: { request: Request; services: Services }): Promise<Response> {
   const claims = await authenticateInstance(request, services.deps.secrets.instanceTokenKey);
   const memo = githubMemoOf(await requireLiveRun(services, claims));
   if (!memo) throw new HttpError(409, 'no_github_scope', `instance ${claims.instance} carries no GitHub credentials/scope in its memo`);
+  const github = githubPortFor(services, memo.credentials, claims.instance);
   try {
-    const credential = await services.deps.github.get(memo.credentials).createRunnerCredential({
+    const credential = await github.createRunnerCredential({
       scope: memo.scope,
       name: claims.instance,
       labels: [],
@@ -67,7 +85,7 @@ async function jitFile({ request, services, params }: { request: Request; servic
 const doc = {
   tag: 'callbacks',
   summary: "A runner registration token for the calling instance (GARM's metadata service), authenticated by the instance's own token",
-  responses: { 200: 'The token, as text', 401: 'Missing or invalid token', 403: 'Token of another, deleted or replaced instance', 502: 'GitHub refused' },
+  responses: { 200: 'The token, as text', 401: 'Missing or invalid token', 403: 'Token of another, deleted or replaced instance', 409: 'The GitHub credentials of the instance are no longer configured', 502: 'GitHub refused' },
 };
 
 const jitDoc = {

@@ -3,7 +3,7 @@ import { poolMemoOf } from '../../workflows/pool-memo';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { readJson, readValidJson } from '../http/body';
-import { badRequest, validationError } from '../http/errors';
+import { HttpError, badRequest, validationError } from '../http/errors';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import { checkPoolReferences, startPool } from '../pool-settings';
@@ -82,8 +82,12 @@ export const poolRoutes: Route<Services>[] = [
       const raw = await readJson(request, services.limits.apiBodyBytes);
       if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw badRequest('request body must be a JSON object');
       const body = raw as Record<string, unknown>;
+      if (body.name !== undefined && typeof body.name !== 'string') {
+        const message = `expected a string, got ${body.name === null ? 'null' : Array.isArray(body.name) ? 'an array' : typeof body.name}`;
+        throw new HttpError(400, 'validation_failed', `invalid pool: name: ${message}`, [{ path: 'name', message }]);
+      }
       if (body.name !== undefined && body.name !== name) {
-        throw badRequest(`the body names pool "${String(body.name)}" but the path names "${name}"; a pool cannot be renamed`);
+        throw badRequest(`the body names pool "${body.name}" but the path names "${name}"; a pool cannot be renamed`);
       }
       const parsed = poolSettingsSchema.safeParse({ ...body, name });
       if (!parsed.success) throw validationError(parsed.error, 'pool');
