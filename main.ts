@@ -37,7 +37,15 @@ async function ensureTemporal(address: string): Promise<void> {
 }
 
 /** Every wait of the clean-up after Ctrl-C fits in this (RUNNERFLOW_SHUTDOWN_TIMEOUT); then the process exits anyway. */
-const SHUTDOWN_TIMEOUT_MS = parseDuration(process.env.RUNNERFLOW_SHUTDOWN_TIMEOUT ?? '8s');
+let SHUTDOWN_TIMEOUT_MS = 8_000;
+
+function shutdownTimeout(value: string | undefined): number {
+  try {
+    return parseDuration(value ?? '8s');
+  } catch (err) {
+    throw new ConfigError(`RUNNERFLOW_SHUTDOWN_TIMEOUT: ${(err as Error).message}`);
+  }
+}
 /** A repeat of the signal this soon is the same Ctrl-C relayed by a parent, not a second one. */
 const SIGNAL_ECHO_MS = 500;
 
@@ -133,6 +141,8 @@ function banner(apiUrl: string, adminToken: string): void {
 async function main(): Promise<void> {
   // Shutdown is ours to order (drop demo runners first, then stop the worker), so the SDK must not act on signals itself.
   installTemporalRuntime(rootLogger.pino, sdkRuntimeOptionsFromEnv());
+  // Read here, not at load, so a bad value is reported like any other configuration error.
+  SHUTDOWN_TIMEOUT_MS = shutdownTimeout(process.env.RUNNERFLOW_SHUTDOWN_TIMEOUT);
   const loaded = loadConfig();
   say(`config: ${loaded.source}`);
   await ensureTemporal(loaded.config.temporal.address);

@@ -8,7 +8,7 @@
  * Entry point: `handler` (bundle with `npm run build:lambda`, see docs/serverless.md).
  */
 import { Client } from '@temporalio/client';
-import { ConfigError, loadConfig } from '../config/load';
+import { checkInstanceTokenSecret, ConfigError, loadConfig } from '../config/load';
 import { createGitHubRegistry } from '../github/registry';
 import { createLogger } from '../observability/logger';
 import { createApp, type App } from './app';
@@ -35,6 +35,7 @@ async function startContainer(env: NodeJS.ProcessEnv): Promise<App> {
       throw new ConfigError('RUNNERFLOW_INSTANCE_TOKEN_SECRET (or api.instanceTokenSecret) is required: the workers sign instance callbacks with it');
     }
     config.api.instanceTokenSecret = { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' };
+    checkInstanceTokenSecret(config, env);
   }
   const connection = await connectTemporal({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
