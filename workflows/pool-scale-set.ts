@@ -4,7 +4,7 @@
  * one), forwards settings changes, and stops it (deleting the scale set) when
  * the pool ends. Kept apart from the pool loop so the two evolve independently.
  */
-import { getExternalWorkflowHandle, log, ParentClosePolicy, startChild, WorkflowIdReusePolicy, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, log, ParentClosePolicy, patched, startChild, WorkflowIdReusePolicy, workflowInfo } from '@temporalio/workflow';
 import type { PoolSettings } from '../domain/pool';
 import { scaleSetNameOf, sessionOwnerName } from '../domain/scale-set';
 import type { InstanceTimings } from '../domain/timings';
@@ -46,11 +46,14 @@ export class PoolScaleSet {
         });
         return;
       } catch (err) {
-        // Already running (an earlier run of this pool started it): it carries on, and gets the settings below.
+        // Already running (an earlier run of this pool started it): it carries on, and gets the settings
+        // below. The earlier run may have taken new settings too late to pass them on (while it waited to
+        // continue as new), so they are sent whatever their version. (patched: runs from before replay without.)
         log.info('scale-set listener already running', { pool: settings.name, detail: String(err) });
+        if (patched('listener-settings-on-each-run')) this.sentVersion = 0;
       }
     }
-    if (this.sentVersion === settingsVersion && settingsVersion !== 0) return;
+    if (this.sentVersion === settingsVersion) return;
     this.sentVersion = settingsVersion;
     await getExternalWorkflowHandle(scaleSetListenerId(settings.name))
       .signal(updateListenerSignal, { minRunners: listener.minRunners, maxRunners: listener.maxRunners, labels: listener.labels })

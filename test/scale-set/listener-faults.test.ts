@@ -99,8 +99,10 @@ describe('the scale-set listener under faults', () => {
     expect(later.sessionsOpened).toBe(0);
     expect(later.sessionId).toBeUndefined();
     // Waiting on another listener does not grow one history without bound: it continues as new.
-    const current = await stack.client.workflow.getHandle(scaleSetListenerId(intruderPool)).describe();
-    expect(current.runId).not.toBe(intruder.firstExecutionRunId);
+    const current = await eventually(async () => {
+      const d = await stack.client.workflow.getHandle(scaleSetListenerId(intruderPool)).describe();
+      return d.runId !== intruder.firstExecutionRunId ? d : undefined;
+    }, 20_000, 'the waiting listener continued as new');
     expect(current.historyLength).toBeLessThan(60);
     expect((await listenerState(stack.client, pool.name))?.sessionId).toBe(owner.sessionId);
     // Stopping it, even with deleteScaleSet, leaves the scale set to the listener that holds it.

@@ -1,7 +1,10 @@
 import { execFile } from 'node:child_process';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
+import { poolSettingsSchema } from '../../domain/pool';
+import { deletePoolSignal, poolWorkflowId, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { eventually } from '../support/temporal';
 import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
 
@@ -11,6 +14,32 @@ const stack = useScaleSetStack(1_500);
 const scaleSetRunners = (scaleSetId: number) => stack.sim.runners().filter((r) => (r as { scaleSetId?: number }).scaleSetId === scaleSetId);
 
 describe('a pool in scaleSet mode', () => {
+  it("passes its settings to a listener an earlier run started, even ones that earlier run took too late to pass on", async () => {
+    const pool = scaleSetPool({ maxRunners: 1 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const listening = await eventually(async () => {
+      const s = await listenerState(stack.client, pool.name);
+      return s?.status === 'listening' ? s : undefined;
+    }, 20_000, 'listener listening');
+    expect(listening.maxRunners).toBe(1);
+
+    // The pool's next run, as a continue-as-new whose predecessor took maxRunners 3 (settings version
+    // 2) while it waited to continue, and never told the listener: it is still running, unchanged.
+    const handle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
+    const started = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes;
+    const input = defaultPayloadConverter.fromPayload<RunnerPoolInput>(started!.input!.payloads![0]!);
+    await handle.terminate('replaced by a run carrying newer settings');
+    const settings = poolSettingsSchema.parse({ ...input.settings, maxRunners: 3 });
+    const next = await stack.client.workflow.start('runnerPool', {
+      workflowId: poolWorkflowId(pool.name),
+      taskQueue: stack.loaded.config.temporal.taskQueue,
+      args: [{ ...input, settings, carried: { settingsVersion: 2, runners: [], handledJobEvents: [], runnerSeq: 0, deleting: false, consecutiveBootstrapFailures: 0 } }],
+    });
+    await eventually(async () => ((await listenerState(stack.client, pool.name))?.maxRunners === 3 ? true : undefined), 20_000, 'listener told maxRunners 3');
+    await next.signal(deletePoolSignal, {});
+    await next.result();
+  });
+
   it('runs jobs assigned to its scale set on fresh ephemeral runners, never more than maxRunners, and scales back to zero', async () => {
     const pool = scaleSetPool({ maxRunners: 2 });
     expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
