@@ -56,6 +56,8 @@ export interface InstanceResume {
   sealedJitConfig?: string;
   reportSeq: number;
   reportedPhase: string;
+  /** A delete asked for while the run was finishing: the next run must not lose it. */
+  deleteRequest?: { reason: string };
 }
 
 export interface ReasonArgs {

@@ -108,7 +108,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   const record = new InstanceRecord(input);
   const lifecycle = new CancellationScope();
   let force: { reason: string } | undefined;
-  let deleteRequest: { reason: string } | undefined;
+  let deleteRequest: { reason: string } | undefined = input.resume?.deleteRequest;
   let jobFinished = input.resume?.jobFinished ?? false;
   let createAttempted = input.resume !== undefined;
   const completedJobs = new Set<number>(input.resume?.completedJobs ?? []);
@@ -316,6 +316,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
         ...(sealedJitConfig !== undefined ? { sealedJitConfig } : {}),
         reportSeq,
         reportedPhase,
+        // Signals still come while the last reports go out; a delete among them is the operator's or the pool's word.
+        ...(deleteRequest ? { deleteRequest } : {}),
       },
     });
   }

@@ -72,4 +72,23 @@ describe('signals delivered with a run\'s first workflow task', () => {
     await handle.signal(forceDeleteSignal, {});
     expect(await handle.result()).toMatchObject({ status: 'deleted', forced: true });
   });
+
+  it('a runner continued as new acts on a delete the previous run took while it was continuing', async () => {
+    const name = uniqueName('carried-delete');
+    const first = await env.client.workflow.start(runnerInstance, { taskQueue: env.w.taskQueue, ...instanceStartOptions(instanceInput(name)) });
+    await first.signal(runnerStatusSignal, { status: 'idle' });
+    const carried = await stateWhen(first, (s) => s.status === 'running' && s.runnerStatus === 'idle', 'idle');
+    await first.terminate('replaced by its continued run in this test');
+
+    const resumed: RunnerInstanceInput = {
+      ...instanceInput(name),
+      resume: { state: carried, jobFinished: false, completedJobs: [], reportSeq: 0, reportedPhase: 'idle', deleteRequest: { reason: 'scale down' } },
+    };
+    const handle = await env.client.workflow.start(runnerInstance, { taskQueue: env.w.taskQueue, ...instanceStartOptions(resumed), workflowIdReusePolicy: 'ALLOW_DUPLICATE' });
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted' });
+    expect(final.forced).toBeFalsy();
+    expect(final.transitions.find((t) => t.to === 'pending_delete')?.reason).toBe('scale down');
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
 });
