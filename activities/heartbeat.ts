@@ -23,7 +23,7 @@ function attemptDeadline(info: Info, now: number): number | undefined {
  * provider may ignore the signal, so the work is also raced against the deadline:
  * a forced delete's one bounded attempt really ends within its bound.
  */
-export async function whileHeartbeating<T>(work: (signal: AbortSignal) => Promise<T>, options: { boundMs?: number } = {}): Promise<T> {
+export async function whileHeartbeating<T>(work: (signal: AbortSignal) => Promise<T>, options: { boundMs?: number; heartbeatDetails?: () => unknown } = {}): Promise<T> {
   const ctx = Context.current();
   const controller = new AbortController();
   const onCancel = () => controller.abort(ctx.cancellationSignal.reason);
@@ -35,7 +35,8 @@ export async function whileHeartbeating<T>(work: (signal: AbortSignal) => Promis
   // whole heartbeat timeout, and most provider calls finish long before, so they cost no heartbeat
   // at all (each is a round trip and a write to the workflow's state on the server).
   // A local activity has no heartbeats: the worker running it cancels it directly.
-  const heartbeat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), everyMs);
+  // Each heartbeat replaces the details the server keeps for the next attempt, so they go with every one.
+  const heartbeat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(options.heartbeatDetails?.()), everyMs);
 
   let expiry: NodeJS.Timeout | undefined;
   const now = Date.now();

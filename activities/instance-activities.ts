@@ -10,6 +10,7 @@ import type { BootstrapInstance, ProviderInstanceStatus, ProviderPort } from '..
 import { isNotFound } from '../providers/port';
 import type { InstanceSpec } from '../workflows/messages';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { mintedIn, type MintedCredential } from '../domain/minted-credential';
 import { actionsClientFor, removeRunnerAtGitHub, type GitHubClients, type RemoveRunnerArgs } from './remove-runner';
 import { whileHeartbeating } from './heartbeat';
 import { createObserveRunner } from './observe-runner';
@@ -51,6 +52,20 @@ export interface CreateInstanceArgs {
   pool: string;
   provider: string;
   spec: InstanceSpec;
+  /** What an earlier attempt minted before it failed; see `MintedCredential`. */
+  minted?: MintedCredential;
+}
+
+function withMinted(failure: unknown, minted: MintedCredential | undefined): unknown {
+  if (!minted || !(failure instanceof ApplicationFailure)) return failure;
+  const [first, ...rest] = failure.details ?? [];
+  return ApplicationFailure.create({
+    type: failure.type ?? undefined,
+    message: failure.message,
+    nonRetryable: failure.nonRetryable ?? undefined,
+    ...(failure.nextRetryDelay !== undefined ? { nextRetryDelay: failure.nextRetryDelay } : {}),
+    details: [{ ...(typeof first === 'object' && first !== null ? first : {}), minted }, ...rest],
+  });
 }
 
 export interface CreatedInstance {
@@ -119,15 +134,22 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
    */
   async function create(args: CreateInstanceArgs, boundMs?: number): Promise<CreatedInstance> {
     const target = provider(args.provider);
-    const runId = Context.current().info.workflowExecution?.runId ?? '';
+    const ctx = Context.current();
+    const runId = ctx.info.workflowExecution?.runId ?? '';
     const callCtx = { controllerId: deps.controllerId, poolId: args.pool, extraSpecs: args.spec.extraSpecs };
+    // An earlier attempt's, from the workflow (an inline attempt's failure) or from this activity's heartbeats.
+    const earlier = args.minted ?? mintedIn(ctx.info.heartbeatDetails);
+    let minted: MintedCredential | undefined;
+    const heartbeatDetails = () => (minted ? { minted } : undefined);
     try {
       return await timedAttempt(runnerCreateSeconds, { pool: args.pool, provider: args.provider }, () => whileHeartbeating(async (signal) => {
         const existing = await target.getInstance(args.name, { ...callCtx, signal }).catch((err: unknown) => {
           if (isNotFound(err)) return undefined;
           throw err;
         });
-        if (existing && existing.status !== 'error') return { providerId: existing.providerId, status: existing.status, reused: true };
+        if (existing && existing.status !== 'error') {
+          return { providerId: existing.providerId, status: existing.status, reused: true, ...(earlier ? { sealedJitConfig: earlier.sealedJitConfig, githubRunnerId: earlier.githubRunnerId } : {}) };
+        }
         if (existing) {
           // GARM: a machine in error is removed before trying again, so nothing half-made lingers.
           await target.deleteInstance(existing.providerId, { ...callCtx, signal });
@@ -135,6 +157,11 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
 
         const gh = deps.github.get(args.spec.github.credentials);
         const credential = await runnerCredential(gh, args);
+        if (credential.kind === 'jit' && deps.sealSecret) {
+          minted = { sealedJitConfig: deps.sealSecret(credential.encodedJitConfig), githubRunnerId: credential.runnerId };
+          // Recorded before the provider is asked: a retry after this attempt dies must still know it.
+          if (!ctx.info.isLocal) ctx.heartbeat(heartbeatDetails());
+        }
         const instanceToken = await deps.mintInstanceToken(
           { instance: args.name, runId, pool: args.pool },
           args.spec.bootstrapTimeoutMs + INSTANCE_TOKEN_MARGIN_MS,
@@ -175,11 +202,11 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
           status: created.status,
           reused: false,
           ...(credential.kind === 'jit' ? { githubRunnerId: credential.runnerId } : {}),
-          ...(credential.kind === 'jit' && deps.sealSecret ? { sealedJitConfig: deps.sealSecret(credential.encodedJitConfig) } : {}),
+          ...(minted ? { sealedJitConfig: minted.sealedJitConfig } : {}),
         };
-      }, boundMs === undefined ? {} : { boundMs }));
+      }, { ...(boundMs === undefined ? {} : { boundMs }), heartbeatDetails }));
     } catch (err) {
-      throw toActivityFailure(err);
+      throw withMinted(toActivityFailure(err), minted);
     }
   }
 

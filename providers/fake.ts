@@ -42,6 +42,8 @@ export interface FakeFaultPlan {
   message?: string;
   /** The injected failure says no retry will help (as bad credentials or a missing executable do). */
   permanent?: boolean;
+  /** A triggered failure comes after the operation took effect: the provider made the machine, then its answer was lost. */
+  afterWork?: boolean;
   /** Only calls for this instance name (or provider id) are affected. */
   instance?: string;
   /**
@@ -416,6 +418,11 @@ export class FakeProvider implements ProviderPort {
       if (fault === 'hang') {
         await wait(undefined, ctx.signal, ctx.timeoutMs);
         throw this.timeout(op, ctx);
+      }
+      if (fault === 'fail' && plan?.afterWork) {
+        const message = plan.message ?? `injected ${op} fault after the ${op} took effect`;
+        (access === 'read' ? work : () => this.state.withLock(work))();
+        throw new ProviderFaultError(this.name, message, message, !plan.permanent);
       }
       if (fault === 'fail') {
         const message = plan?.message ?? `injected ${op} fault`;

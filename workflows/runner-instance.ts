@@ -25,6 +25,7 @@ import {
 } from '@temporalio/workflow';
 import type { ForceDeleteActivities } from '../activities/force-delete-activities';
 import type { CreatedInstance, InlineCreateOutcome, InstanceActivities } from '../activities/instance-activities';
+import { mintedIn } from '../domain/minted-credential';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import { isLeaving } from '../domain/instance-status';
 import { FAILURE_TYPES, type RetryAfterDetails } from '../domain/failure-types';
@@ -246,15 +247,19 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       first = await createInline.createInstanceInline(args);
     } catch (err) {
       if (isCancellation(err) || !retryable(err, CREATE_NON_RETRYABLE)) throw err;
+      // The provider may have made the machine after all: the next attempt then finds it, and can
+      // only pass on the JIT config this one minted.
+      const minted = mintedIn(failureDetails(err));
+      const next = minted ? { ...args, minted } : args;
       // Only slow: the provider is asked again at once, by attempts with the whole attempt timeout,
       // and as many of them as if the inline one had not been made.
-      if (cutOff(err)) return create.createInstance(args);
+      if (cutOff(err)) return create.createInstance(next);
       if (t.createMaxAttempts <= 1) throw err;
       record.recordError(err);
       // A failure costs an attempt and the usual first backoff. A rate limit says when to try
       // again: the next attempt waits for it, as the activity's own retries would.
       await sleep(Math.max(t.createInitialIntervalMs, retryAfterMs(err) ?? 0));
-      return createAfterFailedInline.createInstance(args);
+      return createAfterFailedInline.createInstance(next);
     }
     return first.inline ? first.created : create.createInstance(args);
   }
@@ -519,6 +524,11 @@ function retryAfterMs(err: unknown): number | undefined {
 }
 
 /** The attempt ran out of time (its own deadline, or the local activity's timeout) rather than failing. */
+function failureDetails(err: unknown): unknown {
+  const cause = causeOf(err);
+  return cause instanceof ApplicationFailure ? cause.details?.[0] : undefined;
+}
+
 function cutOff(err: unknown): boolean {
   const cause = causeOf(err);
   return cause instanceof TimeoutFailure || (cause instanceof ApplicationFailure && cause.type === FAILURE_TYPES.attemptDeadline);
