@@ -1,8 +1,9 @@
 /**
  * The liveness reconciler: one pass over every running instance of one provider.
  * Its cost is flat in the number of runners: one visibility listing plus ONE
- * provider ListInstances (machine pass), or one paginated list-runners per GitHub
- * scope (GitHub pass), and one describe per pool the listed runners belong to.
+ * provider ListInstances (machine pass; one per pool of the listed runners for a
+ * provider that lists per pool), or one paginated list-runners per GitHub scope
+ * (GitHub pass), and one describe per pool the listed runners belong to.
  * Only instances found dead or orphaned get a signal; a healthy fleet
  * costs no signal, no workflow task and no history event in any instance.
  *
@@ -15,7 +16,7 @@ import { log } from '@temporalio/activity';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { machineFinding, runnerFinding, type HealthFinding } from '../domain/liveness';
 import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
-import type { ProviderInstance, ProviderPort } from '../providers/port';
+import { listMachines, type ProviderInstance, type ProviderPort } from '../providers/port';
 import type { InstanceMemo } from '../workflows/instance-options';
 import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
 import { poolWorkflowId } from '../workflows/pool-messages';
@@ -58,6 +59,8 @@ interface LiveInstance {
   github?: InstanceMemo['github'];
   /** The pool that started it and counts it, if one did. */
   pool?: string;
+  /** The pool its machine was created in, whether or not that pool counts it. */
+  machinePool?: string;
 }
 
 const MAX_ERROR_LENGTH = 300;
@@ -82,8 +85,9 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       const name = info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId);
       if (!name) continue;
       const memo = info.memo as Partial<InstanceMemo> | undefined;
-      const pool = memo?.pooled ? info.typedSearchAttributes.get(RUNNER_POOL) : undefined;
-      found.push({ name, ...(memo?.github ? { github: memo.github } : {}), ...(pool ? { pool } : {}) });
+      const machinePool = info.typedSearchAttributes.get(RUNNER_POOL);
+      const pool = memo?.pooled ? machinePool : undefined;
+      found.push({ name, ...(memo?.github ? { github: memo.github } : {}), ...(pool ? { pool } : {}), ...(machinePool ? { machinePool } : {}) });
     }
     return found;
   }
@@ -153,11 +157,15 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * machine created, so a machine missing from the later listing really is gone.
    */
   async function machinePass(target: ProviderPort, instances: LiveInstance[], report: LivenessReport, signal: AbortSignal): Promise<void> {
-    const machines = await target.listInstances({ controllerId: deps.controllerId, signal });
-    report.listings += 1;
-    const byName = new Map<string, ProviderInstance>(machines.map((m) => [m.name, m]));
+    const listing = await listMachines(target, instances.map((i) => i.machinePool ?? ''), { controllerId: deps.controllerId, signal });
+    report.listings += listing.listings;
+    for (const { poolId, error } of listing.failed) report.failed.push({ target: `pool ${poolId}`, error: errorText(error) });
+    const unlisted = new Set(listing.failed.map((f) => f.poolId));
+    const byName = new Map<string, ProviderInstance>(listing.machines.map((m) => [m.name, m]));
     const findings: { name: string; args: HealthReportArgs }[] = [];
-    for (const { name } of instances) {
+    for (const { name, machinePool } of instances) {
+      // A machine whose pool was not listed is unseen, not gone.
+      if (target.listsPerPool && (!machinePool || unlisted.has(machinePool))) continue;
       const machine = byName.get(name);
       const finding = machine ? machineFinding(machine.status) : 'machine_gone';
       if (!finding) continue;

@@ -7,11 +7,12 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
+import { PoolDirectory } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { sweepDeleted, sweepLastRun, sweepMachines, sweepRuns } from '../observability/metrics';
-import { isNotFound, ProviderError, type ProviderInstance, type ProviderPort } from '../providers/port';
+import { isNotFound, listMachines, ProviderError, type ProviderInstance, type ProviderPort } from '../providers/port';
 import { RUNNER_INSTANCE_WORKFLOW, instanceNameFromWorkflowId, runnerWorkflowId } from '../workflows/messages';
-import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_PROVIDER } from '../workflows/search-attributes';
+import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER } from '../workflows/search-attributes';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import type { GitHubSweepReport } from './github-sweep-activities';
 import { whileHeartbeating } from './heartbeat';
@@ -36,6 +37,7 @@ export interface SweepReport {
   owned: number;
   deleted: { name: string; providerId: string; reason: SweepReason }[];
   skipped: { name: string; reason: string }[];
+  /** Machines that could not be deleted, and pools (`pool <id>`) a provider that lists per pool could not list. */
   failed: { name: string; error: string }[];
   /** The GitHub side, when the sweep was asked to look there. */
   github?: GitHubSweepReport;
@@ -67,18 +69,53 @@ export function createSweepActivities(deps: SweepActivityDeps) {
   // The sweep must look where the runner workflows are, whatever namespace the given client was made for.
   const client = deps.client.options.namespace === deps.namespace ? deps.client : new Client({ connection: deps.client.connection, namespace: deps.namespace });
 
-  async function runningRunnerNames(provider: string): Promise<Set<string>> {
+  /** The running runners' names, and the pools their machines were created in. */
+  async function runningRunners(provider: string): Promise<{ names: Set<string>; pools: Set<string> }> {
     const query = andQuery([
       `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
       `ExecutionStatus = 'Running'`,
       `${RUNNER_PROVIDER.name} = ${quote(provider)}`,
     ]);
     const names = new Set<string>();
+    const pools = new Set<string>();
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
       const name = info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId);
       if (name) names.add(name);
+      const pool = info.typedSearchAttributes.get(RUNNER_POOL);
+      if (pool) pools.add(pool);
     }
-    return names;
+    return { names, pools };
+  }
+
+  /**
+   * The pools to list on a provider that lists per pool: those of its running runners,
+   * of the running pools that use it, and of its runners that closed without deleting
+   * their machine (terminated, failed, timed out, or marked leaked by a forced delete).
+   * A runner that completed unmarked deleted its machine, so its pool is left out.
+   *
+   * Not covered: machines in a pool that no longer runs and has no running or uncleanly
+   * closed runner of this provider left in visibility. Such a machine is either one whose
+   * create finished only after its runner's clean-up delete (a race the provider has to
+   * lose, in a pool since deleted), or one of a runner visibility has forgotten (past
+   * retention). GARM, listing per pool as well, cannot see them either; finding them would
+   * take reading every runner this provider ever had on every sweep.
+   */
+  async function poolsToList(provider: string, runningPools: Set<string>): Promise<Set<string>> {
+    const pools = new Set(runningPools);
+    for (const entry of await new PoolDirectory(client, 0).fetch()) {
+      if (entry.memo?.provider === provider) pools.add(entry.name);
+    }
+    const query = andQuery([
+      `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
+      `ExecutionStatus != 'Running'`,
+      `${RUNNER_PROVIDER.name} = ${quote(provider)}`,
+      `(ExecutionStatus != 'Completed' OR ${RUNNER_LEAKED.name} = true)`,
+    ]);
+    for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
+      const pool = info.typedSearchAttributes.get(RUNNER_POOL);
+      if (pool) pools.add(pool);
+    }
+    return pools;
   }
 
   /** The most recent closed workflow per name, a bounded batch of names per visibility query. */
@@ -134,11 +171,15 @@ export function createSweepActivities(deps: SweepActivityDeps) {
   }
 
   async function sweep(target: ProviderPort, args: SweepArgs, signal: AbortSignal): Promise<SweepReport> {
-    const machines = await target.listInstances({ controllerId: deps.controllerId, signal });
-    const running = await runningRunnerNames(args.provider);
+    const pools = target.listsPerPool ? await poolsToList(args.provider, (await runningRunners(args.provider)).pools) : [];
+    const listing = await listMachines(target, pools, { controllerId: deps.controllerId, signal });
+    const machines = listing.machines;
+    // Read after the listing, so a runner whose machine was listed is seen running if it still is.
+    const running = (await runningRunners(args.provider)).names;
     const unowned = machines.filter((m) => !running.has(m.name));
     const closed = await lastClosedRunners(args.provider, unowned.map((m) => m.name));
     const report: SweepReport = { provider: args.provider, listed: machines.length, owned: machines.length - unowned.length, deleted: [], skipped: [], failed: [] };
+    for (const { poolId, error } of listing.failed) report.failed.push({ name: `pool ${poolId}`, error: describeError(error) });
 
     for (const machine of unowned) {
       const verdict = judge(machine, closed.get(machine.name), args.gracePeriodMs, now());

@@ -94,6 +94,11 @@ export interface ProviderPort {
   /** The same for the first attempt of a graceful delete. */
   readonly inlineDeleteTimeoutMs?: number;
   /**
+   * ListInstances needs ctx.poolId: GARM's external providers refuse to list without a
+   * pool, so a pass over all machines lists pool by pool (see listMachines).
+   */
+  readonly listsPerPool?: boolean;
+  /**
    * Create the machine. Creating twice with the same name must not make a second machine:
    * implementations either return the existing one or throw ProviderDuplicateError.
    */
@@ -108,6 +113,54 @@ export interface ProviderPort {
   stopInstance?(instanceId: string, ctx: ProviderCallContext): Promise<void>;
   /** Releases resources held by the provider object itself (child processes, clients). */
   close?(): Promise<void>;
+}
+
+/** What a pass over one provider's machines saw: see listMachines. */
+export interface MachineListing {
+  machines: ProviderInstance[];
+  /** ListInstances calls that answered. */
+  listings: number;
+  /** Pools whose listing failed: their machines are missing from `machines`. */
+  failed: { poolId: string; error: unknown }[];
+}
+
+const POOL_LISTINGS_AT_ONCE = 4;
+
+/**
+ * This controller's machines on one provider: one ListInstances, or, for a provider
+ * that lists per pool, one per pool of `pools`, merged. A machine listed under a pool
+ * carries that pool even when the provider's answer did not say, because such a
+ * provider wants the pool again to get or delete it. One pool's failure does not
+ * hide the others' machines; throws only when nothing could be listed.
+ */
+export async function listMachines(target: ProviderPort, pools: Iterable<string>, ctx: ProviderCallContext): Promise<MachineListing> {
+  if (!target.listsPerPool) return { machines: await target.listInstances(ctx), listings: 1, failed: [] };
+  const poolIds = [...new Set(pools)].filter((p) => p !== '').sort();
+  const listing: MachineListing = { machines: [], listings: 0, failed: [] };
+  const seen = new Set<string>();
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < poolIds.length && !ctx.signal?.aborted) {
+      const poolId = poolIds[next++]!;
+      try {
+        const machines = await target.listInstances({ ...ctx, poolId });
+        listing.listings += 1;
+        for (const machine of machines) {
+          // A provider that ignores the pool it is given answers every pool with the same machines.
+          const key = machine.providerId || machine.name;
+          if (seen.has(key)) continue;
+          seen.add(key);
+          listing.machines.push({ ...machine, poolId: machine.poolId ?? poolId });
+        }
+      } catch (err) {
+        listing.failed.push({ poolId, error: err });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(POOL_LISTINGS_AT_ONCE, Math.max(1, poolIds.length)) }, lane));
+  if (ctx.signal?.aborted) throw ctx.signal.reason;
+  if (listing.listings === 0 && listing.failed.length > 0) throw listing.failed[0]!.error;
+  return listing;
 }
 
 export class ProviderError extends Error {

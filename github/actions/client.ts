@@ -23,6 +23,11 @@ import { JOB_MESSAGES_TYPE } from './types';
 const SCALE_SETS = '_apis/runtime/runnerscalesets';
 const AGENTS = '_apis/distributedtask/pools/0/agents';
 const API_VERSION = '6.0-preview';
+/**
+ * Tries at minting a scale-set JIT config while its name conflicts: the leftover
+ * may not be found yet, or its removal not have taken effect.
+ */
+const JIT_CONFLICT_ATTEMPTS = 3;
 /** Renew the admin token this long before its `exp`, as GitHub's client does. */
 const ADMIN_TOKEN_MARGIN_MS = 60_000;
 
@@ -188,17 +193,22 @@ export class ActionsServiceClient implements ActionsServicePort {
   }
 
   async generateJitConfig(scaleSetId: number, runnerName: string, workFolder: string): Promise<{ runnerId: number; encodedJitConfig: string }> {
-    const res = await this.service('generate_jit_config', 'POST', `${SCALE_SETS}/${scaleSetId}/generatejitconfig`, { name: runnerName, workFolder }, [409]);
-    if (res.status === 409) {
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.service('generate_jit_config', 'POST', `${SCALE_SETS}/${scaleSetId}/generatejitconfig`, { name: runnerName, workFolder }, [409]);
+      if (res.status !== 409) {
+        const config = res.body as RunnerScaleSetJitRunnerConfig;
+        return { runnerId: config.runner.id, encodedJitConfig: config.encodedJITConfig };
+      }
+      // The caller retries with backoff; looping here unbounded spends rate limit long after it stopped waiting.
+      if (attempt >= JIT_CONFLICT_ATTEMPTS) {
+        throw new ActionsServiceError(`generate_jit_config: runner ${runnerName} still exists after ${attempt} attempts to clear it`, 409, true);
+      }
       // A retried create after the service already minted this name: clear the leftover, as the REST port does.
       const existing = await this.findRunnerByName(runnerName);
       if (existing && (await this.removeRunner(existing.id)) === 'busy') {
         throw new ActionsServiceError(`generate_jit_config: runner ${runnerName} already exists and is running a job`, 409, false);
       }
-      return this.generateJitConfig(scaleSetId, runnerName, workFolder);
     }
-    const config = res.body as RunnerScaleSetJitRunnerConfig;
-    return { runnerId: config.runner.id, encodedJitConfig: config.encodedJITConfig };
   }
 
   async findRunnerByName(name: string): Promise<RunnerReference | undefined> {

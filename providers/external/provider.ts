@@ -41,6 +41,8 @@ type Exited = Extract<ExecutableResult, { kind: 'exited' }>;
 
 export class ExternalProvider implements ProviderPort {
   readonly name: string;
+  /** garm-provider-common refuses ListInstances without GARM_POOL_ID: GARM itself lists pool by pool. */
+  readonly listsPerPool = true;
   private readonly passthrough: Record<string, string>;
   private readonly proxy: GarmProxyConfig;
 

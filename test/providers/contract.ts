@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProviderError, ProviderNotFoundError, type ProviderCallContext, type ProviderPort } from '../../providers/port';
+import { listMachines, ProviderError, ProviderNotFoundError, type ProviderCallContext, type ProviderPort } from '../../providers/port';
 import { bootstrapFor } from './bootstrap';
 
 export interface ContractSubject {
@@ -78,7 +78,13 @@ export function runProviderContract(name: string, factory: () => Promise<Contrac
       await create('list-b', 'pool-list-b');
       await create('list-other', 'pool-list-a', otherController);
       const names = async (ctx: ProviderCallContext) => (await subject.provider.listInstances(ctx)).map((i) => i.name).filter((n) => n.startsWith('rf-list-')).sort();
-      expect(await names({ controllerId })).toEqual([unique('list-a'), unique('list-b')]);
+      if (subject.provider.listsPerPool) await expect(subject.provider.listInstances({ controllerId })).rejects.toBeInstanceOf(ProviderError);
+      else expect(await names({ controllerId })).toEqual([unique('list-a'), unique('list-b')]);
+      const everywhere = await listMachines(subject.provider, ['pool-list-a', 'pool-list-b'], { controllerId });
+      expect(everywhere.machines.filter((m) => m.name.startsWith('rf-list-')).map((m) => [m.name, m.poolId]).sort()).toEqual([
+        [unique('list-a'), 'pool-list-a'],
+        [unique('list-b'), 'pool-list-b'],
+      ]);
       expect(await names(ctxFor('pool-list-a'))).toEqual([unique('list-a')]);
       expect(await names(ctxFor('pool-list-b'))).toEqual([unique('list-b')]);
       expect(await names(ctxFor('pool-list-a', otherController))).toEqual([unique('list-other')]);

@@ -117,6 +117,24 @@ describe('local process provider', () => {
     await expect(provider.getInstance('lp-tree', ctx)).rejects.toBeInstanceOf(ProviderNotFoundError);
   });
 
+  it('stops what a runner left running in the background after it exited', async () => {
+    const leaving = new LocalProcessProvider(options(['/bin/sh', '-c', 'sleep 300 & echo $! > background.pid']));
+    await leaving.createInstance(bootstrapFor('lp-background', 'pool-l'), ctx);
+    const dir = dirOf('lp-background');
+    expect(await eventually(() => existsSync(join(dir, 'exit-status')))).toBe(true);
+    const pid = (JSON.parse(readFileSync(join(dir, RECORD_FILE), 'utf8')) as { pid: number }).pid;
+    const background = Number(readFileSync(join(dir, 'background.pid'), 'utf8'));
+    expect(await eventually(() => !isRunning(pid))).toBe(true);
+    expect(isRunning(background)).toBe(true);
+    try {
+      await leaving.deleteInstance('lp-background', ctx);
+      expect(await eventually(() => !isRunning(background))).toBe(true);
+      expect(existsSync(dir)).toBe(false);
+    } finally {
+      if (isRunning(background)) process.kill(background, 'SIGKILL');
+    }
+  });
+
   it('refuses to create when aborted before starting', async () => {
     const abort = new AbortController();
     abort.abort(new Error('cancelled'));

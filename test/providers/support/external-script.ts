@@ -3,6 +3,8 @@
  * nothing from the host environment (which the provider replaces). Machines are JSON
  * files in a state directory named by its config file; every call is recorded with
  * its environment and stdin; `behaviour.json` overrides what a command does.
+ * Like garm-provider-common, it refuses ListInstances without GARM_POOL_ID, and in
+ * v0.1.1 GetInstance and DeleteInstance too.
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +33,9 @@ const dir = config.stateDir;
 const command = process.env.GARM_COMMAND;
 const stdin = fs.readFileSync(0, 'utf8');
 fs.appendFileSync(path.join(dir, 'calls.jsonl'), JSON.stringify({ command, env: process.env, stdin }) + '\n');
+
+const needsPool = command === 'ListInstances' || (process.env.GARM_INTERFACE_VERSION === 'v0.1.1' && (command === 'GetInstance' || command === 'DeleteInstance'));
+if (needsPool && !process.env.GARM_POOL_ID) { process.stderr.write('missing pool ID\n'); process.exit(1); }
 
 const behaviours = fs.existsSync(path.join(dir, 'behaviour.json')) ? JSON.parse(fs.readFileSync(path.join(dir, 'behaviour.json'), 'utf8')) : {};
 const b = behaviours[command];
@@ -77,7 +82,7 @@ switch (command) {
   }
   case 'ListInstances': {
     const pool = process.env.GARM_POOL_ID;
-    const mine = all().filter((m) => m.controller === process.env.GARM_CONTROLLER_ID && (!pool || m.pool === pool));
+    const mine = all().filter((m) => m.controller === process.env.GARM_CONTROLLER_ID && m.pool === pool);
     process.stdout.write(JSON.stringify(mine.map(publicView)));
     break;
   }
