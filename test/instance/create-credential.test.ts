@@ -4,15 +4,32 @@
  * finds the machine and must keep the JIT config the first one minted: images that fetch it
  * from the metadata service would otherwise never register.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { FakeProvider } from '../../providers/fake';
 import { deleteSignal, sealedCredentialQuery, stateQuery } from '../../workflows/messages';
-import { instanceInput, uniqueName, useTestWorker } from '../support/temporal';
+import { instanceInput, uniqueName, useTestWorker, type TemporalTestEnv } from '../support/temporal';
 import { startInstance, waitForStatus } from './helpers';
 
 // A stand-in seal, so the test can read what was kept; the real one is tested in test/api/sealed-secret.test.ts.
-const env = useTestWorker({ activities: { sealSecret: (plain: string) => `sealed(${plain})` } });
+const sealSecret = (plain: string) => `sealed(${plain})`;
+// Without an inline bound the first attempt is an ordinary activity, retried by Temporal: the
+// credential reaches the next attempt in the heartbeat details the server keeps.
+const activityFirst = useTestWorker({ activities: { sealSecret } });
+// With one, the first attempt is a local activity: it reaches the next in the failure's details.
+const inlineDir = mkdtempSync(join(tmpdir(), 'runnerflow-credential-'));
+const inlineFirst = useTestWorker({
+  fakeDir: inlineDir,
+  providers: new Map([['fake', Object.assign(new FakeProvider({ name: 'fake', stateDir: inlineDir }), { inlineCreateTimeoutMs: 2_000 })]]),
+  activities: { sealSecret },
+});
 
-describe('a create whose provider made the machine but failed to say so', () => {
+describe.each([
+  ['an activity retried by Temporal', activityFirst],
+  ['the inline attempt, then an activity', inlineFirst],
+] as [string, TemporalTestEnv][])('a create whose provider made the machine but failed to say so (%s)', (_, env) => {
   it('keeps the JIT config and runner id the failed attempt minted, and makes one machine', async () => {
     const name = uniqueName('lost-answer');
     env.w.fake.setFault('create', { failTimes: 1, afterWork: true, instance: name, message: 'connection reset after the machine was made' });
