@@ -347,7 +347,13 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       if (record.runnerStatus !== 'active') setRunnerStatus('active');
       // GitHub keeps calling a runner busy until it fails the job the dead machine will never
       // finish. The GitHub-side sweep removes the registration once it is no longer busy.
-      if (health.machineDead) return;
+      // But an idle runner leaves on one listing's word, and GitHub saying it has a job
+      // contradicts that listing: a second look decides before a machine that may be running
+      // the job is deleted. (patched: histories from before it replay without the look.)
+      if (health.machineDead) {
+        if (!patched('second-look-when-a-dead-machine-is-busy') || (await machineStopped({ errorIsDead: true }))) return;
+        health.machineDead = false;
+      }
       if (input.spec.ephemeral) {
         while (!(await condition(() => jobFinished, wait))) {
           // The completed webhook may be lost: a stopped machine means the job is over.
@@ -369,10 +375,10 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
    * Letting the failure through would fail the workflow, so the pool would never hear the runner
    * went, and the sweep would later delete a machine whose job may still be running.
    */
-  async function machineStopped(): Promise<boolean> {
+  async function machineStopped(options: { errorIsDead?: boolean } = {}): Promise<boolean> {
     try {
       const machine = await probe.instanceStatus(deleteArgs());
-      return machine === 'stopped' || machine === 'gone';
+      return machine === 'stopped' || machine === 'gone' || (options.errorIsDead === true && machine === 'error');
     } catch (err) {
       if (isCancellation(err)) throw err;
       record.recordError(err);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deleteSignal, forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal, stateQuery } from '../../workflows/messages';
+import { deleteSignal, forceDeleteSignal, healthReportSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal, stateQuery } from '../../workflows/messages';
 import { eventually, FAST_TIMINGS, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
 import { expectLegalChain, startInstance, waitForStatus } from './helpers';
 
@@ -192,6 +192,25 @@ describe('busy runners and registration', () => {
     await handle.signal(jobCompletedSignal, { jobId: 11, conclusion: 'success' });
     const final = await handle.result();
     expect(final.status).toBe('deleted');
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
+  it('takes a second look before deleting a machine one listing called dead when GitHub says it has a job', async () => {
+    const name = uniqueName('listing-lied');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    // The job started before the runner heard of it; the provider's listing got this machine wrong.
+    env.w.github.busy.add(name);
+    await handle.signal(healthReportSignal, { finding: 'machine_stopped', detail: 'listed as stopped' });
+    await eventually(() => env.w.github.count('remove', 'busy') >= 1 || undefined, 10_000, 'busy answer');
+    await new Promise((r) => setTimeout(r, FAST_TIMINGS.busyRetryIntervalMs * 3));
+    expect(env.w.fake.instance(name)).toBeDefined();
+    expect((await handle.query(stateQuery)).status).toBe('pending_delete');
+
+    await handle.signal(jobStartedSignal, { jobId: 12 });
+    await handle.signal(jobCompletedSignal, { jobId: 12, conclusion: 'success' });
+    expect((await handle.result()).status).toBe('deleted');
     expect(env.w.fake.instance(name)).toBeUndefined();
   });
 
