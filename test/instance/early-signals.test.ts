@@ -28,6 +28,22 @@ async function stateWhen(handle: WorkflowHandle, ready: (s: InstanceState) => bo
   }, 15_000, what);
 }
 
+/**
+ * What a previous run carries over: a registered idle runner whose machine exists. That run is
+ * terminated, as a continue-as-new would close it, and the input of its successor returned.
+ */
+async function previousRun(name: string, extra: Partial<NonNullable<RunnerInstanceInput['resume']>> = {}): Promise<{ carried: InstanceState; resumed: RunnerInstanceInput }> {
+  const first = await env.client.workflow.start(runnerInstance, { taskQueue: env.w.taskQueue, ...instanceStartOptions(instanceInput(name)) });
+  await first.signal(runnerStatusSignal, { status: 'idle' });
+  const carried = await stateWhen(first, (s) => s.status === 'running' && s.runnerStatus === 'idle', 'idle');
+  await first.terminate('replaced by its continued run in this test');
+  const resumed: RunnerInstanceInput = {
+    ...instanceInput(name),
+    resume: { state: carried, jobFinished: false, completedJobs: [], reportSeq: 0, reportedPhase: 'idle', ...extra },
+  };
+  return { carried, resumed };
+}
+
 describe('signals delivered with a run\'s first workflow task', () => {
   it('a new runner takes the agent\'s report that came with its start, and is created as usual', async () => {
     const name = uniqueName('early-status');
@@ -48,16 +64,7 @@ describe('signals delivered with a run\'s first workflow task', () => {
 
   it('a runner continued as new takes a job event that arrived while it continued', async () => {
     const name = uniqueName('early-job');
-    // What the previous run carries over: a registered idle runner whose machine exists.
-    const first = await env.client.workflow.start(runnerInstance, { taskQueue: env.w.taskQueue, ...instanceStartOptions(instanceInput(name)) });
-    await first.signal(runnerStatusSignal, { status: 'idle' });
-    const carried = await stateWhen(first, (s) => s.status === 'running' && s.runnerStatus === 'idle', 'idle');
-    await first.terminate('replaced by its continued run in this test');
-
-    const resumed: RunnerInstanceInput = {
-      ...instanceInput(name),
-      resume: { state: carried, jobFinished: false, completedJobs: [], reportSeq: 0, reportedPhase: 'idle' },
-    };
+    const { carried, resumed } = await previousRun(name);
     const handle = await env.client.workflow.signalWithStart(runnerInstance, {
       taskQueue: env.w.taskQueue,
       ...instanceStartOptions(resumed),
@@ -75,15 +82,7 @@ describe('signals delivered with a run\'s first workflow task', () => {
 
   it('a runner continued as new acts on a delete the previous run took while it was continuing', async () => {
     const name = uniqueName('carried-delete');
-    const first = await env.client.workflow.start(runnerInstance, { taskQueue: env.w.taskQueue, ...instanceStartOptions(instanceInput(name)) });
-    await first.signal(runnerStatusSignal, { status: 'idle' });
-    const carried = await stateWhen(first, (s) => s.status === 'running' && s.runnerStatus === 'idle', 'idle');
-    await first.terminate('replaced by its continued run in this test');
-
-    const resumed: RunnerInstanceInput = {
-      ...instanceInput(name),
-      resume: { state: carried, jobFinished: false, completedJobs: [], reportSeq: 0, reportedPhase: 'idle', deleteRequest: { reason: 'scale down' } },
-    };
+    const { resumed } = await previousRun(name, { deleteRequest: { reason: 'scale down' } });
     const handle = await env.client.workflow.start(runnerInstance, { taskQueue: env.w.taskQueue, ...instanceStartOptions(resumed), workflowIdReusePolicy: 'ALLOW_DUPLICATE' });
     const final = await handle.result();
     expect(final).toMatchObject({ status: 'deleted' });
