@@ -6,9 +6,8 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ExternalProvider } from '../../providers/external/provider';
 import { stateQuery } from '../../workflows/messages';
-import { writeExternalScript, type ExternalScriptFixture } from '../providers/support/external-script';
+import { externalProviderOnScript, type ExternalScriptFixture } from '../providers/support/external-script';
 import { uniqueName } from '../support/temporal';
 import { idleInstance, runLiveness, useLivenessRig } from './helpers';
 
@@ -18,10 +17,10 @@ afterAll(() => scripts.forEach((s) => s.remove()));
 
 describe.each(['v0.1.0', 'v0.1.1'] as const)('machine pass on an external provider %s', (interfaceVersion) => {
   it('lists each pool of the running instances, finds the machine that vanished and leaves the others be', async () => {
-    const script = writeExternalScript();
-    scripts.push(script);
     const name = uniqueName(`garm-${interfaceVersion.replaceAll('.', '')}`);
-    rig.providers.set(name, new ExternalProvider({ name, executable: script.executable, configFile: script.configFile, interfaceVersion, environmentPrefixes: [], timeout: 20_000 }));
+    const { provider, script } = externalProviderOnScript(name, interfaceVersion);
+    scripts.push(script);
+    rig.providers.set(name, provider);
     const poolA = uniqueName('garm-pool-a');
     const poolB = uniqueName('garm-pool-b');
     const gone = await idleInstance(rig, name, { input: { pool: poolA } });

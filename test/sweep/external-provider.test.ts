@@ -6,14 +6,13 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { PoolDirectory } from '../../api/pool-directory';
 import { poolSettingsSchema } from '../../domain/pool';
-import { ExternalProvider } from '../../providers/external/provider';
 import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
 import { forceDeleteSignal } from '../../workflows/messages';
 import { poolMemoOf } from '../../workflows/pool-memo';
 import { poolWorkflowId } from '../../workflows/pool-messages';
 import { startInstance, waitForStatus } from '../instance/helpers';
 import { bootstrapFor } from '../providers/bootstrap';
-import { writeExternalScript, type ExternalScriptFixture } from '../providers/support/external-script';
+import { externalProviderOnScript, type ExternalScriptFixture } from '../providers/support/external-script';
 import { eventually, instanceInput, uniqueName } from '../support/temporal';
 import { CONTROLLER, runSweep, useSweepRig, waitUntilListed } from './helpers';
 
@@ -23,10 +22,9 @@ afterAll(() => scripts.forEach((s) => s.remove()));
 
 describe.each(['v0.1.0', 'v0.1.1'] as const)('sweep of an external provider %s', (interfaceVersion) => {
   it('lists the pools of running, unclean and leaked runners and of running pools, and deletes with the pool', async () => {
-    const script = writeExternalScript();
-    scripts.push(script);
     const name = uniqueName(`garm-${interfaceVersion.replaceAll('.', '')}`);
-    const provider = new ExternalProvider({ name, executable: script.executable, configFile: script.configFile, interfaceVersion, environmentPrefixes: [], timeout: 20_000 });
+    const { provider, script } = externalProviderOnScript(name, interfaceVersion);
+    scripts.push(script);
     rig.providers.set(name, provider);
     const [ownedPool, orphanPool, leakPool, quietPool] = ['owned', 'orphan', 'leak', 'quiet'].map((p) => uniqueName(`garm-${p}`)) as [string, string, string, string];
     const start = async (pool: string) => {

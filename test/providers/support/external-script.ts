@@ -9,6 +9,7 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ExternalProvider } from '../../../providers/external/provider';
 
 export interface ScriptBehaviour {
   exit?: number;
@@ -160,4 +161,11 @@ export function writeExternalScript(): ExternalScriptFixture {
     },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** An ExternalProvider named `name` running a fresh test script, as GARM would run a real one. */
+export function externalProviderOnScript(name: string, interfaceVersion: 'v0.1.0' | 'v0.1.1'): { provider: ExternalProvider; script: ExternalScriptFixture } {
+  const script = writeExternalScript();
+  const provider = new ExternalProvider({ name, executable: script.executable, configFile: script.configFile, interfaceVersion, environmentPrefixes: [], timeout: 20_000 });
+  return { provider, script };
 }
