@@ -17,16 +17,21 @@ function asObject(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
+const isPositiveInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const ignored = (signal: string, why: string, args: unknown): undefined => {
+  log.warn(`ignored ${signal} signal: ${why}`, { got: JSON.stringify(args)?.slice(0, 200) });
+  return undefined;
+};
+
 export function reasonOf(args: unknown, fallback: string): string {
   const reason = asObject(args).reason;
   return typeof reason === 'string' && reason.trim() !== '' ? reason.slice(0, 500) : fallback;
 }
 
 export function jobArgs<T extends JobStartedArgs | JobCompletedArgs>(signal: string, args: unknown): T | undefined {
-  const jobId = asObject(args).jobId;
-  if (typeof jobId === 'number' && Number.isSafeInteger(jobId) && jobId > 0) return args as T;
-  log.warn(`ignored ${signal} signal: jobId must be a positive integer`, { got: JSON.stringify(args)?.slice(0, 200) });
-  return undefined;
+  if (isPositiveInt(asObject(args).jobId)) return args as T;
+  return ignored(signal, 'jobId must be a positive integer', args);
 }
 
 export function runnerStatusArgs(args: unknown): RunnerStatusArgs | undefined {
@@ -34,8 +39,7 @@ export function runnerStatusArgs(args: unknown): RunnerStatusArgs | undefined {
   if (typeof status === 'string' && (REPORTABLE as readonly string[]).includes(status)) {
     return { status: status as RunnerStatusArgs['status'], ...(typeof message === 'string' ? { message: message.slice(0, 1000) } : {}) };
   }
-  log.warn(`ignored runnerStatus signal: status must be one of ${REPORTABLE.join(', ')}`, { got: JSON.stringify(args)?.slice(0, 200) });
-  return undefined;
+  return ignored('runnerStatus', `status must be one of ${REPORTABLE.join(', ')}`, args);
 }
 
 export function healthReportArgs(args: unknown): HealthReportArgs | undefined {
@@ -43,8 +47,7 @@ export function healthReportArgs(args: unknown): HealthReportArgs | undefined {
   if (typeof finding === 'string' && (HEALTH_FINDINGS as readonly string[]).includes(finding)) {
     return { finding: finding as HealthFinding, ...(typeof detail === 'string' ? { detail: detail.slice(0, 500) } : {}) };
   }
-  log.warn(`ignored healthReport signal: finding must be one of ${HEALTH_FINDINGS.join(', ')}`, { got: JSON.stringify(args)?.slice(0, 200) });
-  return undefined;
+  return ignored('healthReport', `finding must be one of ${HEALTH_FINDINGS.join(', ')}`, args);
 }
 
 /**
@@ -77,13 +80,6 @@ export function queuedJobsArgs(signal: string, jobs: unknown): QueuedJob[] {
   }
   return valid;
 }
-
-const isPositiveInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
-const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-const ignored = (signal: string, why: string, args: unknown): undefined => {
-  log.warn(`ignored ${signal} signal: ${why}`, { got: JSON.stringify(args)?.slice(0, 200) });
-  return undefined;
-};
 
 /**
  * New settings for a pool, checked against the same schema the API uses: a signal typed into the
