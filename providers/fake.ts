@@ -421,7 +421,8 @@ export class FakeProvider implements ProviderPort {
       }
       if (fault === 'fail' && plan?.afterWork) {
         const message = plan.message ?? `injected ${op} fault after the ${op} took effect`;
-        (access === 'read' ? work : () => this.state.withLock(work))();
+        if (access === 'read') work();
+        else this.state.withLock(work);
         throw new ProviderFaultError(this.name, message, message, !plan.permanent);
       }
       if (fault === 'fail') {
