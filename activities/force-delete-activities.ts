@@ -9,6 +9,8 @@
  * 2. when the provider did not confirm, a machineCleanup workflow is started
  *    (idempotent by its id, `cleanup/<name>`) that retries the delete with the
  *    usual backoff until the machine is gone, marked RunnerLeaked meanwhile.
+ *    A create cut off by the forced delete counts as unconfirmed even when the
+ *    provider found no machine: the clean-up watches for the one it may still make.
  *
  * Started here, through the client, rather than as a child of the closing
  * instance: a child started with ABANDON is not reliably started when the
@@ -147,8 +149,11 @@ export function createForceDeleteActivities(deps: ForceDeleteDeps) {
           : Promise.resolve<Attempt>({ ok: false, error: `provider "${machine.provider}" is not configured on this worker` }),
         unregistering,
       ]);
-      if (deleted.ok) return { machineGone: true, githubRemoved: unregistered.ok };
-      return { machineGone: false, githubRemoved: unregistered.ok, error: deleted.error, cleanupWorkflowId: await handOver(machine, unregistered.ok) };
+      if (deleted.ok && machine.createMayLandWithinMs === undefined) return { machineGone: true, githubRemoved: unregistered.ok };
+      // A provider that found no machine while a create was cut off has not confirmed anything:
+      // the create may still make one, which the clean-up then deletes.
+      const error = deleted.ok ? 'a create was under way when the delete was forced; it may still make the machine' : deleted.error;
+      return { machineGone: false, githubRemoved: unregistered.ok, error, cleanupWorkflowId: await handOver(machine, unregistered.ok) };
     },
   };
 }

@@ -44,6 +44,11 @@ export interface FakeFaultPlan {
   permanent?: boolean;
   /** A triggered failure comes after the operation took effect: the provider made the machine, then its answer was lost. */
   afterWork?: boolean;
+  /**
+   * The attempt is not stopped by its caller hanging up: it runs its `delayMs` out and does
+   * its work even after `ctx.signal` aborted, as a cloud that already took the request does.
+   */
+  landsAfterAbort?: boolean;
   /** Only calls for this instance name (or provider id) are affected. */
   instance?: string;
   /**
@@ -411,8 +416,10 @@ export class FakeProvider implements ProviderPort {
       this.state.appendCall({ op, instance, at, endedAt: Date.now(), attempt, outcome, controllerId: ctx.controllerId, poolId: ctx.poolId, pid: process.pid, message });
 
     try {
+      const landsAnyway = plan && applies && plan.landsAfterAbort;
       if (plan && applies && plan.delayMs) {
-        if ((await wait(plan.delayMs, ctx.signal, ctx.timeoutMs)) === 'timeout') throw this.timeout(op, ctx);
+        if (landsAnyway) await wait(plan.delayMs, undefined, undefined);
+        else if ((await wait(plan.delayMs, ctx.signal, ctx.timeoutMs)) === 'timeout') throw this.timeout(op, ctx);
       }
       const fault = plan && applies ? faultOf(plan, op, instance, attempt) : undefined;
       if (fault === 'hang') {
@@ -429,7 +436,13 @@ export class FakeProvider implements ProviderPort {
         const message = plan?.message ?? `injected ${op} fault`;
         throw new ProviderFaultError(this.name, message, message, !plan?.permanent);
       }
-      if (ctx.signal?.aborted) throw abortReason(ctx.signal);
+      if (ctx.signal?.aborted) {
+        if (landsAnyway) {
+          if (access === 'read') work();
+          else this.state.withLock(work);
+        }
+        throw abortReason(ctx.signal);
+      }
     } catch (err) {
       const timedOut = err instanceof ProviderFaultError && err.message.includes('timed out');
       log(ctx.signal?.aborted ? 'aborted' : timedOut ? 'timeout' : 'fault', err instanceof Error ? err.message : String(err));

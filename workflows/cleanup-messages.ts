@@ -20,6 +20,13 @@ export interface MachineCleanupInput {
   scaleSetId?: number;
   /** The forced delete already dropped the GitHub registration. */
   githubRemoved: boolean;
+  /**
+   * The forced delete cut off a create that was still under way. A cloud that had already
+   * taken the request (or an executable killed half-way) can still make the machine after the
+   * provider said there was none, for as long as that attempt could have run: the clean-up
+   * keeps deleting, with the usual backoff, until this long after it started.
+   */
+  createMayLandWithinMs?: number;
   timings: InstanceTimings;
   reason: string;
 }

@@ -112,6 +112,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   let deleteRequest: { reason: string } | undefined = input.resume?.deleteRequest;
   let jobFinished = input.resume?.jobFinished ?? false;
   let createAttempted = input.resume !== undefined;
+  /** A create is under way at the provider: a forced delete now cuts it off. */
+  let createInFlight = false;
   const completedJobs = new Set<number>(input.resume?.completedJobs ?? []);
   const health = new HealthWatch({
     record,
@@ -219,8 +221,10 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     moveTo('creating');
     createStartedAt = Date.now();
     createAttempted = true;
+    createInFlight = true;
     try {
       const created = await createOnce();
+      createInFlight = false;
       record.providerId = created.providerId;
       if (created.githubRunnerId !== undefined) record.githubRunnerId = created.githubRunnerId;
       if (created.sealedJitConfig !== undefined) sealedJitConfig = created.sealedJitConfig;
@@ -228,6 +232,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       moveTo('running', created.reused ? 'found the machine an earlier attempt created' : undefined);
     } catch (err) {
       if (isCancellation(err)) throw err;
+      createInFlight = false;
       record.recordError(err);
       moveTo('error', 'create failed');
       moveTo('pending_delete', 'cleaning up after failed create');
@@ -461,6 +466,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
         boundMs: t.forceDeleteAttemptTimeoutMs,
         ...(githubSettled ? { githubRemoved: true } : {}),
         ...(unconfirmed >= t.forceDeleteAttemptTimeoutMs ? { providerUnconfirmedMs: unconfirmed } : {}),
+        // The cut-off attempt's provider call can go on for as long as an attempt may run.
+        ...(createInFlight ? { createMayLandWithinMs: createAttemptTimeout } : {}),
       });
       if (!outcome.machineGone) {
         record.lastError = outcome.error;

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
 import { deleteSignal, forceDeleteSignal } from '../../workflows/messages';
-import { eventually, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
+import { eventually, FAST_TIMINGS, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
 import { startInstance, waitForStatus } from './helpers';
 
 const env = useTestWorker();
@@ -102,6 +102,33 @@ describe('forced delete hands an unconfirmed machine to its clean-up workflow', 
     env.w.fake.clearFaults('delete');
     await env.client.workflow.getHandle(cleanupWorkflowId(name)).result();
     expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
+  it('watches for the machine a create cut off by the forced delete still makes, and deletes it', async () => {
+    const name = uniqueName('cleanup-cut-off-create');
+    // The cut-off attempt could run for up to this long: the clean-up watches that long.
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { timings: { ...FAST_TIMINGS, createAttemptTimeoutMs: 4_000 } }));
+    // A cloud that took the request makes the machine 1.5 s later, whoever hung up meanwhile.
+    env.w.fake.setFault('create', { delayMs: 1_500, landsAfterAbort: true, instance: name });
+    await waitForStatus(handle, 'creating');
+    await eventually(() => env.w.fake.attempts('create') >= 1, 10_000, 'create under way');
+    await handle.signal(forceDeleteSignal, { reason: 'operator removed the pool' });
+    const final = await handle.result();
+    // The provider found no machine, but that confirms nothing while the create may still land.
+    expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+    expect(final.lastError).toMatch(/create was under way/);
+    expect(env.w.fake.calls('delete').find((c) => c.instance === name)?.outcome).toBe('absent');
+    const cleanup = env.client.workflow.getHandle(cleanupWorkflowId(name));
+    expect((await cleanup.describe()).searchAttributes).toMatchObject({ RunnerLeaked: [true], RunnerName: [name] });
+
+    await cleanup.result();
+    // The machine was made after the forced delete looked, and the clean-up deleted it.
+    const deletes = env.w.fake.calls('delete').filter((c) => c.instance === name || c.instance === `fake-${name}`);
+    expect(deletes.map((c) => c.outcome)).toContain('deleted');
+    expect(env.w.fake.instance(name)).toBeUndefined();
+    expect((await cleanup.describe()).searchAttributes).toMatchObject({ RunnerLeaked: [false], RunnerStatus: ['deleted'] });
+    // The registration the cut-off attempt made is gone too.
+    expect(env.w.github.runners.has(name)).toBe(false);
   });
 
   it('starts no clean-up when the provider confirmed the delete in time', async () => {
