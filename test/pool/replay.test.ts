@@ -4,45 +4,30 @@
  * such a run's history with today's workflows: a change that issues other
  * commands for the same events, without a `patched` branch, fails here.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deletePoolSignal, poolStateQuery } from '../../workflows/pool-messages';
+import { loadHistory, replayHistory } from '../support/replay';
 import { eventually, useTestWorker } from '../support/temporal';
 import { poolSettings, startPool } from './helpers';
 
 const env = useTestWorker();
 
-/**
- * Recordings are the protobuf object form of a history (`History.toObject` with longs, enums and
- * bytes as strings): the SDK's `historyFromJSON` cannot read the CLI's JSON in this install, its
- * protobuf runtime being another copy than the one the history types come from. To record one,
- * run the scenario of the second test below on the old code (pool name `capped-decisions`) and
- * write `History.toObject(History.fromObject(await pool.fetchHistory()), { longs: String,
- * enums: String, bytes: String })` as JSON into `histories/`.
- */
-const History = temporal.api.history.v1.History;
-
-const replay = (history: temporal.api.history.v1.IHistory, workflowId: string) =>
-  Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-
+// The first recording is the scenario of the last test below, run on the old code as pool `capped-decisions`.
 describe('runnerPool histories replay with the current code', () => {
   it('a pool that waited on a 1 ms timer between capped decisions (recorded before the wait on any wake)', async () => {
-    const history = History.fromObject(JSON.parse(readFileSync(join(__dirname, 'histories', 'capped-decisions-before-any-wake.json'), 'utf8')));
+    const history = loadHistory(__dirname, 'capped-decisions-before-any-wake.json');
     // The recording does hold the timers the current code no longer starts.
     expect(history.events.filter((e) => e.timerStartedEventAttributes).length).toBeGreaterThan(0);
-    await expect(replay(history, 'pool/capped-decisions')).resolves.toBeUndefined();
+    await expect(replayHistory(history, 'pool/capped-decisions')).resolves.toBeUndefined();
   });
 
   it('a pool past 500 events (recorded when a pool continued as new only at 4,000)', async () => {
-    const history = History.fromObject(JSON.parse(readFileSync(join(__dirname, 'histories', 'pool-past-500-events-before-the-short-history.json'), 'utf8')));
+    const history = loadHistory(__dirname, 'pool-past-500-events-before-the-short-history.json');
     expect(history.events.length).toBeGreaterThan(600);
     // A decision came after event 500, where a pool started today continues as new.
     const lastStart = history.events.map((e) => Number(e.eventId)).filter((_, i) => history.events[i]!.activityTaskScheduledEventAttributes).at(-1);
     expect(lastStart).toBeGreaterThan(500);
-    await expect(replay(history, 'pool/long-history')).resolves.toBeUndefined();
+    await expect(replayHistory(history, 'pool/long-history')).resolves.toBeUndefined();
   });
 
   it('a pool with capped decisions run on the current code', async () => {
@@ -52,6 +37,6 @@ describe('runnerPool histories replay with the current code', () => {
     await pool.signal(deletePoolSignal, {});
     await pool.result();
     const history = await pool.fetchHistory();
-    await expect(replay(history, pool.workflowId)).resolves.toBeUndefined();
+    await expect(replayHistory(history, pool.workflowId)).resolves.toBeUndefined();
   });
 });

@@ -1,0 +1,41 @@
+/**
+ * A runner lives as long as its machine and its job, so a worker with new code takes over
+ * runners whose history began under the old code. These replay such histories with today's
+ * workflows: a change that issues other commands for the same events, without a `patched`
+ * branch, fails here.
+ */
+import { describe, expect, it } from 'vitest';
+import type { InstanceState } from '../../workflows/messages';
+import { loadHistory, patchIds, payload, replayHistory, type HistoryEvent } from '../support/replay';
+
+/** The activities the workflow ran, ordinary and local, by type, with the event that records each. */
+function activitySteps(events: HistoryEvent[]): { eventId: number; type: string }[] {
+  return events.flatMap((e) => {
+    const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (scheduled) return [{ eventId: Number(e.eventId), type: scheduled }];
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    return [{ eventId: Number(e.eventId), type: payload<{ activity_type: string }>(marker.details!['data']!.payloads![0]).activity_type }];
+  });
+}
+
+describe('runnerInstance histories replay with the current code', () => {
+  it('an idle runner one listing called dead while GitHub said busy (recorded before the second look at its machine)', async () => {
+    const history = loadHistory(__dirname, 'busy-runner-listed-dead-before-the-second-look.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('second-look-when-a-dead-machine-is-busy');
+
+    const report = events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'healthReport');
+    expect(payload<{ finding: string }>(report!.workflowExecutionSignaledEventAttributes!.input!.payloads![0]).finding).toBe('machine_stopped');
+    // After the report: GitHub's busy answer, then straight to the delete. The current code
+    // looks at the machine between the two.
+    const after = activitySteps(events).filter((s) => s.eventId > Number(report!.eventId));
+    expect(after.map((s) => s.type)).toEqual(['removeGitHubRunner', 'deleteInstanceInline', 'deleteInstance']);
+    const unregistered = events.find((e) => Number(e.activityTaskCompletedEventAttributes?.scheduledEventId) === after[0]!.eventId);
+    expect(payload<string>(unregistered!.activityTaskCompletedEventAttributes!.result!.payloads![0])).toBe('busy');
+    const completed = events.at(-1)!.workflowExecutionCompletedEventAttributes;
+    expect(payload<InstanceState>(completed!.result!.payloads![0]).status).toBe('deleted');
+
+    await expect(replayHistory(history, 'runner/listing-lied')).resolves.toBeUndefined();
+  });
+});
