@@ -163,3 +163,20 @@ it('Ctrl-C with Temporal gone still ends within the bound, and the next demo rem
   const { code } = await interrupt(next);
   expect(code, next.output()).toBe(0);
 }, 240_000);
+
+it('a bad RUNNERFLOW_SHUTDOWN_TIMEOUT stops the start with an error naming it, before anything is started', async () => {
+  const child = spawn(process.execPath, ['--import', TSX, join(ROOT, 'main.ts')], {
+    cwd: workDir,
+    env: { ...env, RUNNERFLOW_SHUTDOWN_TIMEOUT: 'soonish' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  expect(code).toBe(1);
+  expect(output).toMatch(/^runnerflow: RUNNERFLOW_SHUTDOWN_TIMEOUT: .*soonish/m);
+  // A configuration error, not a crash: no stack trace, and no server or worker started.
+  expect(output).not.toMatch(/^\s+at /m);
+  expect(output).not.toMatch(/HTTP API:|starting the local dev server/);
+});
