@@ -19,12 +19,10 @@
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { TypedSearchAttributes } from '@temporalio/common';
 import type { ProviderPort } from '../providers/port';
 import { isNotFound } from '../providers/port';
-import { cleanupWorkflowId, MACHINE_CLEANUP_WORKFLOW, type MachineCleanupInput } from '../workflows/cleanup-messages';
+import { cleanupSearchAttributes, cleanupWorkflowId, MACHINE_CLEANUP_WORKFLOW, type MachineCleanupInput } from '../workflows/cleanup-messages';
 import { removeRunnerAtGitHub, type GitHubClients } from './remove-runner';
-import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 
 export interface ForceDeleteDeps {
   controllerId: string;
@@ -109,13 +107,7 @@ export function createForceDeleteActivities(deps: ForceDeleteDeps) {
         args: [input],
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: RUNNER_LEAKED, value: true },
-          { key: RUNNER_STATUS, value: 'deleting' },
-          { key: RUNNER_NAME, value: machine.name },
-          { key: RUNNER_POOL, value: machine.pool },
-          { key: RUNNER_PROVIDER, value: machine.provider },
-        ]),
+        typedSearchAttributes: cleanupSearchAttributes(machine),
       });
     } catch (err) {
       // Already started and finished by an earlier attempt of this step: the machine is in hand.

@@ -53,7 +53,7 @@ export async function watchRunner(options: WatchOptions): Promise<WatchEnd> {
       runnerStatus = state.runnerStatus;
     }
     if (state.status === 'deleted') {
-      if (!json) out(`runner ${state.name} is deleted${state.forced ? ' (forced)' : ''}${state.leaked ? '; its machine leaked and is left for the sweep' : ''}`);
+      if (!json) out(`runner ${state.name} is deleted${state.forced ? ' (forced)' : ''}${state.leaked ? `; its machine is not confirmed gone, and cleanup/${state.name} retries the delete until it is` : ''}`);
       return 'deleted';
     }
     await sleep(options.intervalMs, signal);

@@ -31,6 +31,7 @@ export const scheduleUrl = (scheduleId) => `${base()}/schedules/${encodeURICompo
 /**
  * @param {string} url
  * @param {string} what e.g. "workflow pool/linux"
+ * @param {string} [text] what the link shows, where one row has more than one
  */
-export const temporalLink = (url, what) =>
-  h('a', { href: url, target: '_blank', rel: 'noopener', class: 'temporal', 'aria-label': `Open ${what} in the Temporal Web UI` }, 'Temporal ↗');
+export const temporalLink = (url, what, text = 'Temporal') =>
+  h('a', { href: url, target: '_blank', rel: 'noopener', class: 'temporal', 'aria-label': `Open ${what} in the Temporal Web UI` }, `${text} ↗`);

@@ -186,14 +186,40 @@ export function poolDetailView(pool, started, open, actions) {
 }
 
 /**
- * @param {{ name: string, pool: string | null, provider: string | null, closeTime?: string, startTime: string, runId: string }[]} runners
+ * @typedef {{ workflowId: string, status: string } | null} Cleanup
+ * @param {Cleanup | undefined} cleanup
+ */
+function cleanupText(cleanup) {
+  if (!cleanup) return 'no clean-up: left to the sweep';
+  if (cleanup.status === 'running') return 'clean-up retrying the delete';
+  return `clean-up ${cleanup.status} before the machine went: left to the sweep`;
+}
+
+/**
+ * Force-deleted runners whose machine is not confirmed gone (the API leaves out those whose
+ * clean-up has since confirmed it).
+ * @param {{ name: string, pool: string | null, provider: string | null, closeTime?: string, startTime: string, runId: string, cleanup?: Cleanup }[]} runners
  */
 export function leakedView(runners) {
-  if (runners.length === 0) return empty('No leaked machines. A forced delete the provider could not confirm would show here until the sweep removes the machine.');
+  if (runners.length === 0) return empty('No leaked machines. A machine a forced delete could not confirm gone shows here until its clean-up or the sweep deletes it.');
   return table(
-    ['Runner', 'Pool', 'Provider', 'Force-deleted', 'Links'],
+    ['Runner', 'Pool', 'Provider', 'Force-deleted', 'Machine', 'Links'],
     runners.map((r) =>
-      h('tr', {}, h('th', { scope: 'row' }, h('code', {}, r.name)), h('td', {}, r.pool ?? '–'), h('td', {}, r.provider ?? '–'), h('td', {}, clock(r.closeTime)), h('td', {}, temporalLink(workflowUrl(`runner/${r.name}`, r.runId), `runner ${r.name}`))),
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'row' }, h('code', {}, r.name)),
+        h('td', {}, r.pool ?? '–'),
+        h('td', {}, r.provider ?? '–'),
+        h('td', {}, clock(r.closeTime)),
+        h('td', {}, cleanupText(r.cleanup)),
+        h(
+          'td',
+          {},
+          temporalLink(workflowUrl(`runner/${r.name}`, r.runId), `runner ${r.name}`, 'Runner'),
+          r.cleanup ? [' ', temporalLink(workflowUrl(r.cleanup.workflowId), `clean-up of ${r.name}`, 'Clean-up')] : [],
+        ),
+      ),
     ),
     'Leaked machines (RunnerLeaked)',
   );

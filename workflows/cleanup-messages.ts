@@ -2,8 +2,10 @@
  * The machineCleanup workflow's surface, shared by the workflow, the activity
  * that starts it and operators' tools.
  */
+import type { SearchAttributePair } from '@temporalio/common';
 import type { InstanceTimings } from '../domain/timings';
 import type { InstanceSpec } from './messages';
+import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from './search-attributes';
 
 export const MACHINE_CLEANUP_WORKFLOW = 'machineCleanup';
 /** One per machine: starting it twice (a retried activity, a replayed workflow) finds the first. */
@@ -34,4 +36,18 @@ export interface MachineCleanupInput {
 export interface MachineCleanupResult {
   name: string;
   deletedAt: string;
+}
+
+/**
+ * A clean-up starts marked leaked, under its runner's name, pool and provider, so that
+ * `RunnerLeaked=true AND ExecutionStatus='Running'` lists exactly the machines not yet confirmed gone.
+ */
+export function cleanupSearchAttributes(machine: Pick<MachineCleanupInput, 'name' | 'pool' | 'provider'>): SearchAttributePair[] {
+  return [
+    { key: RUNNER_LEAKED, value: true },
+    { key: RUNNER_STATUS, value: 'deleting' },
+    { key: RUNNER_NAME, value: machine.name },
+    { key: RUNNER_POOL, value: machine.pool },
+    { key: RUNNER_PROVIDER, value: machine.provider },
+  ];
 }

@@ -19,16 +19,19 @@ import {
   proxyLocalActivities,
   setHandler,
   sleep,
+  startChild,
   TimeoutFailure,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { ForceDeleteActivities } from '../activities/force-delete-activities';
 import type { CreatedInstance, InlineCreateOutcome, InstanceActivities } from '../activities/instance-activities';
 import { mintedIn } from '../domain/minted-credential';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import { isLeaving } from '../domain/instance-status';
 import { FAILURE_TYPES, type RetryAfterDetails } from '../domain/failure-types';
+import { cleanupSearchAttributes, cleanupWorkflowId, MACHINE_CLEANUP_WORKFLOW, type MachineCleanupInput } from './cleanup-messages';
 import { HealthWatch } from './instance-health';
 import { InstanceRecord } from './instance-record';
 import {
@@ -451,23 +454,26 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     // provider that has not confirmed it for longer than the forced attempt's bound would only
     // be given the bound again: the machine goes straight to its clean-up, which retries at once.
     const unconfirmed = providerDeleteAskedAt === undefined ? 0 : Date.now() - providerDeleteAskedAt;
+    const machine: Omit<MachineCleanupInput, 'githubRemoved'> = {
+      name: input.name,
+      pool: input.pool,
+      provider: input.provider,
+      ...(record.providerId ? { providerId: record.providerId } : {}),
+      github: input.spec.github,
+      ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
+      ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
+      timings: t,
+      reason,
+      // The cut-off attempt's provider call can go on for as long as an attempt may run.
+      ...(createInFlight ? { createMayLandWithinMs: createAttemptTimeout } : {}),
+    };
     let handedTo: string | undefined;
     try {
       const outcome = await forceDeleteStep.forceDeleteMachine({
-        name: input.name,
-        pool: input.pool,
-        provider: input.provider,
-        ...(record.providerId ? { providerId: record.providerId } : {}),
-        github: input.spec.github,
-        ...(record.githubRunnerId !== undefined ? { githubRunnerId: record.githubRunnerId } : {}),
-        ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
-        timings: t,
-        reason,
+        ...machine,
         boundMs: t.forceDeleteAttemptTimeoutMs,
         ...(githubSettled ? { githubRemoved: true } : {}),
         ...(unconfirmed >= t.forceDeleteAttemptTimeoutMs ? { providerUnconfirmedMs: unconfirmed } : {}),
-        // The cut-off attempt's provider call can go on for as long as an attempt may run.
-        ...(createInFlight ? { createMayLandWithinMs: createAttemptTimeout } : {}),
       });
       if (!outcome.machineGone) {
         record.lastError = outcome.error;
@@ -475,15 +481,38 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
         handedTo = outcome.cleanupWorkflowId;
       }
     } catch (err) {
-      // Not even the hand-over worked (Temporal unreachable from the worker for its retries): the sweep is left.
       record.recordError(err);
       record.markLeaked();
+      // The step could not start the clean-up (Temporal unreachable from the worker's client for
+      // all its retries). The workflow's own commands reach the server with its task, so it starts
+      // the clean-up itself: every machine not confirmed gone then has one, and the list of
+      // running clean-ups is the whole list of leaks. (patched: runners that closed before it
+      // replay their close without the child.)
+      if (patched('clean-up-child-when-the-hand-over-fails')) handedTo = await startCleanupChild({ ...machine, githubRemoved: githubSettled });
     }
     runnerLifecycle.forceDeleted({ ...labels, leaked: record.leaked });
     moveTo(
       'deleted',
       !record.leaked ? 'forced' : handedTo ? `forced; the provider did not confirm the delete, ${handedTo} retries it until the machine is gone` : 'forced; the provider did not confirm the delete, machine left for the sweep',
     );
+  }
+
+  /** Starts the machine's clean-up as a child that outlives this workflow; waits until the server has it. */
+  async function startCleanupChild(cleanup: MachineCleanupInput): Promise<string> {
+    const workflowId = cleanupWorkflowId(cleanup.name);
+    try {
+      await startChild(MACHINE_CLEANUP_WORKFLOW, {
+        workflowId,
+        args: [cleanup],
+        parentClosePolicy: 'ABANDON',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: cleanupSearchAttributes(cleanup),
+      });
+    } catch (err) {
+      // Started after all by an attempt of the step whose answer was lost: the machine is in hand.
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+    return workflowId;
   }
 
   try {

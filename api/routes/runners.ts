@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { INSTANCE_STATUSES } from '../../domain/instance-status';
-import { RUNNER_LEAKED, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../../workflows/search-attributes';
+import type { WorkflowExecutionInfo } from '@temporalio/client';
+import { MACHINE_CLEANUP_WORKFLOW } from '../../workflows/cleanup-messages';
+import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../../workflows/search-attributes';
 import { RUNNER_INSTANCE_WORKFLOW, deleteSignal, forceDeleteSignal, instanceNameFromWorkflowId, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { badRequest } from '../http/errors';
 import { parseQuery, queryFlag } from '../http/query';
@@ -24,6 +26,43 @@ const listQuery = z.object({
 
 const deleteQuery = z.object({ force: queryFlag, bypassBusy: queryFlag });
 
+/** Names per visibility query when looking up leaked runners' clean-ups. */
+const CLEANUP_LOOKUP_BATCH = 100;
+
+const runnerName = (info: WorkflowExecutionInfo): string => instanceNameFromWorkflowId(info.workflowId) ?? info.workflowId;
+
+function runnerRow(info: WorkflowExecutionInfo) {
+  const sa = info.typedSearchAttributes;
+  return {
+    name: runnerName(info),
+    pool: sa.get(RUNNER_POOL) ?? null,
+    provider: sa.get(RUNNER_PROVIDER) ?? null,
+    status: sa.get(RUNNER_STATUS) ?? null,
+    leaked: sa.get(RUNNER_LEAKED) ?? false,
+    running: info.status.name === 'RUNNING',
+    startTime: info.startTime.toISOString(),
+    ...(info.closeTime ? { closeTime: info.closeTime.toISOString() } : {}),
+    runId: info.runId,
+  };
+}
+
+/**
+ * The clean-up workflow of each named runner that has one: still retrying (`running`), stopped
+ * before it confirmed the machine gone (terminated, say: the sweep is left), or done.
+ */
+async function cleanupsOf(client: Services['deps']['client'], names: string[]): Promise<Map<string, { workflowId: string; status: string; confirmedGone: boolean }>> {
+  const found = new Map<string, { workflowId: string; status: string; confirmedGone: boolean }>();
+  if (names.length === 0) return found;
+  const query = andQuery([`WorkflowType = ${quote(MACHINE_CLEANUP_WORKFLOW)}`, `${RUNNER_NAME.name} IN (${names.map(quote).join(', ')})`]);
+  for await (const info of client.workflow.list({ query, pageSize: names.length })) {
+    const name = info.typedSearchAttributes.get(RUNNER_NAME);
+    if (name === undefined) continue;
+    // A clean-up clears its mark only once the provider confirmed the machine gone.
+    found.set(name, { workflowId: info.workflowId, status: info.status.name.toLowerCase(), confirmedGone: info.typedSearchAttributes.get(RUNNER_LEAKED) === false });
+  }
+  return found;
+}
+
 export const runnerRoutes: Route<Services>[] = [
   {
     method: 'GET',
@@ -32,7 +71,7 @@ export const runnerRoutes: Route<Services>[] = [
     doc: {
       tag: TAG,
       summary:
-        'List runner instances, optionally by pool and status (deleted ones only with status=deleted); leaked=true lists force-deleted runners whose machine the provider did not confirm gone (RunnerLeaked), newest first',
+        'List runner instances, optionally by pool and status (deleted ones only with status=deleted); leaked=true lists force-deleted runners whose machine is not confirmed gone (RunnerLeaked), each with its clean-up workflow, newest first',
       query: listQuery,
       responses: { 200: 'The runners', 400: 'Unknown status' },
     },
@@ -46,22 +85,26 @@ export const runnerRoutes: Route<Services>[] = [
         pool && `${RUNNER_POOL.name} = ${quote(pool)}`,
         status && `${RUNNER_STATUS.name} = ${quote(status)}`,
       ]);
-      const runners = [];
-      for await (const info of services.deps.client.workflow.list({ query, pageSize: Math.min(limit, 1000) })) {
-        const sa = info.typedSearchAttributes;
-        runners.push({
-          name: instanceNameFromWorkflowId(info.workflowId) ?? info.workflowId,
-          pool: sa.get(RUNNER_POOL) ?? null,
-          provider: sa.get(RUNNER_PROVIDER) ?? null,
-          status: sa.get(RUNNER_STATUS) ?? null,
-          leaked: sa.get(RUNNER_LEAKED) ?? false,
-          running: info.status.name === 'RUNNING',
-          startTime: info.startTime.toISOString(),
-          ...(info.closeTime ? { closeTime: info.closeTime.toISOString() } : {}),
-          runId: info.runId,
-        });
+      const client = services.deps.client;
+      const runners: Array<ReturnType<typeof runnerRow> & { cleanup?: { workflowId: string; status: string } | null }> = [];
+      // A leaked runner whose clean-up has since confirmed its machine gone is not listed: the
+      // instance's own mark cannot change once it has closed, its clean-up's can. Leaked runners
+      // are read a page at a time, each page's clean-ups in one query.
+      const page: WorkflowExecutionInfo[] = [];
+      const flush = async () => {
+        const cleanups = leaked ? await cleanupsOf(client, page.map((info) => runnerName(info))) : undefined;
+        for (const info of page.splice(0)) {
+          const cleanup = cleanups?.get(runnerName(info));
+          if (cleanup?.confirmedGone || runners.length >= limit) continue;
+          runners.push({ ...runnerRow(info), ...(cleanups ? { cleanup: cleanup ? { workflowId: cleanup.workflowId, status: cleanup.status } : null } : {}) });
+        }
+      };
+      for await (const info of client.workflow.list({ query, pageSize: Math.min(limit, 1000) })) {
+        page.push(info);
+        if (!leaked || page.length >= CLEANUP_LOOKUP_BATCH) await flush();
         if (runners.length >= limit) break;
       }
+      await flush();
       return json({ runners });
     },
   },

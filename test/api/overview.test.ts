@@ -12,6 +12,8 @@ import { countRunners, runnerPhase } from '../../api/dashboard/pool-counts';
 import { ConfigError, loadConfig, parseConfig } from '../../config/load';
 import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
+import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
+import { forceDeleteSignal } from '../../workflows/messages';
 import { jobQueuedSignal, poolWorkflowId, type PoolRunnerView } from '../../workflows/pool-messages';
 import { addProvider, leakMachine, runningInstance, triggerSweep, useSweepRig } from '../sweep/helpers';
 import { eventually, uniqueName } from '../support/temporal';
@@ -139,7 +141,13 @@ describe('leaked runners and sweeps', () => {
     const leaked = await leakMachine(rig, provider);
     const alive = (await runningInstance(rig, provider.name)).workflowId.slice('runner/'.length);
     const { runners } = await get<{ runners: { name: string; leaked: boolean; running: boolean; closeTime?: string }[] }>('/api/v1/runners?leaked=true');
-    expect(runners.find((r) => r.name === leaked)).toMatchObject({ leaked: true, running: false, closeTime: expect.any(String) });
+    // Its clean-up was stopped before the machine went: the sweep is what is left.
+    expect(runners.find((r) => r.name === leaked)).toMatchObject({
+      leaked: true,
+      running: false,
+      closeTime: expect.any(String),
+      cleanup: { workflowId: cleanupWorkflowId(leaked), status: 'terminated' },
+    });
     expect(runners.find((r) => r.name === alive)).toBeUndefined();
     const running = await get<{ runners: { name: string }[] }>(`/api/v1/runners`);
     expect(running.runners.map((r) => r.name)).not.toContain(leaked);
@@ -170,6 +178,29 @@ describe('leaked runners and sweeps', () => {
     expect(missing.sweeps.find((s) => s.provider === provider.name)).toEqual({ provider: provider.name, scheduleId, scheduled: false, runs: [] });
 
     await expectError(await call('GET', '/api/v1/sweeps?runs=0'), 400, 'validation_failed');
+  });
+
+  it('lists a leaked runner while its clean-up retries, and no longer once the clean-up confirmed the machine gone', async () => {
+    const provider = addProvider(rig);
+    const { call } = sweepApi([provider]);
+    const leakedNames = async () => {
+      const res = await call('GET', '/api/v1/runners?leaked=true');
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { runners: { name: string; cleanup: { workflowId: string; status: string } | null }[] }).runners;
+    };
+    const name = uniqueName('leak-healed');
+    const handle = await runningInstance(rig, provider.name, name);
+    provider.fake.setFault('delete', { failForever: true, instance: name, message: 'provider credentials expired' });
+    await handle.signal(forceDeleteSignal, { reason: 'operator gave up' });
+    expect(await handle.result()).toMatchObject({ leaked: true });
+
+    const listed = await eventually(async () => (await leakedNames()).find((r) => r.name === name), 10_000, 'the leaked runner listed');
+    expect(listed.cleanup).toEqual({ workflowId: cleanupWorkflowId(name), status: 'running' });
+
+    provider.fake.clearFaults('delete');
+    await rig.client.workflow.getHandle(cleanupWorkflowId(name)).result();
+    expect(provider.fake.instance(name)).toBeUndefined();
+    await eventually(async () => ((await leakedNames()).some((r) => r.name === name) ? undefined : true), 10_000, 'the healed runner gone from the list');
   });
 
   it('sweeps a provider now through its schedule, paused or not, and says why when it cannot', async () => {

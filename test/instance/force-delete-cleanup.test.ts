@@ -141,3 +141,34 @@ describe('forced delete hands an unconfirmed machine to its clean-up workflow', 
     await expect(env.client.workflow.getHandle(cleanupWorkflowId(name)).describe()).rejects.toThrow(/not found/i);
   });
 });
+
+describe('forced delete when the worker cannot start the clean-up itself', () => {
+  // The step's client cannot reach Temporal (every attempt fails); the workflow's own commands still can.
+  const cut = useTestWorker({
+    extraActivities: {
+      forceDeleteMachine: async () => {
+        throw new Error('14 UNAVAILABLE: No connection established');
+      },
+    },
+  });
+
+  it('starts the clean-up as a child that outlives the runner, so the machine is still deleted and listed as leaked until then', async () => {
+    const name = uniqueName('cleanup-by-child');
+    const handle = await startInstance(cut.client, cut.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    cut.w.fake.setFault('delete', { failTimes: 2, instance: name });
+    await handle.signal(forceDeleteSignal, { reason: 'operator gave up' });
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+    expect(final.lastError).toContain('UNAVAILABLE');
+    expect(final.transitions.at(-1)?.reason).toContain(cleanupWorkflowId(name));
+
+    const cleanup = cut.client.workflow.getHandle(cleanupWorkflowId(name));
+    const started = await cleanup.describe();
+    expect(started.raw.workflowExecutionInfo?.parentExecution?.workflowId).toBe(handle.workflowId);
+    expect(started.searchAttributes).toMatchObject({ RunnerName: [name], RunnerPool: ['test-pool'], RunnerProvider: ['fake'] });
+    await cleanup.result();
+    expect(cut.w.fake.instance(name)).toBeUndefined();
+    expect((await cleanup.describe()).searchAttributes).toMatchObject({ RunnerLeaked: [false], RunnerStatus: ['deleted'] });
+  });
+});

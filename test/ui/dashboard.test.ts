@@ -161,7 +161,14 @@ describe('dashboard', () => {
     await row.waitFor();
     const link = await row.getByRole('link', { name: `Open runner ${runner} in the Temporal Web UI` }).getAttribute('href');
     expect(link).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:8233/namespaces/default/workflows/runner%2F${runner}/[0-9a-f-]+/history$`));
+    // What happens to the machine now, and where to watch it happen.
+    await row.getByRole('cell', { name: 'clean-up retrying the delete' }).waitFor();
+    const cleanup = await row.getByRole('link', { name: `Open clean-up of ${runner} in the Temporal Web UI` }).getAttribute('href');
+    expect(decodeURIComponent(cleanup ?? '')).toContain(`WorkflowId="cleanup/${runner}"`);
+
+    // Once the provider deletes it, the machine leaves the list.
     stack.machines.clearFaults('delete');
+    await leaked.getByRole('row', { name: new RegExp(runner) }).waitFor({ state: 'detached', timeout: 30_000 });
   });
 
   it('sweeps a provider now from its sweep, which shows the run when it is done', async () => {
