@@ -23,7 +23,7 @@ const POOL_ID_PREFIX = 'pool/';
 
 function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undefined {
   if (!memo) return undefined;
-  const { labels, priority, enabled, maxRunners, provider, scope } = memo;
+  const { labels, priority, enabled, maxRunners, provider, scope, mode } = memo;
   const knownScope = githubScopeSchema.safeParse(scope);
   if (!Array.isArray(labels) || typeof priority !== 'number' || typeof enabled !== 'boolean') return undefined;
   return {
@@ -33,6 +33,8 @@ function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undef
     maxRunners: typeof maxRunners === 'number' ? maxRunners : 0,
     provider: typeof provider === 'string' ? provider : '',
     ...(knownScope.success ? { scope: knownScope.data } : {}),
+    // Routing must see it: a scale-set pool takes its jobs from the scale set, never from webhooks.
+    ...(mode === 'scaleSet' || mode === 'webhook' ? { mode } : {}),
   };
 }
 

@@ -3,7 +3,7 @@ import { poolMemoOf } from '../../workflows/pool-memo';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { readJson, readValidJson } from '../http/body';
-import { HttpError, badRequest, validationError } from '../http/errors';
+import { HttpError, badRequest, conflict, validationError } from '../http/errors';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import { checkPoolReferences, startPool } from '../pool-settings';
@@ -75,7 +75,7 @@ export const poolRoutes: Route<Services>[] = [
       tag: TAG,
       summary: 'Replace the settings of a pool (the name may be omitted from the body)',
       body: poolSettingsSchema,
-      responses: { 202: 'Update sent to the pool', 400: 'Invalid settings', 404: 'No such pool' },
+      responses: { 202: 'Update sent to the pool', 400: 'Invalid settings', 404: 'No such pool', 409: 'The settings would change the mode of the pool' },
     },
     async handle({ request, params, services }) {
       const name = params.name!;
@@ -92,7 +92,13 @@ export const poolRoutes: Route<Services>[] = [
       const parsed = poolSettingsSchema.safeParse({ ...body, name });
       if (!parsed.success) throw validationError(parsed.error, 'pool');
       checkPoolReferences(parsed.data, services.deps.config);
-      await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
+      const running = await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
+      // A webhook pool's queue and a scale set's session are different books: switching one for the
+      // other under a running pool would strand whichever jobs the old one held.
+      const mode = (running.memo as { mode?: unknown } | undefined)?.mode === 'scaleSet' ? 'scaleSet' : 'webhook';
+      if (parsed.data.mode !== mode) {
+        throw conflict(`pool ${name} is a ${mode} pool and mode cannot be changed to ${parsed.data.mode}; delete the pool and create it again`, 'mode_change');
+      }
       await orNotFound(`pool ${name}`, () =>
         services.deps.client.workflow.getHandle(poolWorkflowId(name)).signal(updatePoolSignal, { settings: parsed.data }),
       );

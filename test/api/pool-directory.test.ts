@@ -5,7 +5,10 @@
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
+import { candidatePools } from '../../api/job-routing';
 import { PoolDirectory, type PoolEntry } from '../../api/pool-directory';
+import { poolMemoOf } from '../../workflows/pool-memo';
+import { poolSettings } from '../pool/helpers';
 
 /** Visibility as a list the test controls. */
 function visibility(): { client: Client; show(workflowIds: string[]): void } {
@@ -185,5 +188,23 @@ describe('the pool directory', () => {
     const after = pools.list();
     v.release();
     expect(names(await after)).toEqual([]);
+  });
+
+  it('keeps a scale-set pool out of webhook routing when it reads the pools from visibility', async () => {
+    const webhook = poolSettings({ name: 'linux', labels: ['linux'], maxRunners: 5 });
+    const scaleSet = poolSettings({ name: 'arc-linux', mode: 'scaleSet', ephemeral: true, labels: ['self-hosted', 'linux'], maxRunners: 20, scaleSet: { name: 'arc-linux' } });
+    const memos: Record<string, unknown> = { 'pool/linux': poolMemoOf(webhook), 'pool/arc-linux': poolMemoOf(scaleSet) };
+    const client = {
+      workflow: {
+        async *list() {
+          for (const [workflowId, memo] of Object.entries(memos)) yield { workflowId, runId: 'r', startTime: new Date(0), memo } as unknown as WorkflowExecutionInfo;
+        },
+      },
+    } as unknown as Client;
+    const listed = await new PoolDirectory(client, 0).fetch();
+    expect(listed.find((p) => p.name === 'arc-linux')?.memo?.mode).toBe('scaleSet');
+    // The scale set has more room, but its runners take only the jobs the scale set assigns them.
+    const candidates = candidatePools(listed, ['self-hosted', 'linux'], 'acme/widgets');
+    expect(candidates).toMatchObject({ kind: 'pools', pools: [{ name: 'linux' }] });
   });
 });

@@ -119,6 +119,14 @@ describe('PUT /api/v1/pools/:name', () => {
     await expectError(await api.call('PUT', '/api/v1/pools/no-such-pool-here', { body: validPool('no-such-pool-here') }), 404);
     expect(await signalsOf(client, poolWorkflowId(name))).toEqual([]);
   });
+
+  it("refuses to change a pool's mode, and sends nothing", async () => {
+    const name = await createPool();
+    const body = validPool(name, { mode: 'scaleSet', ephemeral: true, scaleSet: { name } });
+    const refused = await expectError(await api.call('PUT', `/api/v1/pools/${name}`, { body }), 409, 'mode_change');
+    expect(refused.message).toBe(`pool ${name} is a webhook pool and mode cannot be changed to scaleSet; delete the pool and create it again`);
+    expect(await signalsOf(client, poolWorkflowId(name))).toEqual([]);
+  });
 });
 
 describe('DELETE /api/v1/pools/:name', () => {
