@@ -5,6 +5,8 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
+import { candidatePools } from '../api/job-routing';
+import { PoolDirectory } from '../api/pool-directory';
 import { recordUnmatchedJobs } from '../api/temporal/unmatched-record';
 import { jobsQueuedSignal, unmatchedJobsWorkflowId, type QueuedJob, type UnmatchedJob } from '../workflows/pool-messages';
 import type { RelayTarget } from '../workflows/relay-messages';
@@ -19,13 +21,69 @@ export interface ForwardRelayedJobsResult {
   unmatched: number;
 }
 
+export interface PassOnJobsArgs {
+  /** The pool passing its jobs on: never one of their targets. */
+  from: string;
+  jobs: QueuedJob[];
+}
+
+export interface PassOnJobsResult {
+  /** How many jobs went to each pool that took some. */
+  passedOn: Record<string, number>;
+  /** Jobs no other pool could take: recorded as unmatched, with why. */
+  unmatched: number;
+}
+
 export function createRelayActivities(deps: { client: Client }) {
   const recordUnmatched = (jobs: UnmatchedJob[], workflowId?: string): Promise<void> => {
     const taskQueue = Context.current().info.taskQueue;
     return recordUnmatchedJobs(deps.client, { workflowId: workflowId ?? unmatchedJobsWorkflowId(taskQueue), taskQueue }, jobs);
   };
 
+  /** Signals each pool its jobs; those whose pool has ended since the listing come back. */
+  async function signalPools(byPool: Map<string, QueuedJob[]>): Promise<QueuedJob[]> {
+    const ended: QueuedJob[] = [];
+    for (const [workflowId, jobs] of byPool) {
+      try {
+        await deps.client.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs });
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        ended.push(...jobs);
+      }
+    }
+    return ended;
+  }
+
   return {
+    /**
+     * Routes the jobs of a pool that is being deleted or disabled as the webhook intake
+     * would have, leaving that pool out: they were acknowledged to GitHub and have no other
+     * way to a runner (the look for lost jobs covers repository pools only). A retried
+     * attempt may signal a job twice; a pool's book takes each job once.
+     */
+    async passOnJobs({ from, jobs }: PassOnJobsArgs): Promise<PassOnJobsResult> {
+      const pools = (await new PoolDirectory(deps.client, 0).fetch()).filter((p) => p.workflowId !== from);
+      const byPool = new Map<string, QueuedJob[]>();
+      const recordedAt = new Date().toISOString();
+      const unmatched: UnmatchedJob[] = [];
+      for (const job of jobs) {
+        const candidates = candidatePools(pools, job.labels, job.repository);
+        if (candidates.kind === 'none') {
+          unmatched.push({ ...job, reason: `${candidates.reason} (${from} takes no jobs now)`, recordedAt });
+          continue;
+        }
+        // Equal priorities share the jobs: no capacity queries on a path this rare.
+        const target = candidates.pools[job.jobId % candidates.pools.length]!.workflowId;
+        byPool.set(target, [...(byPool.get(target) ?? []), job]);
+      }
+      const ended = await signalPools(byPool);
+      unmatched.push(...ended.map((job) => ({ ...job, reason: `the matching pool ended while the job was passed on from ${from}`, recordedAt })));
+      if (unmatched.length > 0) await recordUnmatched(unmatched);
+      const passedOn: Record<string, number> = {};
+      for (const [workflowId, list] of byPool) passedOn[workflowId] = list.length - ended.filter((job) => list.includes(job)).length;
+      return { passedOn, unmatched: unmatched.length };
+    },
+
     async forwardRelayedJobs({ target, jobs }: ForwardRelayedJobsArgs): Promise<ForwardRelayedJobsResult> {
       if (target.kind === 'unmatched') {
         // The intake relays only unmatched jobs to the record, each with its reason.

@@ -16,7 +16,8 @@ export type Candidates =
 
 /** The enabled matching pools of the top priority, or why there are none. */
 export function candidatePools(pools: readonly PoolEntry[], jobLabels: readonly string[], repository?: string): Candidates {
-  const labelled = pools.filter((p): p is RoutableEntry => p.memo !== undefined && p.memo.mode !== 'scaleSet' && poolMatchesLabels(p.memo, jobLabels));
+  // A pool being deleted is as good as gone; a scale-set pool takes its jobs from the scale set.
+  const labelled = pools.filter((p): p is RoutableEntry => p.memo !== undefined && !p.memo.deleting && p.memo.mode !== 'scaleSet' && poolMatchesLabels(p.memo, jobLabels));
   const matching = labelled.filter((p) => !p.memo.scope || scopeCoversRepository(p.memo.scope, repository));
   const enabled = matching.filter((p) => p.memo.enabled);
   if (enabled.length === 0) {

@@ -23,7 +23,7 @@ const POOL_ID_PREFIX = 'pool/';
 
 function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undefined {
   if (!memo) return undefined;
-  const { labels, priority, enabled, maxRunners, provider, scope, mode } = memo;
+  const { labels, priority, enabled, maxRunners, provider, scope, mode, deleting } = memo;
   const knownScope = githubScopeSchema.safeParse(scope);
   if (!Array.isArray(labels) || typeof priority !== 'number' || typeof enabled !== 'boolean') return undefined;
   return {
@@ -35,6 +35,7 @@ function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undef
     ...(knownScope.success ? { scope: knownScope.data } : {}),
     // Routing must see it: a scale-set pool takes its jobs from the scale set, never from webhooks.
     ...(mode === 'scaleSet' || mode === 'webhook' ? { mode } : {}),
+    ...(deleting === true ? { deleting } : {}),
   };
 }
 
@@ -53,6 +54,8 @@ export class PoolDirectory {
   /** Bumped by `invalidate`, so a read begun before it is not served after it. */
   private generation = 0;
   private readonly started = new Map<string, { entry: PoolEntry; until: number }>();
+  /** Pools this process deleted, until when they are marked deleting whatever visibility says. */
+  private readonly deleted = new Map<string, number>();
 
   constructor(
     private readonly client: Client,
@@ -123,8 +126,12 @@ export class PoolDirectory {
     return pools;
   }
 
-  /** Pools this process started that visibility does not list yet are listed anyway. */
+  /**
+   * Pools this process started that visibility does not list yet are listed anyway; pools it
+   * deleted are marked so while visibility may not show their mark yet.
+   */
   private withStarted(listed: PoolEntry[], now: number): PoolEntry[] {
+    if (this.deleted.size > 0) listed = this.markDeleted(listed, now);
     if (this.started.size === 0) return listed;
     const missing: PoolEntry[] = [];
     for (const [workflowId, { entry, until }] of this.started) {
@@ -137,6 +144,8 @@ export class PoolDirectory {
   /** A pool this process just started (or changed): listed from now on, whatever visibility says yet. */
   poolStarted(entry: PoolEntry): void {
     this.started.set(entry.workflowId, { entry, until: Date.now() + STARTED_KEPT_MS });
+    // A pool of the same name created again once the deleted one had closed.
+    this.deleted.delete(entry.workflowId);
     this.invalidate();
   }
 
@@ -147,10 +156,19 @@ export class PoolDirectory {
     this.invalidate();
   }
 
-  /** A pool being deleted is no longer listed from here (visibility shows it until it closes). */
+  /**
+   * A pool being deleted: no longer listed from its start here, and marked deleting in the list
+   * served until visibility shows the mark the pool writes in its memo.
+   */
   poolDeleted(workflowId: string): void {
     this.started.delete(workflowId);
+    this.deleted.set(workflowId, Date.now() + STARTED_KEPT_MS);
     this.invalidate();
+  }
+
+  private markDeleted(listed: PoolEntry[], now: number): PoolEntry[] {
+    for (const [workflowId, until] of this.deleted) if (until < now) this.deleted.delete(workflowId);
+    return listed.map((p) => (p.memo && !p.memo.deleting && this.deleted.has(p.workflowId) ? { ...p, memo: { ...p.memo, deleting: true } } : p));
   }
 
   invalidate(): void {

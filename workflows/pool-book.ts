@@ -206,6 +206,26 @@ export class PoolBook {
     this.deleting = true;
   }
 
+  /**
+   * A pool being deleted, or disabled, makes no runners for its queue: its jobs are passed on
+   * to pools that can take them. Held here, they would get no runner, and the pool would keep
+   * claiming them (`knownJobs`), so that the look for lost jobs never routed them again either.
+   */
+  get closedToJobs(): boolean {
+    // A scale-set pool's runners take only what the scale set assigns: a job routed to it by
+    // webhook (before routing could tell) belongs with a webhook pool.
+    return this.deleting || !this.settings.enabled || this.settings.mode === 'scaleSet';
+  }
+
+  /** The oldest `limit` queued jobs, taken out to be passed on; the pool no longer counts them. */
+  takeQueuedJobs(limit: number): QueuedJob[] {
+    return this.queued.take(limit);
+  }
+
+  get queuedJobCount(): number {
+    return this.queued.size;
+  }
+
   nextRunnerName(suffix: string): string {
     this.runnerSeq += 1;
     const base = (this.settings.runnerPrefix ?? this.settings.name).slice(0, 50);

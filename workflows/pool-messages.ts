@@ -174,4 +174,6 @@ export interface PoolMemo {
   scope?: GitHubScopeSettings;
   /** Scale-set pools take their jobs from the scale set, not from webhooks. */
   mode?: 'webhook' | 'scaleSet';
+  /** Being deleted: it takes no more jobs, though visibility lists it until its last runner is gone. */
+  deleting?: true;
 }

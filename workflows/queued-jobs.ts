@@ -66,6 +66,13 @@ export class QueuedJobs {
     return this.jobs.delete(jobId);
   }
 
+  /** Takes the oldest `limit` jobs out of the queue. */
+  take(limit: number): QueuedJob[] {
+    const taken = this.list(limit);
+    for (const job of taken) this.jobs.delete(job.jobId);
+    return taken;
+  }
+
   /** Drops jobs queued longer than `ttlMs` ago; returns the next moment one expires. */
   expire(now: number, ttlMs: number): number | undefined {
     let next: number | undefined;

@@ -23,6 +23,7 @@ import {
 } from '@temporalio/workflow';
 import type { GitHubSweepActivities } from '../activities/github-sweep-activities';
 import type { PoolActivities } from '../activities/pool-activities';
+import type { RelayActivities } from '../activities/relay-activities';
 import type { PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 import { deleteSignal, runnerWorkflowId, type RunnerInstanceInput } from './messages';
@@ -86,6 +87,17 @@ const starter = proxyActivities<PoolActivities>({
   retry: { initialInterval: 200, backoffCoefficient: 2, maximumInterval: 10_000 },
 });
 
+/**
+ * Jobs a closing pool passes on were acknowledged to GitHub already: retried until they land.
+ */
+const passOn = proxyActivities<RelayActivities>({
+  startToCloseTimeout: 60_000,
+  retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000 },
+});
+
+/** Jobs per pass-on call: one signal's worth, well inside Temporal's payload limit. */
+const PASS_ON_BATCH = 500;
+
 const registrations = proxyActivities<GitHubSweepActivities>({
   startToCloseTimeout: 120_000,
   retry: { initialInterval: 1_000, maximumInterval: 10_000, maximumAttempts: 3 },
@@ -125,8 +137,13 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers'), packQueue: patched('packed-queue') });
   const scaleSet = new PoolScaleSet(input.timings);
   let dirty = true;
+  // Pools begun before it replay holding the jobs they were given while disabled or deleting.
+  const passesJobsOn = patched('closing-pool-passes-jobs-on');
+  let passesInFlight = 0;
 
   upsertSearchAttributes([{ key: RUNNER_POOL, value: input.settings.name }]);
+  // A run continued while deleting writes the mark again, in case its memo did not come along.
+  if (passesJobsOn && book.deleting) upsertMemo({ deleting: true });
   setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
   setHandler(updatePoolSignal, (args) => {
@@ -141,6 +158,8 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.updatePool });
   setHandler(deletePoolSignal, () => {
+    // Routing leaves a deleting pool out once visibility shows this mark.
+    if (passesJobsOn && !book.deleting) upsertMemo({ deleting: true });
     book.startDeleting();
     dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.deletePool });
@@ -215,6 +234,26 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       runners.push(instanceInput(name));
     }
     for (let i = 0; i < runners.length; i += START_BATCH) startBatch(runners.slice(i, i + START_BATCH));
+  }
+
+  /**
+   * A pool that takes no jobs (see `PoolBook.closedToJobs`) passes its queue on, a batch at a
+   * time: the queue stays the buffer, carried across continue-as-new in its packed form, and
+   * jobs routed here before routing knew join it. Not awaited, as starts are not.
+   */
+  function passJobsOn(): void {
+    if (!passesJobsOn || !book.closedToJobs || passesInFlight > 0) return;
+    const jobs = book.takeQueuedJobs(PASS_ON_BATCH);
+    if (jobs.length === 0) return;
+    passesInFlight += 1;
+    passOn
+      .passOnJobs({ from: workflowInfo().workflowId, jobs })
+      .then(({ passedOn, unmatched }) => log.info('queued jobs passed on: this pool takes none now', { pool: book.settings.name, passedOn, unmatched }))
+      .catch((err: unknown) => log.warn('queued jobs not passed on', { pool: book.settings.name, jobs: jobs.map((j) => j.jobId), error: String(err) }))
+      .finally(() => {
+        passesInFlight -= 1;
+        dirty = true;
+      });
   }
 
   function startBatch(runners: RunnerInstanceInput[]): void {
@@ -298,6 +337,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
     const plan = book.plan(Date.now());
     for (const { name, reason } of plan.remove) askToLeave(name, reason);
+    passJobsOn();
     // Pools whose history predates the bound replay their unbounded decisions unchanged.
     const maxStarts = boundedStarts ? (input.maxStartsPerDecision ?? MAX_STARTS_PER_DECISION) : Infinity;
     createRunners(Math.min(plan.create, maxStarts));
@@ -311,7 +351,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
 
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > historyLimit) {
-      await condition(() => startsInFlight === 0 && allHandlersFinished());
+      await condition(() => startsInFlight === 0 && passesInFlight === 0 && allHandlersFinished());
       await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: book.carry() });
     }
     if (steadyWake) {
@@ -325,5 +365,10 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   }
   if (book.settings.mode === 'scaleSet') await scaleSet.finish(book.settings, 'pool deleted');
   else if (patched('remove-registrations-on-delete')) await removeLeftRegistrations(book.settings, input.timings);
+  // Jobs handed on are not dropped with the pool: the last of them reach their new pool first.
+  while (passesJobsOn && (book.queuedJobCount > 0 || passesInFlight > 0)) {
+    passJobsOn();
+    await condition(() => passesInFlight === 0);
+  }
   return book.view();
 }

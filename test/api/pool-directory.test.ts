@@ -207,4 +207,33 @@ describe('the pool directory', () => {
     const candidates = candidatePools(listed, ['self-hosted', 'linux'], 'acme/widgets');
     expect(candidates).toMatchObject({ kind: 'pools', pools: [{ name: 'linux' }] });
   });
+
+  it('leaves a pool being deleted out of routing, from its memo and at once where this process deleted it', async () => {
+    const settings = (name: string) => poolSettings({ name, labels: ['gpu'] });
+    const memos: Record<string, unknown> = {
+      'pool/draining': { ...poolMemoOf(settings('draining')), deleting: true },
+      'pool/gpu-a': poolMemoOf(settings('gpu-a')),
+      'pool/gpu-b': poolMemoOf(settings('gpu-b')),
+    };
+    const client = {
+      workflow: {
+        async *list() {
+          for (const [workflowId, memo] of Object.entries(memos)) yield { workflowId, runId: 'r', startTime: new Date(0), memo } as unknown as WorkflowExecutionInfo;
+        },
+      },
+    } as unknown as Client;
+    const pools = new PoolDirectory(client, 60_000);
+    const routed = async () => {
+      const candidates = candidatePools(await pools.list(), ['gpu'], 'acme/widgets');
+      return candidates.kind === 'pools' ? candidates.pools.map((p) => p.name) : candidates.reason;
+    };
+    // Visibility shows the mark the pool wrote.
+    expect(await routed()).toEqual(['gpu-a', 'gpu-b']);
+    // Deleted here: left out before visibility shows its mark.
+    pools.poolDeleted('pool/gpu-a');
+    expect(await routed()).toEqual(['gpu-b']);
+    // A pool of that name created again is routed to.
+    pools.poolStarted({ name: 'gpu-a', workflowId: 'pool/gpu-a', runId: 'r2', startTime: new Date().toISOString(), memo: poolMemoOf(settings('gpu-a')) });
+    expect(await routed()).toEqual(['gpu-a', 'gpu-b']);
+  });
 });
