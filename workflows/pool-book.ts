@@ -262,6 +262,18 @@ export class PoolBook {
     if (now !== undefined) entry.leaveAskedAt = now;
   }
 
+  /**
+   * A runner whose workflow has ended without the report that says so: gone, unless it never
+   * reported (its start may still be on the way). True when it was counted until now.
+   */
+  runnerEnded(name: string): boolean {
+    const entry = this.runners.get(name);
+    if (!entry || entry.seq === 0) return false;
+    this.markGone(name);
+    this.runners.delete(name);
+    return true;
+  }
+
   get done(): boolean {
     return this.deleting && this.runners.size === 0;
   }

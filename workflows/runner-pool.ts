@@ -132,6 +132,11 @@ async function removeLeftRegistrations(settings: PoolSettings, timings: Instance
   }
 }
 
+/** How the SDK reports a signal to a workflow that does not exist or has ended. */
+function isNotFoundFailure(err: unknown): boolean {
+  return err instanceof Error && /not found/i.test(err.message);
+}
+
 export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // Pools whose history predates re-asking silent leavers replay without its timers.
   const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers'), packQueue: patched('packed-queue') });
@@ -275,11 +280,23 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       });
   }
 
+  // Pools begun before it replay keeping runners whose workflow ended unreported.
+  const dropsEndedRunners = patched('drop-runners-whose-workflow-ended');
   function askToLeave(name: string, reason: string): void {
     book.markDeleteRequested(name, reason, Date.now());
     getExternalWorkflowHandle(runnerWorkflowId(name))
       .signal(deleteSignal, { reason })
-      .catch((err: unknown) => log.warn('delete not delivered', { runner: name, error: String(err) }));
+      .catch((err: unknown) => {
+        log.warn('delete not delivered', { runner: name, error: String(err) });
+        // A runner that has reported exists, so "not found" means its workflow has ended without
+        // the report that says so (terminated by an operator, say). Kept, it would hold capacity
+        // for good and keep a deleted pool from ever closing. One that has not reported yet may
+        // still be starting: it is asked again later.
+        if (dropsEndedRunners && isNotFoundFailure(err) && book.runnerEnded(name)) {
+          log.warn('runner workflow ended without telling the pool: no longer counted', { pool: book.settings.name, runner: name });
+          dirty = true;
+        }
+      });
   }
 
   /**
