@@ -11,10 +11,12 @@
  *   jobs on when it can: GitHub's delivery does not wait on one workflow's pause.
  * - in_progress / completed: one signal to the runner the event names. The
  *   runner tells its pool itself (its busy and leaving reports carry the job),
- *   so the pool's history gets no second copy of every job event.
+ *   so the pool's history gets no second copy of every job event. Only when
+ *   another pool may hold the job (several match its labels, or the runner is
+ *   not ours) are the matching pools told too (`jobTaken`).
  */
 import type { Client } from '@temporalio/client';
-import { poolMatchesLabels } from '../domain/pool';
+import { poolMatchesLabels, scopeCoversRepository } from '../domain/pool';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId, type JobCompletedArgs, type JobStartedArgs } from '../workflows/messages';
 import {
   unmatchedJobsWorkflowId,
@@ -127,6 +129,22 @@ export class TemporalJobSink implements WorkflowJobSink {
   async jobLeftQueue(job: { jobId: number; labels: string[]; deliveryId: string }): Promise<void> {
     const holders = (await this.deps.pools.list()).filter((p) => p.memo && poolMatchesLabels(p.memo, job.labels));
     const progress: JobProgressArgs = { jobId: job.jobId, action: 'completed' };
+    await Promise.all(holders.map((pool) => this.progressTo(pool.workflowId, progress)));
+  }
+
+  /**
+   * A job is routed to one of the pools its labels match, and any runner with those labels may
+   * take it: one of another pool, or one runnerflow does not manage. The pool it was routed to
+   * would then count it as demand until it expired (a day), keeping a machine for it. Its own
+   * runner tells its pool, so with a single matching pool and our runner there is no one else
+   * to tell, and this costs nothing; otherwise every matching pool hears the job went.
+   */
+  async jobTaken(job: { jobId: number; labels: string[]; repository?: string; runnerName: string; ownRunner: boolean; action: 'in_progress' | 'completed' }): Promise<void> {
+    const holders = (await this.deps.pools.list()).filter(
+      (p) => p.memo && !p.memo.deleting && p.memo.mode !== 'scaleSet' && poolMatchesLabels(p.memo, job.labels) && (!p.memo.scope || scopeCoversRepository(p.memo.scope, job.repository)),
+    );
+    if (holders.length === 0 || (job.ownRunner && holders.length === 1)) return;
+    const progress: JobProgressArgs = { jobId: job.jobId, action: job.action, ...(job.action === 'in_progress' ? { runnerName: job.runnerName } : {}) };
     await Promise.all(holders.map((pool) => this.progressTo(pool.workflowId, progress)));
   }
 

@@ -49,6 +49,11 @@ export interface WorkflowJobSink {
    * (cancelled before it started), so whoever counted it as demand can forget it.
    */
   jobLeftQueue?(job: { jobId: number; runId?: number; labels: string[]; conclusion?: string; deliveryId: string }): Promise<void>;
+  /**
+   * Optional: a runner took the job (`ownRunner`: one of ours, already told). Another pool
+   * that was routed the job may still count it as demand, and is told it went.
+   */
+  jobTaken?(job: { jobId: number; labels: string[]; repository?: string; runnerName: string; ownRunner: boolean; action: 'in_progress' | 'completed' }): Promise<void>;
 }
 
 export interface WebhookLogger {
@@ -168,15 +173,22 @@ async function dispatch(event: WorkflowJobEvent, deliveryId: string, deps: GitHu
         deliveryId,
       });
       return 'queued';
-    case 'in_progress':
+    case 'in_progress': {
       if (!runnerName) return 'no_runner';
-      return deps.sink.jobStarted(runnerName, { jobId: job.id, runId: job.run_id }, { createdAt: job.created_at, startedAt: job.started_at ?? undefined });
-    case 'completed':
+      const outcome = await deps.sink.jobStarted(runnerName, { jobId: job.id, runId: job.run_id }, { createdAt: job.created_at, startedAt: job.started_at ?? undefined });
+      await deps.sink.jobTaken?.({ jobId: job.id, labels: job.labels, repository: event.repository?.full_name, runnerName, ownRunner: outcome === 'signalled', action: 'in_progress' });
+      return outcome;
+    }
+    case 'completed': {
       if (!runnerName) {
         await deps.sink.jobLeftQueue?.({ jobId: job.id, runId: job.run_id, labels: job.labels, conclusion: job.conclusion ?? undefined, deliveryId });
         return 'no_runner';
       }
-      return deps.sink.jobCompleted(runnerName, { jobId: job.id, conclusion: job.conclusion ?? undefined });
+      const outcome = await deps.sink.jobCompleted(runnerName, { jobId: job.id, conclusion: job.conclusion ?? undefined });
+      // Also here: the job's in_progress event may have been lost.
+      await deps.sink.jobTaken?.({ jobId: job.id, labels: job.labels, repository: event.repository?.full_name, runnerName, ownRunner: outcome === 'signalled', action: 'completed' });
+      return outcome;
+    }
     default:
       return 'ignored';
   }

@@ -118,6 +118,35 @@ describe('jobStarted / jobCompleted', () => {
   });
 });
 
+describe('jobTaken', () => {
+  const progressSignals = async (pool: string) => (await signalsOf(client, poolWorkflowId(pool))).filter((s) => s.name === 'jobProgress');
+
+  it('tells every pool the labels match that a runner took the job, when more than one could hold it', async () => {
+    const label = uniqueName('lbl');
+    const routedHere = await createPool([label]);
+    const tookIt = await createPool([label, 'gpu']);
+    const jobId = ++jobIds;
+    const runnerName = `${tookIt}-0123456789`;
+    await sink.jobTaken({ jobId, labels: [label], repository: 'acme/widgets', runnerName, ownRunner: true, action: 'in_progress' });
+    for (const pool of [routedHere, tookIt]) expect(await progressSignals(pool)).toEqual([{ name: 'jobProgress', input: { jobId, action: 'in_progress', runnerName } }]);
+  });
+
+  it('tells the one pool the labels match when a runner runnerflow does not manage took the job', async () => {
+    const label = uniqueName('lbl');
+    const pool = await createPool([label]);
+    const jobId = ++jobIds;
+    await sink.jobTaken({ jobId, labels: [label], runnerName: 'someone-elses-runner', ownRunner: false, action: 'completed' });
+    expect(await progressSignals(pool)).toEqual([{ name: 'jobProgress', input: { jobId, action: 'completed' } }]);
+  });
+
+  it('sends nothing when the one matching pool is the one whose runner took the job: the runner tells it', async () => {
+    const label = uniqueName('lbl');
+    const pool = await createPool([label]);
+    await sink.jobTaken({ jobId: ++jobIds, labels: [label], runnerName: `${pool}-0123456789`, ownRunner: true, action: 'in_progress' });
+    expect(await progressSignals(pool)).toEqual([]);
+  });
+});
+
 describe('jobLeftQueue', () => {
   it('tells the matching pools that a cancelled job no longer waits', async () => {
     const label = uniqueName('lbl');
@@ -147,6 +176,18 @@ describe('POST /webhooks/github', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ result: 'queued' });
     expect(await jobQueuedSignals(pool)).toEqual([{ name: 'jobsQueued', input: { jobs: [expect.objectContaining({ jobId, runId: 5, repository: 'acme/widgets' })] } }]);
+  });
+
+  it('tells the other pool with the labels when a runner it does not own takes a job', async () => {
+    const label = uniqueName('lbl');
+    const pool = await createPool([label]);
+    const jobId = ++jobIds;
+    const response = await delivery({ action: 'in_progress', workflow_job: { id: jobId, run_id: 5, labels: [label], runner_name: 'a-runner-of-another-manager' }, repository: { full_name: 'acme/widgets' } });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ result: 'not_owned' });
+    expect((await signalsOf(client, poolWorkflowId(pool))).filter((s) => s.name === 'jobProgress')).toEqual([
+      { name: 'jobProgress', input: { jobId, action: 'in_progress', runnerName: 'a-runner-of-another-manager' } },
+    ]);
   });
 
   it('refuses a delivery signed with another secret', async () => {
