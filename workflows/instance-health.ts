@@ -4,7 +4,7 @@
  * runner is busy. It costs nothing while no report arrives: no timer, no
  * activity, no history for a healthy runner that idles for days.
  */
-import { condition, log } from '@temporalio/workflow';
+import { condition, log, patched } from '@temporalio/workflow';
 import { FINDING_REASONS, isMachineFinding, stillDead, type HealthFinding, type HealthObservation } from '../domain/liveness';
 import type { InstanceTimings } from '../domain/timings';
 import type { InstanceRecord } from './instance-record';
@@ -51,14 +51,20 @@ export class HealthWatch {
     const pending = record.health;
     if (!pending) return undefined;
     const busy = record.runnerStatus === 'active';
-    // No job to lose and the machine is dead: leave now, the pool replaces it.
-    if (isMachineFinding(pending.finding) && !busy) {
+    // A machine one listing left out may only be missing from that listing: clouds list new
+    // machines late (EC2's eventual consistency), and an external provider's listing may lag
+    // too. It is looked at again after the short grace, as an offline runner is. (patched:
+    // instances that left at once on such a finding replay without the look.)
+    const unlistedOnly = pending.finding === 'machine_gone' && !busy && patched('second-look-when-an-idle-machine-is-unlisted');
+    // No job to lose and the provider says the machine is dead: leave now, the pool replaces it.
+    if (isMachineFinding(pending.finding) && !busy && !unlistedOnly) {
       record.health = undefined;
       this.machineDead = true;
       return describe(pending.finding, pending.detail);
     }
     // A busy runner keeps its job through the grace period; an idle runner GitHub calls
-    // offline is given a shorter one, since GitHub's own status flickers on reconnects.
+    // offline, or whose machine was not listed, is given a shorter one, since GitHub's own
+    // status flickers on reconnects.
     const graceMs = busy ? timings.busyRunnerLostGraceMs : timings.runnerOfflineGraceMs;
     await condition(() => this.deps.leavingAnyway() || (busy && record.runnerStatus !== 'active'), graceMs);
     if (this.deps.leavingAnyway()) {

@@ -9,7 +9,7 @@ import { addProvider, idleInstance, LIVENESS_TIMINGS, runLiveness, useLivenessRi
 const rig = useLivenessRig();
 
 describe('machine pass', () => {
-  it('an idle runner whose machine vanished leaves at once, with the reason "machine gone"', async () => {
+  it('an idle runner whose machine vanished leaves after a second look, with the reason "machine gone"', async () => {
     const provider = addProvider(rig);
     const { name, handle } = await idleInstance(rig, provider.name);
     provider.fake.removeInstance(name);
@@ -19,8 +19,23 @@ describe('machine pass', () => {
     const final = await handle.result();
     expect(final.status).toBe('deleted');
     const leaving = final.transitions.find((t) => t.to === 'pending_delete');
-    expect(leaving?.reason).toBe(`machine gone (not listed by provider ${provider.name})`);
+    expect(leaving?.reason).toBe(`machine gone (not listed by provider ${provider.name}); still so after the 1 s grace period`);
     expect(expectLegalChain(final)).toEqual(['creating', 'running', 'pending_delete', 'deleting', 'deleted']);
+  });
+
+  it('an idle runner whose machine one listing left out stays when the second look finds the machine', async () => {
+    const provider = addProvider(rig);
+    const { name, handle } = await idleInstance(rig, provider.name);
+    // What a listing that missed a machine EC2 has not indexed yet reports.
+    await handle.signal(healthReportSignal, { finding: 'machine_gone', detail: `not listed by provider ${provider.name}` });
+    await eventually(async () => ((await handle.query(stateQuery)).health ? true : undefined), 5_000, 'the finding taken');
+    await eventually(async () => ((await handle.query(stateQuery)).health ? undefined : true), 10_000, 'the finding settled');
+    const state = await handle.query(stateQuery);
+    expect(state.status).toBe('running');
+    expect(state.transitions.map((t) => t.to)).toEqual(['creating', 'running']);
+    expect(provider.fake.instance(name)).toBeDefined();
+    await handle.signal('forceDelete', { reason: 'test done' });
+    await handle.result();
   });
 
   it('an idle runner whose machine stopped leaves with "machine stopped"; healthy ones get no signal', async () => {
