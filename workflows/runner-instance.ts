@@ -212,6 +212,14 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   setHandler(runnerStatusSignal, (args) => {
     const report = runnerStatusArgs(args);
     if (!report || (record.runnerStatus === 'active' && report.status === 'idle')) return;
+    // A registered runner does not install again: such a report can only come from a job on the
+    // machine (the status callback takes the instance's token), and would reopen the metadata
+    // service's credentials to it. (patched: runners that took one replay taking it.)
+    const registered = record.runnerStatus === 'idle' || record.runnerStatus === 'active' || record.runnerStatus === 'terminated';
+    if (registered && report.status === 'installing' && patched('registered-runner-does-not-install-again')) {
+      log.warn('ignored a report that a registered runner is installing again', { runner: input.name, runnerStatus: record.runnerStatus, reported: report.status });
+      return;
+    }
     if (report.status === 'failed' && report.message) record.lastError = `runner reported failure: ${report.message}`;
     setRunnerStatus(report.status);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });

@@ -8,10 +8,10 @@
 import { GitHubApiError, GitHubRateLimitError, type GitHubPort } from '../../github/port';
 import { UnknownGitHubCredentialsError } from '../../github/registry';
 import { scrubSecrets } from '../../observability/secret-scrub';
-import { runnerWorkflowId, sealedCredentialQuery } from '../../workflows/messages';
+import { sealedCredentialQuery, stateQuery } from '../../workflows/messages';
 import { HttpError } from '../http/errors';
 import type { Route } from '../http/router';
-import { authenticateInstance, requireLiveRun } from '../instance-auth';
+import { authenticateInstance, liveInstanceState, queryLiveRun, requireInstalling, requireLiveRun } from '../instance-auth';
 import { githubMemoOf } from '../runner-removal';
 import { SealedSecretError, unseal } from '../sealed-secret';
 import type { Services } from '../services';
@@ -31,11 +31,21 @@ function githubPortFor(services: Services, credentials: string, instance: string
   }
 }
 
+const JIT_FILES = ['runner', 'credentials', 'credentials_rsaparams'] as const;
+const JIT_PATH = `/api/v1/metadata/credentials/{${JIT_FILES.join(',')}}`;
+
 async function registrationToken({ request, services }: { request: Request; services: Services }): Promise<Response> {
   const claims = await authenticateInstance(request, services.deps.secrets.instanceTokenKey);
-  const memo = githubMemoOf(await requireLiveRun(services, claims));
+  const live = await requireLiveRun(services, claims);
+  // GARM refuses these too: a JIT runner registers with its own config and never needs a
+  // registration token, so one fetched with its token would serve some other runner.
+  if ((live.memo as { ephemeral?: unknown } | undefined)?.ephemeral === true) {
+    throw new HttpError(403, 'instance_uses_jit', `instance ${claims.instance} registers with its JIT config (${JIT_PATH}): it gets no registration token`);
+  }
+  const memo = githubMemoOf(live);
   if (!memo) throw new HttpError(409, 'no_github_scope', `instance ${claims.instance} carries no GitHub credentials/scope in its memo`);
   const github = githubPortFor(services, memo.credentials, claims.instance);
+  requireInstalling(claims.instance, await queryLiveRun(services, claims, live.runId, stateQuery));
   try {
     const credential = await github.createRunnerCredential({
       scope: memo.scope,
@@ -57,8 +67,6 @@ async function registrationToken({ request, services }: { request: Request; serv
   }
 }
 
-const JIT_FILES = ['runner', 'credentials', 'credentials_rsaparams'] as const;
-
 /** One runner settings file out of the instance's JIT config (GitHub encodes it as base64 JSON of base64 files). */
 async function jitFile({ request, services, params }: { request: Request; services: Services; params: Record<string, string> }): Promise<Response> {
   const claims = await authenticateInstance(request, services.deps.secrets.instanceTokenKey);
@@ -66,9 +74,11 @@ async function jitFile({ request, services, params }: { request: Request; servic
   if (!(JIT_FILES as readonly string[]).includes(file)) {
     throw new HttpError(404, 'not_found', `no JIT file "${file}" (files: ${JIT_FILES.join(', ')})`);
   }
-  const live = await requireLiveRun(services, claims);
-  const handle = services.deps.client.workflow.getHandle(runnerWorkflowId(claims.instance), live.runId);
-  const sealed = await services.bounded(() => handle.query(sealedCredentialQuery));
+  // The state query also proves the run alive, in place of a describe: refusing a registered
+  // runner costs no round trip more than serving the file did before.
+  const { runId, state } = await liveInstanceState(services, claims);
+  requireInstalling(claims.instance, state);
+  const sealed = await queryLiveRun(services, claims, runId, sealedCredentialQuery);
   if (!sealed) throw new HttpError(404, 'not_found', `instance ${claims.instance} is not configured with a JIT config`);
   let files: Record<string, string>;
   try {
@@ -85,13 +95,24 @@ async function jitFile({ request, services, params }: { request: Request; servic
 const doc = {
   tag: 'callbacks',
   summary: "A runner registration token for the calling instance (GARM's metadata service), authenticated by the instance's own token",
-  responses: { 200: 'The token, as text', 401: 'Missing or invalid token', 403: 'Token of another, deleted or replaced instance', 409: 'The GitHub credentials of the instance are no longer configured', 502: 'GitHub refused' },
+  responses: {
+    200: 'The token, as text',
+    401: 'Missing or invalid token',
+    403: 'Token of another, deleted or replaced instance (forbidden); of a JIT runner (instance_uses_jit); of a runner already registered (instance_registered) or leaving (instance_leaving)',
+    409: 'The GitHub credentials of the instance are no longer configured',
+    502: 'GitHub refused',
+  },
 };
 
 const jitDoc = {
   tag: 'callbacks',
   summary: "A runner settings file (runner, credentials, credentials_rsaparams) of the calling instance's JIT config (GARM's metadata service)",
-  responses: { 200: 'The file', 401: 'Missing or invalid token', 403: 'Token of another, deleted or replaced instance', 404: 'No such file, or not a JIT runner' },
+  responses: {
+    200: 'The file',
+    401: 'Missing or invalid token',
+    403: 'Token of another, deleted or replaced instance (forbidden); of a runner already registered (instance_registered) or leaving (instance_leaving)',
+    404: 'No such file, or not a JIT runner',
+  },
 };
 
 export const metadataRoutes: Route<Services>[] = [

@@ -97,7 +97,8 @@ describe('registration token for an instance whose GitHub credentials are gone',
       limits: { queryTimeoutMs: 3_000 },
     });
     const name = uniqueName('gone-creds');
-    const input = instanceInput(name, {}, { github: { credentials: 'retired', scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } } });
+    // A runner that registers with a registration token: a JIT runner is refused one before its credentials matter.
+    const input = instanceInput(name, {}, { ephemeral: false, github: { credentials: 'retired', scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } } });
     const handle = await client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input) });
     try {
       const token = await mintInstanceToken({ instance: name, runId: handle.firstExecutionRunId, pool: 'test-pool' }, INSTANCE_TOKEN_KEY, 60_000);

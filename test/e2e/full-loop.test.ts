@@ -95,7 +95,7 @@ describe('the whole loop: GitHub job → webhook → pool → runner → job →
     expect(stack.sim.jobs().find((j) => j.id === job.id)?.status).toBe('queued');
   });
 
-  it('serves the instance its JIT files through the metadata service, sealed in history', async () => {
+  it("keeps the instance's JIT config sealed in history, and serves its files only until the runner registered", async () => {
     const name = uniqueName('jit-files');
     const input = { name, pool: 'direct', provider: SIMULATED_PROVIDER, spec: sampleInstanceSpec({ bootstrapTimeoutMs: 20_000 }), timings: resolveTimings(stack.loaded.config.timings) };
     const handle = await stack.client.workflow.start(runnerInstance, { taskQueue: stack.loaded.config.temporal.taskQueue, ...instanceStartOptions(input) });
@@ -103,17 +103,20 @@ describe('the whole loop: GitHub job → webhook → pool → runner → job →
     const token = await mintInstanceToken({ instance: name, runId: handle.firstExecutionRunId, pool: 'direct' }, stack.loaded.env.RUNNERFLOW_INSTANCE_TOKEN_SECRET!, 60_000);
     const get = (file: string, bearer = token) => fetch(`${stack.api.url}/api/v1/metadata/credentials/${file}`, { headers: { authorization: `Bearer ${bearer}` } });
 
-    const runnerFile = await get('runner');
-    expect(runnerFile.status).toBe(200);
-    expect(JSON.parse(await runnerFile.text())).toMatchObject({ AgentName: name, Ephemeral: 'true' });
-    expect((await get('credentials')).status).toBe(200);
-    expect((await get('credentials_rsaparams')).status).toBe(200);
+    // The simulated machine's runner comes online at once: from then on a job on it could use
+    // the token, so the files are no longer handed out (serving them is in test/api/metadata.test.ts).
+    await eventually(async () => (await handle.query(stateQuery)).runnerStatus === 'idle', 20_000, 'registered');
+    for (const file of ['runner', 'credentials', 'credentials_rsaparams']) {
+      const refused = await get(file);
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toMatchObject({ error: { code: 'instance_registered' } });
+    }
     expect((await get('bogus')).status).toBe(404);
     expect((await get('runner', 'not-a-token')).status).toBe(401);
 
     const history = JSON.stringify(await handle.fetchHistory());
     expect(history).not.toContain('"AgentName"');
-    expect(history).not.toContain(Buffer.from(await (await get('credentials')).text()).toString('base64'));
+    expect(history).not.toContain('credentials_rsaparams');
     await handle.signal(forceDeleteSignal, { reason: 'test done' });
     await handle.result();
     expect((await get('runner')).status).toBe(403);

@@ -116,11 +116,14 @@ describe('log redaction', () => {
 
   it('keeps secrets out of the log of an API request that fails unexpectedly (500)', async () => {
     const { client, connection } = await connectClient();
+    // The metadata service asks the instance for its state: a worker answers.
+    const worker = await startTestWorker();
     try {
-      const taskQueue = uniqueName('redact-api');
+      const taskQueue = worker.taskQueue;
       const app = testApp(client, taskQueue, { logger: json.child({ component: 'api' }) });
       app.github.setFault('credential', { failTimes: 1, error: () => new Error(`octokit blew up: ${everything()}`) });
-      const handle = await client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(instanceInput(uniqueName('redact'))) });
+      // A static runner, still installing: the one kind the registration token is for.
+      const handle = await client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(instanceInput(uniqueName('redact'), {}, { ephemeral: false })) });
       const name = handle.workflowId.replace(/^runner\//, '');
       const token = await mintInstanceToken({ instance: name, runId: handle.firstExecutionRunId, pool: 'test-pool' }, INSTANCE_TOKEN_KEY, 60_000);
       const res = await app.call('GET', '/api/v1/metadata/runner-registration-token/', { token });
@@ -131,6 +134,7 @@ describe('log redaction', () => {
       expectNoSecretLogged();
       await handle.terminate('test done');
     } finally {
+      await worker.stop();
       await connection.close();
     }
   });
