@@ -20,7 +20,9 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { ProviderPort } from '../providers/port';
+import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { isNotFound } from '../providers/port';
+import { RunnerExtraSpecs } from './instance-activities';
 import { cleanupSearchAttributes, cleanupWorkflowId, MACHINE_CLEANUP_WORKFLOW, type MachineCleanupInput } from '../workflows/cleanup-messages';
 import { removeRunnerAtGitHub, type GitHubClients } from './remove-runner';
 
@@ -94,6 +96,7 @@ async function lastDeleteFailure(client: Client, unconfirmedMs: number): Promise
 }
 
 export function createForceDeleteActivities(deps: ForceDeleteDeps) {
+  const runnerSpecs = new RunnerExtraSpecs();
   type Machine = Omit<ForceDeleteArgs, 'boundMs' | 'githubRemoved' | 'providerUnconfirmedMs'>;
 
   /** Starts the machine's clean-up workflow; idempotent by its id. */
@@ -133,7 +136,10 @@ export function createForceDeleteActivities(deps: ForceDeleteDeps) {
         provider
           ? bounded(boundMs, async (signal) => {
               try {
-                await provider.deleteInstance(machine.providerId ?? machine.name, { controllerId: deps.controllerId, poolId: machine.pool, signal });
+                // The extra specs the machine was made with: elsewhere a region-aware provider would
+                // answer "not found", which reads as confirmed gone, and the machine would leak.
+                const extraSpecs = takesPoolExtraSpecs(provider) ? await runnerSpecs.of(deps.client, machine.name) : undefined;
+                await provider.deleteInstance(machine.providerId ?? machine.name, { controllerId: deps.controllerId, poolId: machine.pool, signal, ...(extraSpecs ? { extraSpecs } : {}) });
               } catch (err) {
                 if (!isNotFound(err)) throw err;
               }

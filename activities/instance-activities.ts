@@ -4,11 +4,13 @@
  * returning a secret (results are written to workflow history).
  */
 import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { scopeUrl, type GitHubPort, type RemoveRunnerOutcome, type RunnerCredential } from '../github/port';
-import type { BootstrapInstance, ProviderInstanceStatus, ProviderPort } from '../providers/port';
-import { isNotFound } from '../providers/port';
-import type { InstanceSpec } from '../workflows/messages';
+import { takesPoolExtraSpecs } from '../providers/external/provider';
+import type { BootstrapInstance, MachineListing, ProviderCallContext, ProviderInstanceStatus, ProviderPort } from '../providers/port';
+import { isNotFound, listMachines } from '../providers/port';
+import { runnerWorkflowId, type InstanceSpec, type RunnerInstanceInput } from '../workflows/messages';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { mintedIn, type MintedCredential } from '../domain/minted-credential';
 import { actionsClientFor, removeRunnerAtGitHub, type GitHubClients, type RemoveRunnerArgs } from './remove-runner';
@@ -95,11 +97,113 @@ export interface DeleteInstanceArgs {
 
 export type { RemoveRunnerArgs };
 
+type ExtraSpecs = Record<string, unknown>;
+
+const GRPC_NOT_FOUND = 5;
+
+function isGrpcNotFound(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if ((e as { code?: unknown }).code === GRPC_NOT_FOUND) return true;
+  }
+  return false;
+}
+
+/**
+ * The pool extra specs a runner's machine was made with. A runner's spec is a snapshot of
+ * its pool's settings, and its create handed those extra specs to the provider; every later
+ * call about the machine sends the same ones, so a provider that picks its region, project
+ * or account from them looks where the machine is, also after the pool's were changed. They
+ * are read from the first event of the runner's workflow (its input), which the server
+ * answers without a worker and keeps after the workflow closed. A name lives once, so an
+ * answer holds for good; the `kept` most recently asked for are remembered.
+ */
+export class RunnerExtraSpecs {
+  private readonly known = new Map<string, ExtraSpecs>();
+
+  constructor(private readonly kept = 20_000) {}
+
+  /** Undefined when no workflow of that name is left to say (never started, or past retention). */
+  async of(client: Client, name: string): Promise<ExtraSpecs | undefined> {
+    const specs = this.known.get(name) ?? (await this.read(client, name));
+    if (specs) {
+      // Most recently asked last, so the least recently asked goes first.
+      this.known.delete(name);
+      if (this.known.size >= this.kept) this.known.delete(this.known.keys().next().value!);
+      this.known.set(name, specs);
+    }
+    return specs;
+  }
+
+  private async read(client: Client, name: string): Promise<ExtraSpecs | undefined> {
+    let response;
+    try {
+      response = await client.workflowService.getWorkflowExecutionHistory({
+        namespace: client.options.namespace,
+        execution: { workflowId: runnerWorkflowId(name) },
+        maximumPageSize: 1,
+      });
+    } catch (err) {
+      if (isGrpcNotFound(err)) return undefined;
+      throw err;
+    }
+    const payload = response.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    if (!payload) return undefined;
+    const specs = client.options.loadedDataConverter.payloadConverter.fromPayload<Partial<RunnerInstanceInput> | undefined>(payload)?.spec?.extraSpecs;
+    return typeof specs === 'object' && specs !== null && !Array.isArray(specs) ? specs : undefined;
+  }
+}
+
+/** The same extra specs always give the same key, whatever the order of their fields. */
+export function extraSpecsKey(specs: ExtraSpecs | undefined): string {
+  return JSON.stringify(specs ?? {}, (_key, value: unknown) =>
+    typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))) : value,
+  );
+}
+
+/** One listing of one pool, with the extra specs to send with it. */
+export interface PoolListingRequest {
+  poolId: string;
+  extraSpecs?: ExtraSpecs;
+}
+
+const POOL_LISTINGS_AT_ONCE = 4;
+
+/**
+ * One ListInstances per pool and extra specs (listMachines sends one context to every pool),
+ * a few at a time. A pool whose machines were made with different extra specs (its
+ * settings changed while some lived) is listed once with each.
+ */
+export async function listPoolsWithSpecs(target: ProviderPort, requests: readonly PoolListingRequest[], ctx: ProviderCallContext): Promise<Map<PoolListingRequest, MachineListing>> {
+  const listings = new Map<PoolListingRequest, MachineListing>();
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < requests.length && !ctx.signal?.aborted) {
+      const request = requests[next++]!;
+      const listingCtx = { ...ctx, ...(request.extraSpecs ? { extraSpecs: request.extraSpecs } : {}) };
+      listings.set(request, await listMachines(target, [request.poolId], listingCtx).catch((error: unknown) => ({ machines: [], listings: 0, failed: [{ poolId: request.poolId, error }] })));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(POOL_LISTINGS_AT_ONCE, Math.max(1, requests.length)) }, lane));
+  if (ctx.signal?.aborted) throw ctx.signal.reason;
+  return listings;
+}
+
 /** Callback tokens outlive the bootstrap window a little so a slow first report still gets through. */
 const INSTANCE_TOKEN_MARGIN_MS = 10 * 60_000;
 
 export function createInstanceActivities(deps: InstanceActivityDeps) {
   const tools = new RunnerToolsCache(deps.runnerToolsTtlMs);
+  const runnerSpecs = new RunnerExtraSpecs();
+
+  /**
+   * The extra specs to send with a call about this runner's machine (see RunnerExtraSpecs).
+   * None when its workflow is gone from Temporal: then nothing here knows them.
+   */
+  async function extraSpecsOf(target: ProviderPort, name: string): Promise<Pick<ProviderCallContext, 'extraSpecs'>> {
+    if (!takesPoolExtraSpecs(target)) return {};
+    const extraSpecs = await runnerSpecs.of(Context.current().client, name);
+    return extraSpecs ? { extraSpecs } : {};
+  }
 
   function provider(name: string): ProviderPort {
     const found = deps.providers.get(name);
@@ -216,7 +320,8 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
       await timedAttempt(runnerDeleteSeconds, { pool: args.pool, provider: args.provider }, () =>
         whileHeartbeating(async (signal) => {
           try {
-            await target.deleteInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, signal });
+            const specs = await extraSpecsOf(target, args.name);
+            await target.deleteInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, ...specs, signal });
           } catch (err) {
             if (!isNotFound(err)) throw err;
           }
@@ -229,7 +334,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
   }
 
   return {
-    observeRunner: createObserveRunner({ controllerId: deps.controllerId, provider, github: deps.github }),
+    observeRunner: createObserveRunner({ controllerId: deps.controllerId, provider, github: deps.github, extraSpecsOf }),
 
     async createInstance(args: CreateInstanceArgs): Promise<CreatedInstance> {
       return create(args);
@@ -269,7 +374,8 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     async instanceStatus(args: DeleteInstanceArgs): Promise<ProviderInstanceStatus | 'gone'> {
       const target = provider(args.provider);
       try {
-        const found = await target.getInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool });
+        const specs = await extraSpecsOf(target, args.name);
+        const found = await target.getInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, ...specs });
         return found.status;
       } catch (err) {
         if (isNotFound(err)) return 'gone';

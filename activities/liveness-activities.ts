@@ -16,6 +16,7 @@ import { log } from '@temporalio/activity';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { machineFinding, runnerFinding, type HealthFinding } from '../domain/liveness';
 import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
+import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { listMachines, type ProviderInstance, type ProviderPort } from '../providers/port';
 import type { InstanceMemo } from '../workflows/instance-options';
 import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
@@ -23,6 +24,7 @@ import { poolWorkflowId } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { whileHeartbeating } from './heartbeat';
+import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
 
 export type LivenessCheck = 'machines' | 'github';
 
@@ -66,8 +68,12 @@ interface LiveInstance {
 const MAX_ERROR_LENGTH = 300;
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, MAX_ERROR_LENGTH);
 
+/** What a machine pass saw of one instance's machine: it, nothing (gone), or `unseen` when the listing that would show it failed. */
+type Seen = ProviderInstance | undefined | 'unseen';
+
 export function createLivenessActivities(deps: LivenessActivityDeps) {
   const client = deps.client.options.namespace === deps.namespace ? deps.client : new Client({ connection: deps.client.connection, namespace: deps.namespace });
+  const runnerSpecs = new RunnerExtraSpecs();
 
   /**
    * Instances whose status is `running`: `creating` ones are left to their create activity,
@@ -157,22 +163,69 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * machine created, so a machine missing from the later listing really is gone.
    */
   async function machinePass(target: ProviderPort, instances: LiveInstance[], report: LivenessReport, signal: AbortSignal): Promise<void> {
-    const listing = await listMachines(target, instances.map((i) => i.machinePool ?? ''), { controllerId: deps.controllerId, signal });
-    report.listings += listing.listings;
-    for (const { poolId, error } of listing.failed) report.failed.push({ target: `pool ${poolId}`, error: errorText(error) });
-    const unlisted = new Set(listing.failed.map((f) => f.poolId));
-    const byName = new Map<string, ProviderInstance>(listing.machines.map((m) => [m.name, m]));
+    const seen = takesPoolExtraSpecs(target) ? await listWithExtraSpecs(target, instances, report, signal) : await listByPool(target, instances, report, signal);
     const findings: { name: string; args: HealthReportArgs }[] = [];
-    for (const { name, machinePool } of instances) {
-      // A machine whose pool was not listed is unseen, not gone.
-      if (target.listsPerPool && (!machinePool || unlisted.has(machinePool))) continue;
-      const machine = byName.get(name);
+    for (const { name } of instances) {
+      const machine = seen(name);
+      if (machine === 'unseen') continue;
       const finding = machine ? machineFinding(machine.status) : 'machine_gone';
       if (!finding) continue;
       const detail = machine ? (machine.providerFault ? `${target.name}: ${machine.providerFault}` : undefined) : `not listed by provider ${target.name}`;
       findings.push({ name, args: { finding, ...(detail ? { detail: detail.slice(0, MAX_ERROR_LENGTH) } : {}) } });
     }
     await signalAll(findings, report);
+  }
+
+  /** One listing, or one per pool of the instances for a provider that lists per pool. */
+  async function listByPool(target: ProviderPort, instances: LiveInstance[], report: LivenessReport, signal: AbortSignal): Promise<(name: string) => Seen> {
+    const listing = await listMachines(target, instances.map((i) => i.machinePool ?? ''), { controllerId: deps.controllerId, signal });
+    report.listings += listing.listings;
+    for (const { poolId, error } of listing.failed) report.failed.push({ target: `pool ${poolId}`, error: errorText(error) });
+    const unlisted = new Set(listing.failed.map((f) => f.poolId));
+    const poolOf = new Map(instances.map((i) => [i.name, i.machinePool]));
+    const byName = new Map<string, ProviderInstance>(listing.machines.map((m) => [m.name, m]));
+    return (name) => {
+      const pool = poolOf.get(name);
+      // A machine whose pool was not listed is unseen, not gone.
+      if (target.listsPerPool && (!pool || unlisted.has(pool))) return 'unseen';
+      return byName.get(name);
+    };
+  }
+
+  /**
+   * For a provider handed the pool's extra specs: each pool is listed with the extra specs its
+   * instances' machines were made with, and each instance looked for in its own listing. A
+   * listing with other extra specs may look in another region or account, where every machine
+   * would read as gone. An instance whose extra specs cannot be read is unseen.
+   */
+  async function listWithExtraSpecs(target: ProviderPort, instances: LiveInstance[], report: LivenessReport, signal: AbortSignal): Promise<(name: string) => Seen> {
+    const requests = new Map<string, PoolListingRequest>();
+    const requestOf = new Map<string, PoolListingRequest>();
+    await eachConcurrently(instances, async ({ name, machinePool }) => {
+      if (!machinePool) return;
+      let extraSpecs: Record<string, unknown> | undefined;
+      try {
+        extraSpecs = await runnerSpecs.of(client, name);
+      } catch (err) {
+        report.failed.push({ target: name, error: `extra specs not read: ${errorText(err)}` });
+        return;
+      }
+      const key = `${machinePool}\0${extraSpecsKey(extraSpecs)}`;
+      const request = requests.get(key) ?? { poolId: machinePool, ...(extraSpecs ? { extraSpecs } : {}) };
+      requests.set(key, request);
+      requestOf.set(name, request);
+    });
+    const listings = await listPoolsWithSpecs(target, [...requests.values()], { controllerId: deps.controllerId, signal });
+    for (const listing of listings.values()) {
+      report.listings += listing.listings;
+      for (const { poolId, error } of listing.failed) report.failed.push({ target: `pool ${poolId}`, error: errorText(error) });
+    }
+    const byName = new Map([...listings].map(([request, listing]) => [request, listing.failed.length > 0 ? undefined : new Map(listing.machines.map((m) => [m.name, m]))]));
+    return (name) => {
+      const request = requestOf.get(name);
+      const machines = request && byName.get(request);
+      return machines ? machines.get(name) : 'unseen';
+    };
   }
 
   /** One paginated list-runners per GitHub scope (and credentials) these instances register in. */

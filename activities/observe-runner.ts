@@ -5,7 +5,7 @@
  */
 import type { GitHubPort } from '../github/port';
 import type { HealthObservation, MachineSeen, RunnerSeen } from '../domain/liveness';
-import { isNotFound, type ProviderPort } from '../providers/port';
+import { isNotFound, type ProviderCallContext, type ProviderPort } from '../providers/port';
 import type { DeleteInstanceArgs, RemoveRunnerArgs } from './instance-activities';
 
 export type ObserveRunnerArgs = DeleteInstanceArgs & Pick<RemoveRunnerArgs, 'github' | 'githubRunnerId'>;
@@ -14,6 +14,8 @@ export interface ObserveRunnerDeps {
   controllerId: string;
   provider(name: string): ProviderPort;
   github: { get(credentials: string): GitHubPort };
+  /** The extra specs the runner's machine was made with, for a provider that wants them on every call. */
+  extraSpecsOf?(target: ProviderPort, name: string): Promise<Pick<ProviderCallContext, 'extraSpecs'>>;
 }
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
@@ -23,8 +25,8 @@ export function createObserveRunner(deps: ObserveRunnerDeps) {
   return async function observeRunner(args: ObserveRunnerArgs): Promise<HealthObservation> {
     const errors: string[] = [];
     const target = deps.provider(args.provider);
-    const machine = await target
-      .getInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, timeoutMs: 30_000 })
+    const machine = await (deps.extraSpecsOf?.(target, args.name) ?? Promise.resolve({}))
+      .then((specs) => target.getInstance(args.providerId ?? args.name, { controllerId: deps.controllerId, poolId: args.pool, ...specs, timeoutMs: 30_000 }))
       .then((found): MachineSeen => found.status)
       .catch((err: unknown): MachineSeen => {
         if (isNotFound(err)) return 'gone';

@@ -10,12 +10,15 @@ import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { sweepDeleted, sweepLastRun, sweepMachines, sweepRuns } from '../observability/metrics';
-import { isNotFound, listMachines, ProviderError, type ProviderInstance, type ProviderPort } from '../providers/port';
+import { takesPoolExtraSpecs } from '../providers/external/provider';
+import { isNotFound, listMachines, ProviderError, type ProviderCallContext, type ProviderInstance, type ProviderPort } from '../providers/port';
 import { RUNNER_INSTANCE_WORKFLOW, instanceNameFromWorkflowId, runnerWorkflowId } from '../workflows/messages';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER } from '../workflows/search-attributes';
+import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import type { GitHubSweepReport } from './github-sweep-activities';
 import { whileHeartbeating } from './heartbeat';
+import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
 
 export interface SweepArgs {
   provider: string;
@@ -63,26 +66,45 @@ interface ClosedRunner {
 
 const NAMES_PER_QUERY = 100;
 const MAX_ERROR_LENGTH = 500;
+/** How long a pool gets to answer for its settings before its listing goes without its extra specs. */
+const POOL_QUERY_TIMEOUT_MS = 5_000;
+const SPEC_READS_AT_ONCE = 20;
+
+/** Pools to list, each with the runners known to have made machines in it. */
+type PoolMembers = Map<string, Set<string>>;
+
+function addMember(members: PoolMembers, pool: string, name: string | undefined): void {
+  const names = members.get(pool) ?? new Set<string>();
+  if (name) names.add(name);
+  members.set(pool, names);
+}
+
+/** A machine as listed, with the extra specs of the listing that showed it. */
+interface Listed {
+  machine: ProviderInstance;
+  extraSpecs?: Record<string, unknown>;
+}
 
 export function createSweepActivities(deps: SweepActivityDeps) {
   const now = deps.now ?? Date.now;
   // The sweep must look where the runner workflows are, whatever namespace the given client was made for.
   const client = deps.client.options.namespace === deps.namespace ? deps.client : new Client({ connection: deps.client.connection, namespace: deps.namespace });
+  const runnerSpecs = new RunnerExtraSpecs();
 
-  /** The running runners' names, and the pools their machines were created in. */
-  async function runningRunners(provider: string): Promise<{ names: Set<string>; pools: Set<string> }> {
+  /** The running runners' names, and the pools their machines were created in with the runners of each. */
+  async function runningRunners(provider: string): Promise<{ names: Set<string>; pools: PoolMembers }> {
     const query = andQuery([
       `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
       `ExecutionStatus = 'Running'`,
       `${RUNNER_PROVIDER.name} = ${quote(provider)}`,
     ]);
     const names = new Set<string>();
-    const pools = new Set<string>();
+    const pools: PoolMembers = new Map();
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
       const name = info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId);
       if (name) names.add(name);
       const pool = info.typedSearchAttributes.get(RUNNER_POOL);
-      if (pool) pools.add(pool);
+      if (pool) addMember(pools, pool, name);
     }
     return { names, pools };
   }
@@ -100,10 +122,10 @@ export function createSweepActivities(deps: SweepActivityDeps) {
    * retention). GARM, listing per pool as well, cannot see them either; finding them would
    * take reading every runner this provider ever had on every sweep.
    */
-  async function poolsToList(provider: string, runningPools: Set<string>): Promise<Set<string>> {
-    const pools = new Set(runningPools);
+  async function poolsToList(provider: string, runningPools: PoolMembers): Promise<PoolMembers> {
+    const pools: PoolMembers = new Map([...runningPools].map(([pool, names]) => [pool, new Set(names)]));
     for (const entry of await new PoolDirectory(client, 0).fetch()) {
-      if (entry.memo?.provider === provider) pools.add(entry.name);
+      if (entry.memo?.provider === provider) addMember(pools, entry.name, undefined);
     }
     const query = andQuery([
       `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
@@ -113,9 +135,67 @@ export function createSweepActivities(deps: SweepActivityDeps) {
     ]);
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
       const pool = info.typedSearchAttributes.get(RUNNER_POOL);
-      if (pool) pools.add(pool);
+      if (pool) addMember(pools, pool, info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId));
     }
     return pools;
+  }
+
+  /**
+   * The listings of a provider handed the pool's extra specs: each pool with the extra specs
+   * its known runners' machines were made with (see RunnerExtraSpecs), once per distinct
+   * value. A pool no known runner made a machine in is listed with its current settings, as
+   * the pool answers them; one that does not answer in time is listed without.
+   */
+  async function listingRequests(pools: PoolMembers): Promise<PoolListingRequest[]> {
+    const requests = new Map<string, PoolListingRequest>();
+    const add = (poolId: string, extraSpecs: Record<string, unknown> | undefined) => {
+      requests.set(`${poolId}\0${extraSpecsKey(extraSpecs)}`, { poolId, ...(extraSpecs ? { extraSpecs } : {}) });
+    };
+    const reads: (() => Promise<void>)[] = [];
+    for (const [pool, names] of pools) {
+      if (names.size === 0) reads.push(async () => add(pool, await currentPoolExtraSpecs(pool)));
+      for (const name of names) reads.push(async () => add(pool, await runnerSpecs.of(client, name)));
+    }
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < reads.length) await reads[next++]!();
+    };
+    await Promise.all(Array.from({ length: Math.min(SPEC_READS_AT_ONCE, Math.max(1, reads.length)) }, lane));
+    return [...requests.values()].sort((a, b) => a.poolId.localeCompare(b.poolId));
+  }
+
+  async function currentPoolExtraSpecs(pool: string): Promise<Record<string, unknown> | undefined> {
+    try {
+      const view = await client.withDeadline(Date.now() + POOL_QUERY_TIMEOUT_MS, () => client.workflow.getHandle(poolWorkflowId(pool)).query(poolStateQuery));
+      return view.settings.extraSpecs;
+    } catch (err) {
+      log.warn('pool did not tell its extra specs; listing it without', { pool, error: describeError(err) });
+      return undefined;
+    }
+  }
+
+  /** This controller's machines on the provider, each with the extra specs to delete it with. */
+  async function listAll(target: ProviderPort, provider: string, ctx: ProviderCallContext): Promise<{ machines: Listed[]; failed: { poolId: string; error: unknown }[] }> {
+    const pools = target.listsPerPool ? await poolsToList(provider, (await runningRunners(provider)).pools) : new Map<string, Set<string>>();
+    if (!takesPoolExtraSpecs(target)) {
+      const listing = await listMachines(target, pools.keys(), ctx);
+      return { machines: listing.machines.map((machine) => ({ machine })), failed: listing.failed };
+    }
+    const listings = await listPoolsWithSpecs(target, await listingRequests(pools), ctx);
+    const machines: Listed[] = [];
+    const failed: { poolId: string; error: unknown }[] = [];
+    const seen = new Set<string>();
+    for (const [request, listing] of listings) {
+      failed.push(...listing.failed);
+      for (const machine of listing.machines) {
+        const key = machine.providerId || machine.name;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        machines.push({ machine, ...(request.extraSpecs ? { extraSpecs: request.extraSpecs } : {}) });
+      }
+    }
+    if (listings.size > 0 && failed.length === listings.size) throw failed[0]!.error;
+    return { machines, failed };
   }
 
   /** The most recent closed workflow per name, a bounded batch of names per visibility query. */
@@ -155,12 +235,13 @@ export function createSweepActivities(deps: SweepActivityDeps) {
   }
 
   /** Deletes one machine, unless its workflow turns out to be running after all. A machine already gone counts as deleted. */
-  async function remove(target: ProviderPort, machine: ProviderInstance, signal: AbortSignal): Promise<'deleted' | 'owned'> {
+  async function remove(target: ProviderPort, { machine, extraSpecs }: Listed, signal: AbortSignal): Promise<'deleted' | 'owned'> {
     if (await isRunningNow(machine.name)) return 'owned';
     try {
       await target.deleteInstance(machine.providerId || machine.name, {
         controllerId: deps.controllerId,
         ...(machine.poolId ? { poolId: machine.poolId } : {}),
+        ...(extraSpecs ? { extraSpecs } : {}),
         signal,
         timeoutMs: deps.deleteTimeoutMs ?? 120_000,
       });
@@ -171,24 +252,24 @@ export function createSweepActivities(deps: SweepActivityDeps) {
   }
 
   async function sweep(target: ProviderPort, args: SweepArgs, signal: AbortSignal): Promise<SweepReport> {
-    const pools = target.listsPerPool ? await poolsToList(args.provider, (await runningRunners(args.provider)).pools) : [];
-    const listing = await listMachines(target, pools, { controllerId: deps.controllerId, signal });
+    const listing = await listAll(target, args.provider, { controllerId: deps.controllerId, signal });
     const machines = listing.machines;
     // Read after the listing, so a runner whose machine was listed is seen running if it still is.
     const running = (await runningRunners(args.provider)).names;
-    const unowned = machines.filter((m) => !running.has(m.name));
-    const closed = await lastClosedRunners(args.provider, unowned.map((m) => m.name));
+    const unowned = machines.filter(({ machine }) => !running.has(machine.name));
+    const closed = await lastClosedRunners(args.provider, unowned.map(({ machine }) => machine.name));
     const report: SweepReport = { provider: args.provider, listed: machines.length, owned: machines.length - unowned.length, deleted: [], skipped: [], failed: [] };
     for (const { poolId, error } of listing.failed) report.failed.push({ name: `pool ${poolId}`, error: describeError(error) });
 
-    for (const machine of unowned) {
+    for (const listed of unowned) {
+      const { machine } = listed;
       const verdict = judge(machine, closed.get(machine.name), args.gracePeriodMs, now());
       if ('skip' in verdict) {
         report.skipped.push({ name: machine.name, reason: verdict.skip });
         continue;
       }
       try {
-        if ((await remove(target, machine, signal)) === 'owned') {
+        if ((await remove(target, listed, signal)) === 'owned') {
           report.owned += 1;
           continue;
         }

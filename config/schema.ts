@@ -81,7 +81,13 @@ const externalProviderSchema = z
     interfaceVersion: z.enum(['v0.1.0', 'v0.1.1']).default('v0.1.0'),
     /** Host variables whose names start with one of these are passed on (never GARM*). */
     environmentPrefixes: z.array(z.string().min(1)).default([]),
-    timeout: durationMs.default(60_000),
+    /**
+     * Caps every call of the executable. Unset, as in GARM, a call is bounded only by the step
+     * that makes it (a create by its attempt timeout and the pool's bootstrap timeout): a cloud
+     * that builds several resources per machine takes minutes, and an executable killed
+     * half-way leaves what it made behind.
+     */
+    timeout: durationMs.pipe(z.number().positive({ message: 'must be more than 0; leave timeout out to bound each call only by the step that makes it' })).optional(),
     /** Off by default: a GARM provider may wait for the machine to boot, and one killed half-way may not clean up after itself. */
     inlineCreateTimeout: inlineAttemptTimeout(0),
     inlineDeleteTimeout: inlineAttemptTimeout(0),

@@ -34,6 +34,14 @@ export const TAG_NAME = 'Name';
 /** States of machines that still exist; terminated and terminating ones are gone for us. */
 const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
 const INSTANCE_ID = /^i-[0-9a-f]+$/;
+/**
+ * How long an instance id must stay unknown to EC2 before a delete takes it as gone. EC2
+ * usually shows a new instance within seconds; this leaves a wide margin, and a delete of a
+ * machine that really is gone costs only a few retries within it.
+ */
+const UNSEEN_ID_GONE_AFTER_MS = 5 * 60_000;
+/** Ids no delete asked about again for this long are dropped from memory. */
+const UNSEEN_ID_FORGOTTEN_AFTER_MS = 60 * 60_000;
 /** AWS answers that retrying will not fix. */
 const PERMANENT_ERRORS = /^(AuthFailure|UnauthorizedOperation|InvalidAMIID|InvalidParameter|InvalidSubnetID|InvalidGroup|InvalidKeyPair|OptInRequired|Blocked)/;
 
@@ -41,6 +49,12 @@ const STATUS: Record<string, ProviderInstanceStatus> = { pending: 'running', run
 const ARCH: Record<string, string> = { x86_64: 'amd64', arm64: 'arm64', i386: 'i386' };
 
 export type AwsEc2ProviderOptions = Pick<AwsEc2ProviderConfig, 'name' | 'region' | 'endpoint' | 'subnetId' | 'securityGroupIds' | 'keyName' | 'accessKeyId' | 'secretAccessKey'>;
+
+/** What tests replace: the EC2 client (to play EC2's propagation delays) and the clock. */
+export interface AwsEc2ProviderDeps {
+  client?: EC2Client;
+  now?: () => number;
+}
 
 /** Same name (and controller), same token: a retried RunInstances returns the first machine. */
 export function clientTokenFor(controllerId: string, name: string): string {
@@ -50,10 +64,14 @@ export function clientTokenFor(controllerId: string, name: string): string {
 export class AwsEc2Provider implements ProviderPort {
   readonly name: string;
   private readonly client: EC2Client;
+  private readonly now: () => number;
+  /** Instance ids a delete found unknown to EC2, and when it first did (see terminate). */
+  private readonly unseenSince = new Map<string, number>();
 
   constructor(
     private readonly config: AwsEc2ProviderOptions,
     env: NodeJS.ProcessEnv = process.env,
+    deps: AwsEc2ProviderDeps = {},
   ) {
     this.name = config.name;
     const accessKeyId = resolveSecret(config.accessKeyId, env);
@@ -61,12 +79,15 @@ export class AwsEc2Provider implements ProviderPort {
     if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) {
       throw new ProviderFaultError(this.name, `provider ${this.name}: accessKeyId and secretAccessKey must be given together`, undefined, false);
     }
-    this.client = new EC2Client({
-      region: config.region,
-      endpoint: config.endpoint,
-      credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
-      maxAttempts: 3,
-    });
+    this.now = deps.now ?? Date.now;
+    this.client =
+      deps.client ??
+      new EC2Client({
+        region: config.region,
+        endpoint: config.endpoint,
+        credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+        maxAttempts: 3,
+      });
   }
 
   async createInstance(bootstrap: BootstrapInstance, ctx: ProviderCallContext): Promise<ProviderInstance> {
@@ -105,15 +126,10 @@ export class AwsEc2Provider implements ProviderPort {
   }
 
   async deleteInstance(instanceId: string, ctx: ProviderCallContext): Promise<void> {
-    const instance = await this.find(instanceId, ctx);
-    if (!instance?.InstanceId) return;
-    try {
-      await this.send('TerminateInstances', ctx, (abortSignal) => this.client.send(new TerminateInstancesCommand({ InstanceIds: [instance.InstanceId!] }), { abortSignal }));
-    } catch (err) {
-      // Gone between the look-up and the terminate: that is what we wanted.
-      if (err instanceof ProviderFaultError && /InvalidInstanceID\.NotFound/.test(err.message)) return;
-      throw err;
-    }
+    if (INSTANCE_ID.test(instanceId)) return this.terminate(instanceId, ctx);
+    // A name: a create that failed before its id was known, so only the Name tag can find the machine.
+    const instance = await this.findByName(instanceId, ctx);
+    if (instance?.InstanceId) await this.terminate(instance.InstanceId, ctx);
   }
 
   async getInstance(instanceId: string, ctx: ProviderCallContext): Promise<ProviderInstance> {
@@ -142,6 +158,65 @@ export class AwsEc2Provider implements ProviderPort {
     this.client.destroy();
   }
 
+  /**
+   * TerminateInstances by id, with no look-up first: right after RunInstances, EC2's
+   * eventually consistent reads may not list the instance yet, and a delete that looked
+   * first would skip a machine that is about to run.
+   *
+   * InvalidInstanceID.NotFound is not proof the machine is gone, for the same reason.
+   * It counts as gone only when DescribeInstances shows it terminated (or terminating),
+   * or once this provider has seen the id unknown for UNSEEN_ID_GONE_AFTER_MS: by then
+   * an instance still being made would have become visible, so the id belongs to a
+   * machine terminated long enough ago to have dropped out of the listings, or to none.
+   * Until then the delete fails with a retryable fault and the caller tries again. The
+   * clock starts at the first NotFound this process sees, because nothing EC2 says about
+   * an unknown id tells its age; another worker (or a restart) starts its own, which can
+   * only make the wait longer, never shorter.
+   */
+  private async terminate(instanceId: string, ctx: ProviderCallContext): Promise<void> {
+    try {
+      await this.send('TerminateInstances', ctx, (abortSignal) => this.client.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }), { abortSignal }));
+      this.unseenSince.delete(instanceId);
+      return;
+    } catch (err) {
+      if (!isUnknownId(err)) throw err;
+      if (/InvalidInstanceID\.Malformed/.test(err.message)) return;
+    }
+    const state = await this.stateOf(instanceId, ctx);
+    if (state === 'terminated' || state === 'shutting-down') {
+      this.unseenSince.delete(instanceId);
+      return;
+    }
+    if (state !== undefined) {
+      throw new ProviderFaultError(this.name, `TerminateInstances did not find ${instanceId}, which DescribeInstances shows ${state}: not yet visible to every EC2 endpoint`);
+    }
+    const now = this.now();
+    for (const [id, since] of this.unseenSince) if (now - since > UNSEEN_ID_FORGOTTEN_AFTER_MS) this.unseenSince.delete(id);
+    const since = this.unseenSince.get(instanceId) ?? now;
+    this.unseenSince.set(instanceId, since);
+    if (now - since >= UNSEEN_ID_GONE_AFTER_MS) {
+      this.unseenSince.delete(instanceId);
+      return;
+    }
+    throw new ProviderFaultError(
+      this.name,
+      `TerminateInstances failed: InvalidInstanceID.NotFound for ${instanceId}, unknown to EC2 for ${Math.round((now - since) / 1000)} s; ` +
+        `an instance just made may not be visible yet, so it counts as gone only after ${UNSEEN_ID_GONE_AFTER_MS / 1000} s`,
+    );
+  }
+
+  /** The instance's state in any state, terminated included; undefined when EC2 does not know the id. */
+  private async stateOf(instanceId: string, ctx: ProviderCallContext): Promise<string | undefined> {
+    try {
+      const page = await this.send('DescribeInstances', ctx, (abortSignal) => this.client.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }), { abortSignal }));
+      const instance = (page.Reservations ?? []).flatMap((r) => r.Instances ?? []).find((i) => i.InstanceId === instanceId);
+      return instance ? (instance.State?.Name ?? 'unknown') : undefined;
+    } catch (err) {
+      if (isUnknownId(err)) return undefined;
+      throw err;
+    }
+  }
+
   private async requireId(instanceId: string, ctx: ProviderCallContext): Promise<string> {
     const instance = await this.find(instanceId, ctx);
     if (!instance?.InstanceId) throw new ProviderNotFoundError(this.name, instanceId);
@@ -155,7 +230,7 @@ export class AwsEc2Provider implements ProviderPort {
       const found = await this.describe([{ Name: 'instance-id', Values: [instanceId] }], ctx);
       return found.find((i) => tagOf(i, TAG_CONTROLLER) === ctx.controllerId) ?? found[0];
     } catch (err) {
-      if (err instanceof ProviderFaultError && /InvalidInstanceID\.(NotFound|Malformed)/.test(err.message)) return undefined;
+      if (isUnknownId(err)) return undefined;
       throw err;
     }
   }
@@ -220,6 +295,10 @@ export class AwsEc2Provider implements ProviderPort {
       ...(instance.LaunchTime ? { createdAt: instance.LaunchTime.toISOString() } : {}),
     };
   }
+}
+
+function isUnknownId(err: unknown): err is ProviderFaultError {
+  return err instanceof ProviderFaultError && /InvalidInstanceID\.(NotFound|Malformed)/.test(err.message);
 }
 
 function tagOf(instance: Instance, key: string): string | undefined {

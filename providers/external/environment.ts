@@ -50,6 +50,8 @@ export function commandEnvironment(c: CommandEnvironment, passthrough: Record<st
     if (c.poolId !== undefined || v011) env.GARM_POOL_ID = c.poolId ?? '';
   }
   if (INSTANCE_COMMANDS.includes(c.command) && c.instanceId !== undefined) env.GARM_INSTANCE_ID = c.instanceId;
+  // Always set in v0.1.1, as GARM does: executables decode it unconditionally. Callers pass the
+  // pool's extra specs wherever they can know them; only then is it anything but `{}`.
   if (v011) env.GARM_POOL_EXTRASPECS = Buffer.from(JSON.stringify(c.extraSpecs ?? {})).toString('base64');
   return env;
 }

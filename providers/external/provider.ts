@@ -39,10 +39,21 @@ interface ExecOptions {
 
 type Exited = Extract<ExecutableResult, { kind: 'exited' }>;
 
+/**
+ * Whether calls other than create hand the executable the pool's extra specs: GARM's
+ * interface v0.1.1 sends them with every per-pool command, and an executable that picks
+ * its region, project or account from them lists, gets and deletes there. Callers look
+ * the extra specs up only for such a provider.
+ */
+export function takesPoolExtraSpecs(port: ProviderPort): boolean {
+  return port instanceof ExternalProvider && port.interfaceVersion === 'v0.1.1';
+}
+
 export class ExternalProvider implements ProviderPort {
   readonly name: string;
   /** garm-provider-common refuses ListInstances without GARM_POOL_ID: GARM itself lists pool by pool. */
   readonly listsPerPool = true;
+  readonly interfaceVersion: ExternalProviderOptions['interfaceVersion'];
   private readonly passthrough: Record<string, string>;
   private readonly proxy: GarmProxyConfig;
 
@@ -51,6 +62,7 @@ export class ExternalProvider implements ProviderPort {
     hostEnv: NodeJS.ProcessEnv = process.env,
   ) {
     this.name = config.name;
+    this.interfaceVersion = config.interfaceVersion;
     this.passthrough = passthroughEnvironment(hostEnv, config.environmentPrefixes);
     this.proxy = proxyConfigFrom(hostEnv);
   }
@@ -171,8 +183,11 @@ export class ExternalProvider implements ProviderPort {
       },
       this.passthrough,
     );
-    const timeoutMs = Math.min(this.config.timeout, ctx.timeoutMs ?? Infinity);
-    const result = await runExecutable({ executable: this.config.executable, env, stdin: options.stdin, timeoutMs, signal: ctx.signal });
+    // As in GARM, whose exec timeout is unset by default: only a configured timeout caps every call,
+    // since a create cut off half-way leaves whatever the executable had made by then.
+    const bounds = [this.config.timeout, ctx.timeoutMs].filter((b): b is number => b !== undefined);
+    const timeoutMs = bounds.length > 0 ? Math.min(...bounds) : undefined;
+    const result = await runExecutable({ executable: this.config.executable, env, stdin: options.stdin, ...(timeoutMs !== undefined ? { timeoutMs } : {}), signal: ctx.signal });
     const secrets = options.secrets ?? [];
     switch (result.kind) {
       case 'exited':

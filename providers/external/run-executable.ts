@@ -4,7 +4,8 @@ export interface ExecutableRun {
   executable: string;
   env: Record<string, string>;
   stdin?: string;
-  timeoutMs: number;
+  /** Unset: the run ends only by itself or through `signal`. */
+  timeoutMs?: number;
   signal?: AbortSignal;
 }
 
@@ -63,10 +64,13 @@ export function runExecutable(run: ExecutableRun): Promise<ExecutableResult> {
       finish({ reject: run.signal!.reason });
     };
     run.signal?.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup(child.pid);
-    }, run.timeoutMs);
+    const timer =
+      run.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            killGroup(child.pid);
+          }, run.timeoutMs);
 
     child.on('error', (err) => {
       killGroup(child.pid);

@@ -1,4 +1,10 @@
-import { DescribeInstanceAttributeCommand, DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import {
+  DescribeInstanceAttributeCommand,
+  DescribeInstancesCommand,
+  EC2Client,
+  type DescribeInstancesCommandOutput,
+  type RunInstancesCommandOutput,
+} from '@aws-sdk/client-ec2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsEc2Provider, clientTokenFor, TAG_CONTROLLER, TAG_NAME, TAG_POOL, type AwsEc2ProviderOptions } from '../../providers/aws-ec2/provider';
 import { buildUserData, shellQuote } from '../../providers/aws-ec2/user-data';
@@ -76,9 +82,8 @@ describe('aws-ec2 provider', () => {
     await expect(provider.getInstance(created.providerId, ctx)).rejects.toBeInstanceOf(ProviderNotFoundError);
   });
 
-  it('treats an unknown or malformed instance id as not found, and deleting it as done', async () => {
+  it('treats an unknown instance id as not found', async () => {
     await expect(provider.getInstance('i-0123456789abcdef0', ctx)).rejects.toBeInstanceOf(ProviderNotFoundError);
-    await provider.deleteInstance('i-0123456789abcdef0', ctx);
   });
 
   it("does not see another controller's machine by id", async () => {
@@ -104,6 +109,110 @@ describe('aws-ec2 provider', () => {
 
   it('rejects half-given static credentials', () => {
     expect(() => new AwsEc2Provider({ ...options('http://127.0.0.1:9'), secretAccessKey: undefined }, CREDENTIAL_ENV)).toThrow(/must be given together/);
+  });
+});
+
+/**
+ * EC2's eventual consistency, which moto does not have: ids of instances just made are
+ * unknown to every call until released, or only to TerminateInstances.
+ */
+class PropagationDelay {
+  /** While set, every instance RunInstances makes starts out unseen. */
+  hideNewInstances = false;
+  readonly unseen = new Set<string>();
+  readonly unknownToTerminate = new Set<string>();
+
+  install(client: EC2Client): EC2Client {
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const ids = (args.input as { InstanceIds?: string[] }).InstanceIds ?? [];
+        const command = context.commandName;
+        const unknown = ids.find((id) => this.unseen.has(id) || (command === 'TerminateInstancesCommand' && this.unknownToTerminate.has(id)));
+        if (unknown && (command === 'TerminateInstancesCommand' || command === 'DescribeInstancesCommand')) {
+          throw Object.assign(new Error(`The instance ID '${unknown}' does not exist`), { name: 'InvalidInstanceID.NotFound', Code: 'InvalidInstanceID.NotFound' });
+        }
+        const result = await next(args);
+        if (command === 'RunInstancesCommand' && this.hideNewInstances) {
+          for (const i of (result.output as RunInstancesCommandOutput).Instances ?? []) this.unseen.add(i.InstanceId!);
+        }
+        if (command === 'DescribeInstancesCommand') {
+          for (const r of (result.output as DescribeInstancesCommandOutput).Reservations ?? []) r.Instances = (r.Instances ?? []).filter((i) => !this.unseen.has(i.InstanceId!));
+        }
+        return result;
+      },
+      { step: 'initialize', name: 'ec2PropagationDelay' },
+    );
+    return client;
+  }
+}
+
+describe('aws-ec2 provider under EC2 eventual consistency', () => {
+  let endpoint: string;
+  let ec2: EC2Client;
+  const ctx = { controllerId: 'ctl-ec2-lag', poolId: 'pool-lag' };
+  const stateOf = async (id: string) => (await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations?.[0]?.Instances?.[0]?.State?.Name;
+  const lagging = (now?: () => number) => {
+    const delay = new PropagationDelay();
+    const client = delay.install(new EC2Client({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'testing-key', secretAccessKey: 'testing-secret' } }));
+    return { delay, provider: new AwsEc2Provider(options(endpoint, 'ec2-lag'), CREDENTIAL_ENV, { client, ...(now ? { now } : {}) }) };
+  };
+  const failure = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err);
+
+  beforeAll(async () => {
+    endpoint = await motoEndpoint();
+    ec2 = new EC2Client({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'testing-key', secretAccessKey: 'testing-secret' } });
+  }, 300_000);
+  afterAll(() => ec2.destroy());
+
+  it('does not confirm a delete right after the create while EC2 does not list the machine yet, and terminates it once it does', async () => {
+    const { delay, provider } = lagging();
+    delay.hideNewInstances = true;
+    const created = await provider.createInstance(bootstrapFor('ec2-lag-new', 'pool-lag'), ctx);
+    delay.hideNewInstances = false;
+
+    const err = await failure(provider.deleteInstance(created.providerId, ctx));
+    expect(err).toBeInstanceOf(ProviderFaultError);
+    expect((err as ProviderFaultError).retryable).toBe(true);
+    expect((err as Error).message).toContain('InvalidInstanceID.NotFound');
+    expect(await stateOf(created.providerId)).toBe('running');
+
+    delay.unseen.delete(created.providerId);
+    await provider.deleteInstance(created.providerId, ctx);
+    expect(['shutting-down', 'terminated']).toContain(await stateOf(created.providerId));
+    await provider.close();
+  });
+
+  it('does not take NotFound from TerminateInstances as gone while DescribeInstances shows the machine', async () => {
+    const { delay, provider } = lagging();
+    const created = await provider.createInstance(bootstrapFor('ec2-lag-terminate', 'pool-lag'), ctx);
+    delay.unknownToTerminate.add(created.providerId);
+
+    const err = await failure(provider.deleteInstance(created.providerId, ctx));
+    expect(err).toBeInstanceOf(ProviderFaultError);
+    expect((err as ProviderFaultError).retryable).toBe(true);
+    expect(await stateOf(created.providerId)).toBe('running');
+
+    delay.unknownToTerminate.delete(created.providerId);
+    await provider.deleteInstance(created.providerId, ctx);
+    expect(['shutting-down', 'terminated']).toContain(await stateOf(created.providerId));
+    await provider.close();
+  });
+
+  it('takes an id as gone at once when EC2 shows it terminated, and after five minutes of not knowing it otherwise', async () => {
+    let now = Date.parse('2030-01-01T00:00:00Z');
+    const { delay, provider } = lagging(() => now);
+    const created = await provider.createInstance(bootstrapFor('ec2-lag-gone', 'pool-lag'), ctx);
+    await provider.deleteInstance(created.providerId, ctx);
+    delay.unknownToTerminate.add(created.providerId);
+    await provider.deleteInstance(created.providerId, ctx);
+
+    const unknown = 'i-0123456789abcdef0';
+    expect(await failure(provider.deleteInstance(unknown, ctx))).toBeInstanceOf(ProviderFaultError);
+    now += 4 * 60_000;
+    expect(await failure(provider.deleteInstance(unknown, ctx))).toBeInstanceOf(ProviderFaultError);
+    now += 60_000;
+    await provider.deleteInstance(unknown, ctx);
+    await provider.close();
   });
 });
 

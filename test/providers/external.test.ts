@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { providerConfigSchema } from '../../config/schema';
 import { ExternalProvider } from '../../providers/external/provider';
 import { RUNNERFLOW_STDIN_KEY } from '../../providers/external/protocol';
 import { ProviderDuplicateError, ProviderFaultError, ProviderNotFoundError, type ProviderCallContext } from '../../providers/port';
@@ -180,6 +181,31 @@ describe.each(['v0.1.0', 'v0.1.1'] as const)('external provider %s', (interfaceV
     expect((err as Error).message).toMatch(/CreateInstance timed out after 300 ms/);
   });
 
+  it('bounds a call only by its caller when no timeout is configured, so a slow create is not cut off', async () => {
+    const config = providerConfigSchema.parse({ type: 'external', name: 'ext-slow', executable: script.executable, configFile: script.configFile, interfaceVersion });
+    if (config.type !== 'external') throw new Error('expected an external provider config');
+    expect(config.timeout).toBeUndefined();
+    const slow = new ExternalProvider(config, HOST_ENV);
+    script.setBehaviour('CreateInstance', { delayMs: 1_500 });
+    const started = Date.now();
+    expect(await slow.createInstance(bootstrapFor('slow-1', 'pool-7'), ctx)).toMatchObject({ name: 'slow-1', status: 'running' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+    expect(await slow.createInstance(bootstrapFor('slow-2', 'pool-7'), { ...ctx, timeoutMs: 20_000 })).toMatchObject({ name: 'slow-2' });
+    script.setBehaviour('CreateInstance', { hang: true });
+    const err = await slow.createInstance(bootstrapFor('slow-3', 'pool-7'), { ...ctx, timeoutMs: 300 }).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/CreateInstance timed out after 300 ms/);
+  });
+
+  it('lets a configured timeout cap every call, a create whose caller allows longer included', async () => {
+    const config = providerConfigSchema.parse({ type: 'external', name: 'ext-capped', executable: script.executable, configFile: script.configFile, interfaceVersion, timeout: '500ms' });
+    if (config.type !== 'external') throw new Error('expected an external provider config');
+    const capped = new ExternalProvider(config, HOST_ENV);
+    script.setBehaviour('CreateInstance', { delayMs: 1_500 });
+    const err = await capped.createInstance(bootstrapFor('capped-1', 'pool-7'), { ...ctx, timeoutMs: 20_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderFaultError);
+    expect((err as Error).message).toMatch(/CreateInstance timed out after 500 ms/);
+  });
+
   it('rejects with the abort reason and kills the executable when the signal aborts', async () => {
     script.setBehaviour('DeleteInstance', { hang: true });
     const abort = new AbortController();
@@ -219,4 +245,12 @@ describe.each(['v0.1.0', 'v0.1.1'] as const)('external provider %s', (interfaceV
       expect(script.calls()).toHaveLength(0);
     });
   }
+});
+
+describe('external provider config', () => {
+  it('refuses a timeout of 0, naming the way to leave calls unbounded', () => {
+    const parsed = providerConfigSchema.safeParse({ type: 'external', name: 'ext-zero', executable: '/bin/true', timeout: 0 });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]).toMatchObject({ path: ['timeout'], message: expect.stringContaining('leave timeout out') });
+  });
 });

@@ -4,7 +4,9 @@
  * files in a state directory named by its config file; every call is recorded with
  * its environment and stdin; `behaviour.json` overrides what a command does.
  * Like garm-provider-common, it refuses ListInstances without GARM_POOL_ID, and in
- * v0.1.1 GetInstance and DeleteInstance too.
+ * v0.1.1 GetInstance and DeleteInstance too. A `regional` script plays a cloud whose
+ * region comes from the pool's extra specs: a machine is made in the `region` of
+ * GARM_POOL_EXTRASPECS, and only calls naming that region see it.
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +19,8 @@ export interface ScriptBehaviour {
   stderr?: string;
   /** Sleeps forever (after spawning a child that also sleeps, to check the group is killed). */
   hang?: boolean;
+  /** Takes this long before doing the command (or the rest of this behaviour), like a slow cloud. */
+  delayMs?: number;
 }
 
 export interface RecordedCall {
@@ -40,7 +44,8 @@ if (needsPool && !process.env.GARM_POOL_ID) { process.stderr.write('missing pool
 
 const behaviours = fs.existsSync(path.join(dir, 'behaviour.json')) ? JSON.parse(fs.readFileSync(path.join(dir, 'behaviour.json'), 'utf8')) : {};
 const b = behaviours[command];
-if (b) {
+if (b && b.delayMs) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, b.delayMs);
+if (b && (b.hang || b.exit !== undefined || b.stdout !== undefined || b.stderr !== undefined)) {
   if (b.hang) {
     const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     fs.writeFileSync(path.join(dir, 'hung-child.pid'), String(child.pid));
@@ -54,9 +59,11 @@ if (b) {
 
 const instances = path.join(dir, 'instances');
 fs.mkdirSync(instances, { recursive: true });
+const extraSpecs = JSON.parse(Buffer.from(process.env.GARM_POOL_EXTRASPECS || '', 'base64').toString() || '{}');
+const region = config.regional ? extraSpecs.region : undefined;
 const file = (name) => path.join(instances, encodeURIComponent(name) + '.json');
-const all = () => fs.readdirSync(instances).map((f) => JSON.parse(fs.readFileSync(path.join(instances, f), 'utf8')));
-const find = (id) => (fs.existsSync(file(id)) ? JSON.parse(fs.readFileSync(file(id), 'utf8')) : all().find((m) => m.provider_id === id));
+const all = () => fs.readdirSync(instances).map((f) => JSON.parse(fs.readFileSync(path.join(instances, f), 'utf8'))).filter((m) => m.region === region);
+const find = (id) => all().find((m) => m.name === id || m.provider_id === id);
 const publicView = (m) => ({ provider_id: m.provider_id, name: m.name, os_type: m.os_type, os_name: 'ubuntu', os_version: '24.04', os_arch: m.arch, addresses: [{ address: '127.0.0.2', type: 'private' }], status: m.status, provider_fault: m.fault ? Buffer.from(m.fault).toString('base64') : '' });
 const notFound = (id) => { process.stderr.write('instance ' + id + ' not found\n'); process.exit(30); };
 
@@ -64,7 +71,7 @@ switch (command) {
   case 'CreateInstance': {
     const boot = JSON.parse(stdin);
     if (fs.existsSync(file(boot.name))) { process.stderr.write('instance ' + boot.name + ' already exists\n'); process.exit(31); }
-    const m = { provider_id: 'ext-' + boot.name, name: boot.name, os_type: boot.os_type, arch: boot.arch, status: 'running', controller: process.env.GARM_CONTROLLER_ID, pool: process.env.GARM_POOL_ID };
+    const m = { provider_id: 'ext-' + boot.name, name: boot.name, os_type: boot.os_type, arch: boot.arch, status: 'running', controller: process.env.GARM_CONTROLLER_ID, pool: process.env.GARM_POOL_ID, region };
     fs.writeFileSync(file(boot.name), JSON.stringify(m));
     process.stdout.write(JSON.stringify(publicView(m)));
     break;
@@ -106,8 +113,7 @@ switch (command) {
     break;
   case 'ValidatePoolInfo': {
     const pool = JSON.parse(stdin || '{}');
-    const specs = JSON.parse(Buffer.from(process.env.GARM_POOL_EXTRASPECS || '', 'base64').toString() || '{}');
-    if (!pool.image || specs.invalid) { process.stderr.write('image is required and extra specs must be valid\n'); process.exit(1); }
+    if (!pool.image || extraSpecs.invalid) { process.stderr.write('image is required and extra specs must be valid\n'); process.exit(1); }
     break;
   }
   case 'GetConfigJSONSchema':
@@ -132,8 +138,13 @@ export interface ExternalScriptFixture {
   remove(): void;
 }
 
+export interface ExternalScriptOptions {
+  /** Machines live in the region their create's extra specs named (see above). */
+  regional?: boolean;
+}
+
 /** Writes the executable, its config file and state directory into a fresh temp dir. */
-export function writeExternalScript(): ExternalScriptFixture {
+export function writeExternalScript(options: ExternalScriptOptions = {}): ExternalScriptFixture {
   const dir = mkdtempSync(join(tmpdir(), 'runnerflow-external-'));
   const stateDir = join(dir, 'state');
   mkdirSync(stateDir);
@@ -141,7 +152,7 @@ export function writeExternalScript(): ExternalScriptFixture {
   writeFileSync(executable, `#!${process.execPath}\n${SCRIPT}`);
   chmodSync(executable, 0o755);
   const configFile = join(dir, 'provider-config.json');
-  writeFileSync(configFile, JSON.stringify({ stateDir }));
+  writeFileSync(configFile, JSON.stringify({ stateDir, regional: options.regional === true }));
   const behaviourFile = join(stateDir, 'behaviour.json');
   const readBehaviours = (): Record<string, ScriptBehaviour> => (existsSync(behaviourFile) ? (JSON.parse(readFileSync(behaviourFile, 'utf8')) as Record<string, ScriptBehaviour>) : {});
   return {
@@ -164,8 +175,12 @@ export function writeExternalScript(): ExternalScriptFixture {
 }
 
 /** An ExternalProvider named `name` running a fresh test script, as GARM would run a real one. */
-export function externalProviderOnScript(name: string, interfaceVersion: 'v0.1.0' | 'v0.1.1'): { provider: ExternalProvider; script: ExternalScriptFixture } {
-  const script = writeExternalScript();
+export function externalProviderOnScript(
+  name: string,
+  interfaceVersion: 'v0.1.0' | 'v0.1.1',
+  options: ExternalScriptOptions = {},
+): { provider: ExternalProvider; script: ExternalScriptFixture } {
+  const script = writeExternalScript(options);
   const provider = new ExternalProvider({ name, executable: script.executable, configFile: script.configFile, interfaceVersion, environmentPrefixes: [], timeout: 20_000 });
   return { provider, script };
 }
