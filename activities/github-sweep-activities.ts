@@ -18,7 +18,7 @@ import { PoolDirectory } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
 import type { PoolSettings } from '../domain/pool';
-import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
+import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { knownJobsQuery, poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
@@ -61,6 +61,8 @@ export interface PoolRegistrationsReport {
 }
 
 export interface GitHubSweepDeps {
+  /** Only registrations carrying this installation's label (`controllerLabel`) are judged. */
+  controllerId: string;
   client: Client;
   namespace: string;
   github: { get(credentials: string): GitHubPort };
@@ -83,11 +85,16 @@ const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/
 const NAMES_PER_QUERY = 100;
 const QUERIES_AT_ONCE = 16;
 
-/** The pool workflow names its runners `<prefix or pool name, first 50 characters>-<10 hex>` (workflows/pool-book.ts). */
-export function registrationMatcher(settings: Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels'>): (runner: GitHubRunner) => boolean {
+/**
+ * The pool workflow names its runners `<prefix or pool name, first 50 characters>-<10 hex>`
+ * (workflows/pool-book.ts) and registers them with the pool's labels and this installation's.
+ * Another installation's pool of the same name registers runners that look the same but for
+ * that last label, and this one's workflows cannot know them.
+ */
+export function registrationMatcher(settings: Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels'>, controllerId: string): (runner: GitHubRunner) => boolean {
   const base = (settings.runnerPrefix ?? settings.name).slice(0, 50);
   const pattern = new RegExp(`^${escapeRegExp(base)}-[0-9a-f]{10}$`, 'i');
-  const wanted = settings.labels.map((l) => l.toLowerCase()).filter((l) => l !== 'self-hosted');
+  const wanted = [...settings.labels, controllerLabel(controllerId)].map((l) => l.toLowerCase()).filter((l) => l !== 'self-hosted');
   return (runner) => {
     if (!pattern.test(runner.name)) return false;
     const have = new Set(runner.labels.map((l) => l.toLowerCase()));
@@ -121,7 +128,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       poolNames.push(settings.name);
       const key = `${settings.github.credentials}|${scopeKey(settings.github.scope)}`;
       const group = groups.get(key) ?? { credentials: settings.github.credentials, scope: settings.github.scope, pools: [] };
-      group.pools.push({ name: settings.name, matches: registrationMatcher(settings) });
+      group.pools.push({ name: settings.name, matches: registrationMatcher(settings, deps.controllerId) });
       groups.set(key, group);
     }
     return { groups: [...groups.values()], poolNames };
@@ -294,7 +301,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       const group: ScopeGroup = {
         credentials: settings.github.credentials,
         scope: settings.github.scope,
-        pools: [{ name: settings.name, matches: registrationMatcher(settings) }],
+        pools: [{ name: settings.name, matches: registrationMatcher(settings, deps.controllerId) }],
       };
       await sweepScope(group, new Set(), 0, report);
       return {

@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { scopeUrl, type GitHubPort, type RemoveRunnerOutcome, type RunnerCredential } from '../github/port';
+import { controllerLabel, scopeUrl, type GitHubPort, type RemoveRunnerOutcome, type RunnerCredential } from '../github/port';
 import { takesPoolExtraSpecs } from '../providers/external/provider';
 import type { BootstrapInstance, MachineListing, ProviderCallContext, ProviderInstanceStatus, ProviderPort } from '../providers/port';
 import { isNotFound, listMachines } from '../providers/port';
@@ -217,6 +217,8 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
   const actionsFor = (github: InstanceSpec['github']) => actionsClientFor(deps.github, github);
 
   /** A scale set's runners get their JIT config from the scale set; others through the REST port. */
+  const registeredLabels = (labels: string[]): string[] => [...labels, controllerLabel(deps.controllerId)];
+
   async function runnerCredential(gh: GitHubPort, args: CreateInstanceArgs): Promise<RunnerCredential> {
     if (args.spec.scaleSet) {
       const jit = await actionsFor(args.spec.github).generateJitConfig(args.spec.scaleSet.id, args.name, '_work');
@@ -225,7 +227,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     return gh.createRunnerCredential({
       scope: args.spec.github.scope,
       name: args.name,
-      labels: args.spec.labels,
+      labels: registeredLabels(args.spec.labels),
       runnerGroupId: args.spec.runnerGroupId,
       workFolder: '_work',
       jit: args.spec.ephemeral,
@@ -286,7 +288,8 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
           osType: args.spec.osType,
           flavor: args.spec.flavor,
           image: args.spec.image,
-          labels: args.spec.labels,
+          // A runner registered by its boot script (no JIT config) carries the label too.
+          labels: args.spec.scaleSet ? args.spec.labels : registeredLabels(args.spec.labels),
           jitConfigEnabled: credential.kind === 'jit',
           ...(credential.kind === 'jit' ? { jitConfig: credential.encodedJitConfig } : { registrationToken: credential.token }),
         };

@@ -9,6 +9,16 @@ export type GitHubScope =
   | { kind: 'org'; org: string }
   | { kind: 'enterprise'; enterprise: string };
 
+/**
+ * The label every runner of an installation is registered with, as GARM adds its
+ * `runner-controller-id`: runner names and pool labels may repeat across installations
+ * in one organisation (staging and production, an old and a new cluster), and the sweep
+ * removes only registrations that carry its own installation's label.
+ */
+export function controllerLabel(controllerId: string): string {
+  return `runnerflow-controller:${controllerId}`;
+}
+
 export interface RunnerCredentialRequest {
   scope: GitHubScope;
   /** The runner name: equal to the instance name. */

@@ -63,7 +63,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
       ...createRelayActivities({ client }),
       ...createForceDeleteActivities({ ...options.activities, client }),
       // A deleted pool removes what it left at GitHub; the worker's sweep adds its job routing over these.
-      ...createGitHubSweepActivities({ client, namespace: options.namespace, github: options.activities.github }),
+      ...createGitHubSweepActivities({ controllerId: options.activities.controllerId, client, namespace: options.namespace, github: options.activities.github }),
       ...(options.extraActivities ?? {}),
     },
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,

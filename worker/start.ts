@@ -87,6 +87,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     extraActivities: {
       ...createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
       ...createGitHubSweepActivities({
+        controllerId: config.controllerId,
         client,
         namespace: config.temporal.namespace,
         github: options.github,

@@ -12,7 +12,7 @@ import { registrationMatcher } from '../../activities/github-sweep-activities';
 import { QUEUED_RUNS_PER_SWEEP } from '../../domain/lost-job-rotation';
 import { PoolDirectory } from '../../api/pool-directory';
 import { createGitHubRegistry } from '../../github/registry';
-import type { GitHubScope } from '../../github/port';
+import { controllerLabel, type GitHubScope } from '../../github/port';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { PROVIDER_SWEEP_WORKFLOW, providerSweep } from '../../workflows/provider-sweep';
 import type { SweepArgs, SweepReport } from '../../activities/sweep-activities';
@@ -81,8 +81,9 @@ describe('GitHub registrations no workflow owns', () => {
     expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
     const scope: GitHubScope = { kind: 'repo', owner: 'acme', repo };
     const github = createGitHubRegistry(stack.loaded.config, stack.loaded.env).get('default');
-    const register = (name: string, extraLabels: string[] = []) =>
-      github.createRunnerCredential({ scope, name, labels: [...pool.labels, ...extraLabels], runnerGroupId: 1, workFolder: '_work', jit: true });
+    const ours = controllerLabel(stack.loaded.config.controllerId);
+    const register = (name: string, extraLabels: string[] = [], installation = ours) =>
+      github.createRunnerCredential({ scope, name, labels: [...pool.labels, installation, ...extraLabels], runnerGroupId: 1, workFolder: '_work', jit: true });
 
     // 1. Registered, then the process crashed before any machine or workflow knew it.
     const untracked = `${pool.name}-${hex10()}`;
@@ -109,8 +110,15 @@ describe('GitHub registrations no workflow owns', () => {
     // 5. Someone else's runner in the same scope (other naming): never ours to judge.
     const foreign = `build-box-${hex10()}`;
     await register(foreign);
+    // 6. Another installation's runner of a pool with the same name and labels, not booted yet.
+    const otherInstallation = `${pool.name}-${hex10()}`;
+    await register(otherInstallation, [], controllerLabel('staging'));
     // The pool's own idle runner is live.
-    const live = await eventually(() => stack.sim.runners().find((r) => String(r.name).startsWith(`${pool.name}-`) && ![untracked, orphaned, busy].includes(String(r.name)) && r.status === 'online'), 30_000, 'the pool runner');
+    const live = await eventually(
+      () => stack.sim.runners().find((r) => String(r.name).startsWith(`${pool.name}-`) && ![untracked, orphaned, busy, onlineUntracked, otherInstallation].includes(String(r.name)) && r.status === 'online'),
+      30_000,
+      'the pool runner',
+    );
 
     // Without a workflow at all there is no clock to wait for: retention dropped it long ago, or it never had one.
     const early = await sweep(3_600_000);
@@ -133,19 +141,23 @@ describe('GitHub registrations no workflow owns', () => {
     expect(report.github?.skipped).toHaveLength(2);
     expect(report.github?.owned).toBeGreaterThanOrEqual(1);
     const left = stack.sim.runners().map((r) => String(r.name));
-    expect(left).toEqual(expect.arrayContaining([busy, onlineUntracked, foreign, String(live.name)]));
+    expect(left).toEqual(expect.arrayContaining([busy, onlineUntracked, foreign, otherInstallation, String(live.name)]));
     expect(left).not.toContain(untracked);
     expect(left).not.toContain(orphaned);
   });
 
-  it('recognises only the pool naming and labels', () => {
-    const matches = registrationMatcher({ name: 'linux-x64', labels: ['self-hosted', 'linux', 'x64'] });
+  it("recognises only the pool naming and labels, with this installation's label", () => {
+    const matches = registrationMatcher({ name: 'linux-x64', labels: ['self-hosted', 'linux', 'x64'] }, 'prod');
     const runner = (name: string, labels: string[]) => ({ id: 1, name, os: 'linux', status: 'offline' as const, busy: false, labels });
-    expect(matches(runner('linux-x64-0123456789', ['self-hosted', 'Linux', 'X64']))).toBe(true);
-    expect(matches(runner('linux-x64-0123456789', ['self-hosted', 'linux']))).toBe(false);
-    expect(matches(runner('linux-x64-arm-0123456789', ['linux', 'x64']))).toBe(false);
-    expect(matches(runner('linux-x64-012345678', ['linux', 'x64']))).toBe(false);
-    expect(registrationMatcher({ name: 'p', runnerPrefix: 'ci', labels: ['gpu'] })(runner('ci-abcdefabcd', ['gpu']))).toBe(true);
+    const prod = controllerLabel('prod');
+    expect(matches(runner('linux-x64-0123456789', ['self-hosted', 'Linux', 'X64', prod]))).toBe(true);
+    expect(matches(runner('linux-x64-0123456789', ['self-hosted', 'linux', prod]))).toBe(false);
+    expect(matches(runner('linux-x64-arm-0123456789', ['linux', 'x64', prod]))).toBe(false);
+    expect(matches(runner('linux-x64-012345678', ['linux', 'x64', prod]))).toBe(false);
+    // The same pool of another installation in the same organisation, and a runner registered without the label.
+    expect(matches(runner('linux-x64-0123456789', ['self-hosted', 'linux', 'x64', controllerLabel('staging')]))).toBe(false);
+    expect(matches(runner('linux-x64-0123456789', ['self-hosted', 'linux', 'x64']))).toBe(false);
+    expect(registrationMatcher({ name: 'p', runnerPrefix: 'ci', labels: ['gpu'] }, 'prod')(runner('ci-abcdefabcd', ['gpu', prod]))).toBe(true);
   });
 });
 

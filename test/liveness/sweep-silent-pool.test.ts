@@ -28,7 +28,7 @@ it('a pool no worker serves is reported as not answering, within the query bound
     memo: { ...poolMemoOf(settings) },
   });
   try {
-    const activities = createGitHubSweepActivities({ client, namespace: 'default', github: { get: () => new GitHubDouble() }, queryTimeoutMs: 500 });
+    const activities = createGitHubSweepActivities({ controllerId: 'test-controller', client, namespace: 'default', github: { get: () => new GitHubDouble() }, queryTimeoutMs: 500 });
     const started = Date.now();
     // Visibility lags the start: sweep until the pool is seen.
     let report = await activities.sweepGitHubRunners({ provider, gracePeriodMs: 0 });

@@ -26,7 +26,7 @@ export function useSweepRig(): SweepRig {
   const rig = useProviderRig<SweepRig>(
     (r) => ({
       ...createSweepActivities({ controllerId: CONTROLLER, providers: r.providers, client: r.client, namespace: 'default', now: () => Date.now() + r.clockOffset.ms }),
-      ...createGitHubSweepActivities({ client: r.client, namespace: 'default', github: { get: () => r.github }, now: () => Date.now() + r.clockOffset.ms }),
+      ...createGitHubSweepActivities({ controllerId: CONTROLLER, client: r.client, namespace: 'default', github: { get: () => r.github }, now: () => Date.now() + r.clockOffset.ms }),
     }),
     { clockOffset: { ms: 0 } },
   );
