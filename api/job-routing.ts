@@ -15,6 +15,13 @@ export type Candidates =
   | { kind: 'none'; reason: string };
 
 /** The enabled matching pools of the top priority, or why there are none. */
+/** Pools named in an unmatched job's reason. Every reason is kept with its job, and a batch of them travels in one signal. */
+const NAMED_IN_REASON = 10;
+const namesOf = (pools: readonly PoolEntry[]): string =>
+  pools.length <= NAMED_IN_REASON
+    ? pools.map((p) => p.name).join(', ')
+    : `${pools.slice(0, NAMED_IN_REASON).map((p) => p.name).join(', ')} and ${pools.length - NAMED_IN_REASON} more`;
+
 export function candidatePools(pools: readonly PoolEntry[], jobLabels: readonly string[], repository?: string): Candidates {
   // A pool being deleted is as good as gone; a scale-set pool takes its jobs from the scale set.
   const labelled = pools.filter((p): p is RoutableEntry => p.memo !== undefined && !p.memo.deleting && p.memo.mode !== 'scaleSet' && poolMatchesLabels(p.memo, jobLabels));
@@ -23,8 +30,8 @@ export function candidatePools(pools: readonly PoolEntry[], jobLabels: readonly 
   if (enabled.length === 0) {
     const labels = jobLabels.join(', ') || '(none)';
     let reason = `no pool has the labels ${labels}`;
-    if (matching.length > 0) reason = `the pools with the labels ${labels} are disabled: ${matching.map((p) => p.name).join(', ')}`;
-    else if (labelled.length > 0) reason = `no pool with the labels ${labels} registers runners for ${repository}: ${labelled.map((p) => p.name).join(', ')} serve other repositories`;
+    if (matching.length > 0) reason = `the pools with the labels ${labels} are disabled: ${namesOf(matching)}`;
+    else if (labelled.length > 0) reason = `no pool with the labels ${labels} registers runners for ${repository}: ${namesOf(labelled)} serve other repositories`;
     return { kind: 'none', reason };
   }
   const top = Math.max(...enabled.map((p) => p.memo.priority));

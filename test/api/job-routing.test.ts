@@ -31,6 +31,15 @@ describe('candidatePools', () => {
     });
   });
 
+  it('names at most ten pools in a reason, however many there are', () => {
+    const disabled = Array.from({ length: 150 }, (_, i) => pool(`repo-pool-${String(i).padStart(3, '0')}`, ['linux'], 0, false));
+    const result = candidatePools(disabled, ['linux']);
+    expect(result).toEqual({
+      kind: 'none',
+      reason: `the pools with the labels linux are disabled: ${disabled.slice(0, 10).map((p) => p.name).join(', ')} and 140 more`,
+    });
+  });
+
   it('only offers a job to pools whose runners its repository can use', () => {
     const repoPool = { ...pool('widgets', ['linux']), memo: { ...pool('x', []).memo!, labels: ['linux'], scope: { kind: 'repo' as const, owner: 'acme', repo: 'widgets' } } };
     const orgPool = { ...pool('acme-org', ['linux']), memo: { ...pool('x', []).memo!, labels: ['linux'], scope: { kind: 'org' as const, org: 'Acme' } } };
