@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { controllerLabel } from '../../github/port';
 import { forceDeleteSignal, jobStartedSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { deletePoolSignal, jobProgressSignal, jobQueuedSignal, poolStateQuery, updatePoolSignal } from '../../workflows/pool-messages';
 import { eventually, FAST_TIMINGS, useTestWorker } from '../support/temporal';
@@ -191,9 +192,12 @@ describe('runnerPool', () => {
     // A dead busy runner's registration and one whose removal failed: workflows long closed, registrations still there.
     const left = [`${settings.name}-0123456789`, `${settings.name}-abcdef0123`];
     const other = `${settings.name}x-0123456789`;
-    for (const name of [...left, other]) {
-      await env.w.github.createRunnerCredential({ scope: settings.github.scope, name, labels: settings.labels, runnerGroupId: 1, workFolder: '_work', jit: true });
-    }
+    // The same naming and labels, registered by another installation.
+    const otherInstallation = `${settings.name}-fedcba9876`;
+    const register = (name: string, installation = controllerLabel('test-controller')) =>
+      env.w.github.createRunnerCredential({ scope: settings.github.scope, name, labels: [...settings.labels, installation], runnerGroupId: 1, workFolder: '_work', jit: true });
+    for (const name of [...left, other]) await register(name);
+    await register(otherInstallation, controllerLabel('another-installation'));
     env.w.github.busy.add(left[0]!);
     const listsBefore = env.w.github.calls.filter((c) => c.op === 'list').length;
     try {
@@ -209,8 +213,9 @@ describe('runnerPool', () => {
     const stillRegistered = (await env.w.github.listRunners()).map((r) => r.name);
     expect(stillRegistered).not.toContain(left[0]);
     expect(stillRegistered).not.toContain(left[1]);
-    // Another pool's naming is not this pool's to remove.
+    // Another pool's naming is not this pool's to remove, nor another installation's runner.
     expect(stillRegistered).toContain(other);
+    expect(stillRegistered).toContain(otherInstallation);
   });
 
   it('starts a large number of runners over several decisions, never more per decision than its bound', async () => {
