@@ -298,10 +298,23 @@ export class PoolBook {
     return status === 'active';
   }
 
-  /** Drops reports older than the last one applied (signals may be reordered). */
+  /**
+   * Drops reports older than the last one applied (signals may be reordered). Only one listener's
+   * reports are ordered by `seq`: a listener started anew on the same scale set counts from 1
+   * again, and would go unheard until its count passed its predecessor's. Its reports cannot be
+   * overtaken by the old one's, which ended before it started (one workflow id) and waited for
+   * each report to be delivered.
+   */
   scaleSetDemand(args: ScaleSetDemandArgs): boolean {
-    if (this.scaleSet && args.seq <= this.scaleSet.seq && args.scaleSetId === this.scaleSet.id) return false;
-    this.scaleSet = { id: args.scaleSetId, name: args.scaleSetName, totalAssignedJobs: args.totalAssignedJobs, seq: args.seq };
+    const last = this.scaleSet;
+    if (last && args.scaleSetId === last.id && args.listener === last.listener && args.seq <= last.seq) return false;
+    this.scaleSet = {
+      id: args.scaleSetId,
+      name: args.scaleSetName,
+      totalAssignedJobs: args.totalAssignedJobs,
+      seq: args.seq,
+      ...(args.listener !== undefined ? { listener: args.listener } : {}),
+    };
     return true;
   }
 

@@ -70,7 +70,7 @@ export interface PoolCarriedState {
   /** Epoch ms before which no runner is created (bootstrap-failure backoff). */
   backoffUntil?: number;
   /** Scale-set pools: the scale set and its assigned jobs as the listener last reported. */
-  scaleSet?: { id: number; name: string; totalAssignedJobs: number; seq: number };
+  scaleSet?: { id: number; name: string; totalAssignedJobs: number; seq: number; listener?: string };
 }
 
 export interface PoolView {

@@ -1,17 +1,18 @@
 /**
  * The runnerPool's seam to its scale-set listener (pools in `scaleSet` mode):
  * starts it as an abandoned child with a fixed id (so there is never a second
- * one), forwards settings changes, and stops it (deleting the scale set) when
- * the pool ends. Kept apart from the pool loop so the two evolve independently.
+ * one), forwards settings changes, tells it to take no more jobs once the pool
+ * is being deleted, and stops it (deleting the scale set) when the pool ends.
+ * Kept apart from the pool loop so the two evolve independently.
  */
 import { getExternalWorkflowHandle, log, ParentClosePolicy, patched, startChild, WorkflowIdReusePolicy, workflowInfo } from '@temporalio/workflow';
 import type { PoolSettings } from '../domain/pool';
 import { scaleSetNameOf, sessionOwnerName } from '../domain/scale-set';
 import type { InstanceTimings } from '../domain/timings';
 import { scaleSetListener } from './scale-set-listener';
-import { scaleSetListenerId, stopListenerSignal, updateListenerSignal, type ScaleSetListenerSettings } from './scale-set-messages';
+import { scaleSetListenerId, stopListenerSignal, updateListenerSignal, type ScaleSetListenerSettings, type UpdateListenerArgs } from './scale-set-messages';
 
-export function listenerSettingsOf(settings: PoolSettings, installation: string): ScaleSetListenerSettings {
+export function listenerSettingsOf(settings: PoolSettings, installation: string, deleting = false): ScaleSetListenerSettings {
   return {
     pool: settings.name,
     target: { credentials: settings.github.credentials, scope: settings.github.scope },
@@ -21,18 +22,24 @@ export function listenerSettingsOf(settings: PoolSettings, installation: string)
     minRunners: settings.scaleSet?.minRunners ?? 0,
     maxRunners: settings.maxRunners,
     ownerName: sessionOwnerName(installation, settings.name),
+    takesJobs: settings.enabled && !deleting,
   };
 }
 
 export class PoolScaleSet {
   private started = false;
   private sentVersion = 0;
+  private toldDeleting = false;
 
   constructor(private readonly timings: InstanceTimings) {}
 
   /** Starts the listener once per run and forwards newer settings; a no-op for webhook pools. */
   async sync(settings: PoolSettings, settingsVersion: number, deleting: boolean): Promise<void> {
-    if (settings.mode !== 'scaleSet' || deleting) return;
+    if (settings.mode !== 'scaleSet') return;
+    if (deleting) {
+      this.closeToJobs(settings);
+      return;
+    }
     const listener = listenerSettingsOf(settings, workflowInfo().taskQueue);
     if (!this.started) {
       this.started = true;
@@ -55,9 +62,31 @@ export class PoolScaleSet {
     }
     if (this.sentVersion === settingsVersion) return;
     this.sentVersion = settingsVersion;
-    await getExternalWorkflowHandle(scaleSetListenerId(settings.name))
-      .signal(updateListenerSignal, { minRunners: listener.minRunners, maxRunners: listener.maxRunners, labels: listener.labels })
-      .catch((err: unknown) => log.warn('scale-set listener did not take the settings', { pool: settings.name, error: String(err) }));
+    await this.update(listener);
+  }
+
+  /**
+   * The pool is being deleted: its runners drain, and it makes no new ones. The listener keeps its
+   * session until the last runner is gone, because the JobStarted and JobCompleted messages are
+   * how those runners learn of their jobs; but it acquires no more, so that GitHub can give them
+   * to a scale set that will run them. Once per run: a run continued while deleting tells it
+   * again, which changes nothing. (patched: pools from before replay without telling it.)
+   *
+   * Not awaited: the pool looks whether its last runner is gone before this call and clears its
+   * wake-up after it, so the last runner's report, taken while this waited, would be missed and
+   * the deleted pool would never end.
+   */
+  private closeToJobs(settings: PoolSettings): void {
+    if (this.toldDeleting || !patched('listener-told-pool-is-deleting')) return;
+    this.toldDeleting = true;
+    void this.update(listenerSettingsOf(settings, workflowInfo().taskQueue, true));
+  }
+
+  private async update(listener: ScaleSetListenerSettings): Promise<void> {
+    const args: UpdateListenerArgs = { minRunners: listener.minRunners, maxRunners: listener.maxRunners, labels: listener.labels, takesJobs: listener.takesJobs !== false };
+    await getExternalWorkflowHandle(scaleSetListenerId(listener.pool))
+      .signal(updateListenerSignal, args)
+      .catch((err: unknown) => log.warn('scale-set listener did not take the settings', { pool: listener.pool, error: String(err) }));
   }
 
   /** The pool is gone (or left scale-set mode): close the session and delete the scale set. */

@@ -350,6 +350,11 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // report) still grow the history: the pool wakes for a full history too, not only for news.
   const wakeOnFullHistory = patched('wake-on-full-history');
   const historyFull = (): boolean => wakeOnFullHistory && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > historyLimit);
+  // The loop asks whether it is done before it awaits the scale set's step, and clears `dirty`
+  // after: the last runner's report, handled during that await, would be slept through until
+  // some later signal. (patched: pools that slept through it replay doing so.)
+  const wakesWhenDone = patched('pool-wakes-when-done');
+  const finished = (): boolean => wakesWhenDone && book.done;
   while (!book.done) {
     await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
     const plan = book.plan(Date.now());
@@ -373,12 +378,12 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     }
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
-      await condition(() => dirty || historyFull());
+      await condition(() => dirty || historyFull() || finished());
       continue;
     }
     const waitMs = plan.wakeAt !== undefined ? Math.max(1, plan.wakeAt - Date.now()) : undefined;
-    if (waitMs === undefined) await condition(() => dirty);
-    else await condition(() => dirty, waitMs);
+    if (waitMs === undefined) await condition(() => dirty || finished());
+    else await condition(() => dirty || finished(), waitMs);
   }
   if (book.settings.mode === 'scaleSet') await scaleSet.finish(book.settings, 'pool deleted');
   else if (patched('remove-registrations-on-delete')) await removeLeftRegistrations(book.settings, input.timings);

@@ -8,8 +8,11 @@
  * is acknowledged without being applied twice, and statistics are absolute, so
  * nothing is double-counted. The workflow id makes a second listener for the
  * pool impossible; a 409 on session create makes one for the scale set wait.
+ * A call the service refuses for good does not end it: it drops its session,
+ * waits and starts over, as GitHub's own controllers restart their listeners.
  */
 import {
+  ActivityFailure,
   CancellationScope,
   condition,
   continueAsNew,
@@ -42,6 +45,25 @@ import {
 
 const DEFAULT_HISTORY_LIMIT = 2_000;
 const RECENT_IDS_KEPT = 50;
+/**
+ * Tries at closing a session. Closing is a courtesy (a session nobody polls expires by itself),
+ * so a service that keeps failing it must not hold up what follows: deleting the scale set, or
+ * starting over after a failure.
+ */
+const CLOSE_ATTEMPTS = 3;
+/** Caps the doubling of the pause after failures, long before the interval itself is capped. */
+const MAX_DOUBLINGS = 20;
+
+/** `takesJobs` of an updateListener signal; pools that predate it send none. */
+function takesJobsOf(args: unknown): boolean | undefined {
+  const value = typeof args === 'object' && args !== null ? (args as { takesJobs?: unknown }).takesJobs : undefined;
+  return typeof value === 'boolean' ? value : undefined;
+}
+
+/** The failure's own words: an activity failure's message says only that an activity failed. */
+function failureMessage(err: ActivityFailure): string {
+  return (err.cause?.message || err.message).slice(0, 1000);
+}
 
 export async function scaleSetListener(input: ScaleSetListenerInput): Promise<ScaleSetView> {
   const t = input.timings;
@@ -58,6 +80,14 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     retry: { ...retry, nonRetryableErrorTypes: ['ScaleSetsNotConfigured'] },
     cancellationType: ActivityCancellationType.TRY_CANCEL,
   });
+  const closes = proxyActivities<ScaleSetActivities>({
+    startToCloseTimeout: t.githubAttemptTimeoutMs,
+    heartbeatTimeout: t.heartbeatTimeoutMs,
+    retry: { ...retry, maximumAttempts: CLOSE_ATTEMPTS, nonRetryableErrorTypes: ['ScaleSetsNotConfigured'] },
+  });
+  // Reports name the listener they come from, so that the pool hears a new listener whose count
+  // starts again. (patched: a run begun before sends its reports as it did, to its end.)
+  const listenerId = patched('scale-set-demand-names-its-listener') ? workflowInfo().firstExecutionRunId : undefined;
 
   const state: ListenerCarried = input.carried ?? {
     lastMessageId: 0,
@@ -68,12 +98,16 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     recentMessageIds: [],
     demandSeq: 0,
   };
-  let status: ListenerStatus = state.sessionId ? 'reconnecting' : 'starting';
-  let lastError: string | undefined;
+  let status: ListenerStatus = state.consecutiveFailures ? 'failing' : state.sessionId ? 'reconnecting' : 'starting';
   let stop: StopListenerArgs | undefined;
   let poll: CancellationScope | undefined;
 
   const desired = (): number => desiredRunnerCount(settings.minRunners, settings.maxRunners, state.statistics?.totalAssignedJobs ?? 0);
+  // A disabled or deleting pool makes no runners: a job acquired for it would wait for one that
+  // never comes, while a scale set of another installation could have run it.
+  const takesJobs = (): boolean => settings.takesJobs !== false;
+  // (patched: listeners that acquired although told not to replay acquiring.)
+  const acquiring = (): boolean => takesJobs() || !patched('listener-acquires-only-for-an-open-pool');
   const view = (): ScaleSetView => ({
     ...state,
     pool: settings.pool,
@@ -82,7 +116,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     desiredRunners: desired(),
     minRunners: settings.minRunners,
     maxRunners: settings.maxRunners,
-    ...(lastError ? { lastError } : {}),
+    takesJobs: takesJobs(),
   });
 
   setHandler(scaleSetStateQuery, view, { description: SCALE_SET_MESSAGE_DESCRIPTIONS.scaleSetState });
@@ -102,6 +136,8 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       settings.minRunners = next.minRunners;
       settings.maxRunners = next.maxRunners;
       settings.labels = next.labels;
+      const takes = takesJobsOf(args);
+      if (takes !== undefined) settings.takesJobs = takes;
     },
     { description: SCALE_SET_MESSAGE_DESCRIPTIONS.updateListener },
   );
@@ -118,6 +154,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         scaleSetName: settings.name,
         totalAssignedJobs: state.statistics?.totalAssignedJobs ?? 0,
         seq: state.demandSeq,
+        ...(listenerId !== undefined ? { listener: listenerId } : {}),
       })
       .catch((err: unknown) => log.warn('pool did not take the scale-set demand', { pool: settings.pool, error: String(err) }));
   }
@@ -148,14 +185,14 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     if (opened.outcome === 'conflict') {
       // Another listener holds the scale set: never poll beside it; ask again later.
       status = 'conflict';
-      lastError = opened.message;
+      state.lastError = opened.message;
       await condition(() => stop !== undefined, t.scaleSetConflictRetryMs);
       return false;
     }
     state.sessionId = opened.sessionId;
     state.sessionsOpened += 1;
     status = 'listening';
-    lastError = undefined;
+    state.lastError = undefined;
     if (opened.statistics) state.statistics = opened.statistics;
     await tellPool();
     return true;
@@ -169,7 +206,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       await calls.ackScaleSetMessage({ ...ref, messageId: message.messageId });
       return;
     }
-    if (message.available.length > 0) {
+    if (message.available.length > 0 && acquiring()) {
       const acquired = await calls.acquireScaleSetJobs({ ...ref, requestIds: message.available });
       if ('sessionLost' in acquired) {
         state.sessionId = undefined;
@@ -187,41 +224,83 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     if ((await calls.ackScaleSetMessage({ ...ref, messageId: message.messageId })) === 'session_lost') state.sessionId = undefined;
   }
 
+  /** Closes the session; returns why it could not be closed. */
+  async function closeSession(scaleSetId: number, sessionId: string): Promise<string | undefined> {
+    try {
+      await closes.closeScaleSetSession({ target, scaleSetId, sessionId });
+      return undefined;
+    } catch (err) {
+      // GitHub's own listeners only log this: the service answers a close of an expired session
+      // with a 400, and a session nobody polls expires anyway. (patched: listeners that failed on
+      // it replay failing.)
+      if (!(err instanceof ActivityFailure) || isCancellation(err) || !patched('listener-survives-failed-session-close')) throw err;
+      const why = failureMessage(err);
+      log.warn('message session not closed; the service lets it expire', { pool: settings.pool, sessionId, error: why });
+      return why;
+    }
+  }
+
+  /**
+   * A call the service refused for good: a runner group not made yet, credentials without the
+   * right, an answer this code does not understand. An operator or the service can change that,
+   * and nothing would start a listener that ended until its pool next continued as new: so, as
+   * GitHub's own controllers restart theirs, drop the session, pause, and start over.
+   */
+  async function recover(err: ActivityFailure): Promise<void> {
+    const failures = (state.consecutiveFailures ?? 0) + 1;
+    state.consecutiveFailures = failures;
+    status = 'failing';
+    state.lastError = failureMessage(err);
+    log.warn('scale-set listener failed; starting over after a pause', { pool: settings.pool, failures, error: state.lastError });
+    if (state.scaleSetId !== undefined && state.sessionId !== undefined) await closeSession(state.scaleSetId, state.sessionId);
+    state.sessionId = undefined;
+    const pause = Math.min(t.githubMaxIntervalMs, t.githubInitialIntervalMs * 2 ** Math.min(failures - 1, MAX_DOUBLINGS));
+    await condition(() => stop !== undefined, pause);
+  }
+
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
   function historyFull(): boolean {
     const info = workflowInfo();
     return info.continueAsNewSuggested || info.historyLength > historyLimit;
   }
   while (stop === undefined) {
-    if (state.sessionId === undefined) {
-      await openSession();
-      // Another listener may hold the scale set for days: each refused attempt adds to this
-      // history, which must be bounded then too. (patched: histories from before this check
-      // replay without it.)
-      if (stop === undefined && historyFull() && patched('listener-history-bound-without-session')) {
-        await continueAsNew<typeof scaleSetListener>({ ...input, settings, carried: state });
-      }
-      continue;
-    }
-    const sessionId = state.sessionId;
-    let polled: PollResult | undefined;
     try {
-      poll = new CancellationScope();
-      polled = await poll.run(() =>
-        polls.pollScaleSetMessage({ target, scaleSetId: state.scaleSetId!, sessionId, lastMessageId: state.lastMessageId, maxCapacity: settings.maxRunners }),
-      );
+      if (state.sessionId === undefined) {
+        await openSession();
+        // Another listener may hold the scale set for days: each refused attempt adds to this
+        // history, which must be bounded then too. (patched: histories from before this check
+        // replay without it.)
+        if (stop === undefined && historyFull() && patched('listener-history-bound-without-session')) {
+          await continueAsNew<typeof scaleSetListener>({ ...input, settings, carried: state });
+        }
+        continue;
+      }
+      const sessionId = state.sessionId;
+      let polled: PollResult | undefined;
+      try {
+        poll = new CancellationScope();
+        polled = await poll.run(() =>
+          polls.pollScaleSetMessage({ target, scaleSetId: state.scaleSetId!, sessionId, lastMessageId: state.lastMessageId, maxCapacity: takesJobs() ? settings.maxRunners : 0 }),
+        );
+      } catch (err) {
+        if (!isCancellation(err)) throw err;
+      } finally {
+        poll = undefined;
+      }
+      if (stop !== undefined || polled === undefined) break;
+      if (polled.kind === 'session_lost') {
+        status = 'reconnecting';
+        state.lastError = `message session ${sessionId} was lost`;
+        state.sessionId = undefined;
+      } else if (polled.kind === 'message') {
+        await apply(polled, sessionId);
+      }
+      // Counted only once a poll's answer took effect: a failure after each new session still backs off.
+      if (state.consecutiveFailures) state.consecutiveFailures = 0;
     } catch (err) {
-      if (!isCancellation(err)) throw err;
-    } finally {
-      poll = undefined;
-    }
-    if (stop !== undefined || polled === undefined) break;
-    if (polled.kind === 'session_lost') {
-      status = 'reconnecting';
-      lastError = `message session ${sessionId} was lost`;
-      state.sessionId = undefined;
-    } else if (polled.kind === 'message') {
-      await apply(polled, sessionId);
+      // (patched: listeners that ended on such a failure replay ending.)
+      if (!(err instanceof ActivityFailure) || isCancellation(err) || !patched('listener-survives-failures')) throw err;
+      await recover(err);
     }
     if (stop === undefined && historyFull()) {
       await continueAsNew<typeof scaleSetListener>({ ...input, settings, carried: state });
@@ -230,7 +309,8 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
 
   status = 'stopping';
   if (state.scaleSetId !== undefined && state.sessionId !== undefined) {
-    await calls.closeScaleSetSession({ target, scaleSetId: state.scaleSetId, sessionId: state.sessionId });
+    const notClosed = await closeSession(state.scaleSetId, state.sessionId);
+    if (notClosed !== undefined) state.lastError = notClosed;
     state.sessionId = undefined;
   }
   // A scale set this listener never held a session on belongs to another listener: it is not ours to delete.

@@ -26,9 +26,15 @@ export interface ScaleSetListenerSettings {
   maxRunners: number;
   /** Owner name of the sessions this listener opens. */
   ownerName: string;
+  /**
+   * False while the pool takes no jobs (disabled, or being deleted): the listener acquires none
+   * and asks the service for no capacity. Absent from pools that predate it: true.
+   */
+  takesJobs?: boolean;
 }
 
-export type ListenerStatus = 'starting' | 'listening' | 'conflict' | 'reconnecting' | 'stopping' | 'stopped';
+/** `failing`: a call was refused for good; the listener pauses and starts over (see `lastError`). */
+export type ListenerStatus = 'starting' | 'listening' | 'conflict' | 'reconnecting' | 'failing' | 'stopping' | 'stopped';
 
 export interface ListenerCarried {
   scaleSetId?: number;
@@ -44,6 +50,10 @@ export interface ListenerCarried {
   /** Newest applied message ids (bounded), so operators and tests can see none was applied twice. */
   recentMessageIds: number[];
   demandSeq: number;
+  /** Failures in a row; the pause before starting over doubles with each. */
+  consecutiveFailures?: number;
+  /** Why the listener is failing, waiting or reconnecting (or could not close its session). */
+  lastError?: string;
 }
 
 export interface ScaleSetListenerInput {
@@ -62,7 +72,8 @@ export interface ScaleSetView extends ListenerCarried {
   desiredRunners: number;
   minRunners: number;
   maxRunners: number;
-  lastError?: string;
+  /** False while the pool takes no jobs: none are acquired. */
+  takesJobs: boolean;
 }
 
 export interface StopListenerArgs {
@@ -74,14 +85,22 @@ export interface UpdateListenerArgs {
   minRunners: number;
   maxRunners: number;
   labels: string[];
+  /** See `ScaleSetListenerSettings.takesJobs`. */
+  takesJobs?: boolean;
 }
 /** Sent to the pool: the scale set's statistics, the truth its runner count follows. */
 export interface ScaleSetDemandArgs {
   scaleSetId: number;
   scaleSetName: string;
   totalAssignedJobs: number;
-  /** Increases with every report; an older one arriving late is dropped. */
+  /** Increases with every report of one listener; an older one arriving late is dropped. */
   seq: number;
+  /**
+   * The listener's first run id: the same through its continue-as-new, another for a listener
+   * started anew (stopped, failed, or started by a later run of the pool), whose `seq` starts
+   * again. Absent from listeners begun before reports carried it.
+   */
+  listener?: string;
 }
 
 export const scaleSetStateQuery = defineQuery<ScaleSetView>('scaleSetState');
@@ -92,6 +111,6 @@ export const scaleSetDemandSignal = defineSignal<[ScaleSetDemandArgs]>('scaleSet
 export const SCALE_SET_MESSAGE_DESCRIPTIONS = {
   scaleSetState: 'The scale set: id, session, last message id, statistics, desired runner count and listener status.',
   stopListener: 'Close the message session and end the listener; with {"deleteScaleSet": true} also delete the scale set. Input: {"reason": "..."}',
-  updateListener: 'New minRunners, maxRunners and labels from the pool settings (sent by the pool).',
+  updateListener: 'New minRunners, maxRunners, labels and takesJobs from the pool settings (sent by the pool).',
   scaleSetDemand: 'Statistics from the scale set listener: the pool keeps min(maxRunners, minRunners + totalAssignedJobs) runners.',
 } as const;

@@ -120,11 +120,14 @@ export function runnerReportsArgs(args: unknown): RunnerChangedArgs[] {
 }
 
 export function scaleSetDemandArgs(args: unknown): ScaleSetDemandArgs | undefined {
-  const { scaleSetId, scaleSetName, totalAssignedJobs, seq } = asObject(args);
-  if (!isPositiveInt(scaleSetId) || typeof scaleSetName !== 'string' || !isCount(totalAssignedJobs) || typeof seq !== 'number' || !Number.isFinite(seq)) {
-    return ignored('scaleSetDemand', 'needs a positive integer scaleSetId, a scaleSetName, a count totalAssignedJobs and a numeric seq', args);
+  const { scaleSetId, scaleSetName, totalAssignedJobs, seq, listener } = asObject(args);
+  if (
+    !isPositiveInt(scaleSetId) || typeof scaleSetName !== 'string' || !isCount(totalAssignedJobs) || typeof seq !== 'number' || !Number.isFinite(seq) ||
+    (listener !== undefined && typeof listener !== 'string')
+  ) {
+    return ignored('scaleSetDemand', 'needs a positive integer scaleSetId, a scaleSetName, a count totalAssignedJobs, a numeric seq and a string listener if any', args);
   }
-  return { scaleSetId, scaleSetName, totalAssignedJobs, seq };
+  return { scaleSetId, scaleSetName, totalAssignedJobs, seq, ...(typeof listener === 'string' ? { listener } : {}) };
 }
 
 export function listenerSettingsArgs(args: unknown): UpdateListenerArgs | undefined {

@@ -91,6 +91,21 @@ function typeName(body: unknown): string {
     : '';
 }
 
+/**
+ * The labels a scale set is created with: its name first, then the extra labels, each once, as
+ * actions-runner-controller makes them. Jobs reach a scale set through its labels, so without its
+ * name among them `runs-on: <name>` finds no runner. GitHub compares labels without case.
+ */
+export function scaleSetLabels(name: string, extra: readonly string[]): string[] {
+  const seen = new Set<string>();
+  return [name, ...extra].filter((label) => {
+    const key = label.toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 export class ActionsServiceClient implements ActionsServicePort {
   private admin?: Admin;
   private adminPending?: Promise<Admin>;
@@ -113,7 +128,7 @@ export class ActionsServiceClient implements ActionsServicePort {
     const created = await this.service('create_scale_set', 'POST', SCALE_SETS, {
       name: req.name,
       runnerGroupId: group.id,
-      labels: req.labels.map((name) => ({ name, type: 'System' })),
+      labels: scaleSetLabels(req.name, req.labels).map((name) => ({ name, type: 'System' })),
       RunnerSetting: { ephemeral: true, isElastic: true, disableUpdate: true },
     });
     return created.body as RunnerScaleSet;
@@ -143,8 +158,10 @@ export class ActionsServiceClient implements ActionsServicePort {
 
   async deleteSession(scaleSetId: number, sessionId: string): Promise<'deleted' | 'not_found'> {
     this.queues.delete(sessionId);
-    const res = await this.service('delete_session', 'DELETE', `${SCALE_SETS}/${scaleSetId}/sessions/${sessionId}`, undefined, [404]);
-    return res.status === 404 ? 'not_found' : 'deleted';
+    const res = await this.service('delete_session', 'DELETE', `${SCALE_SETS}/${scaleSetId}/sessions/${sessionId}`, undefined, [400, 404]);
+    // The service refuses to close a session that expired (400 RunnerScaleSetSessionExpiredException): it is gone all the same.
+    if (res.status === 400 && !/SessionExpired/i.test(typeName(res.body))) throw this.failure('delete_session', res.status, res.body);
+    return res.status === 400 || res.status === 404 ? 'not_found' : 'deleted';
   }
 
   async getMessage(req: { scaleSetId: number; sessionId: string; lastMessageId: number; maxCapacity: number; signal?: AbortSignal }): Promise<ScaleSetMessage | undefined> {

@@ -140,6 +140,22 @@ export class SimActionsService {
         return { status: 200, body: this.sessionJson(session.sessionId, scaleSetId) };
       }
       case 'delete-session':
+        if (this.faults.forRequest('session-expired-on-delete', op)) {
+          // As GitHub's service answers it (a .NET exception of another assembly than the others here).
+          this.scaleSets.loseSession(scaleSetId);
+          return {
+            status: 400,
+            body: {
+              $id: '1',
+              innerException: null,
+              message: `The session identifier ${args[1]} is not valid.`,
+              typeName: 'GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionExpiredException, GitHub.Actions.Runtime.WebApi',
+              typeKey: 'RunnerScaleSetSessionExpiredException',
+              errorCode: 0,
+              eventId: 3000,
+            },
+          };
+        }
         return this.scaleSets.closeSession(scaleSetId, args[1] ?? '') ? { status: 204 } : actionsError(404, 'TaskAgentSessionExpiredException', `session ${args[1]} not found`);
       case 'generate-scale-set-jitconfig':
         return this.generateJitConfig(scaleSetId, body);

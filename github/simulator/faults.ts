@@ -25,7 +25,9 @@ export type SimFault =
   /** Actions service: the scale set's session is dropped before the next long poll answers. */
   | { kind: 'lose-session'; times?: number }
   /** Actions service: the next long poll delivers the newest delivered message again. */
-  | { kind: 'redeliver-message'; times?: number };
+  | { kind: 'redeliver-message'; times?: number }
+  /** Actions service: the session expired before it was closed: the close answers 400 RunnerScaleSetSessionExpiredException. */
+  | { kind: 'session-expired-on-delete'; times?: number };
 
 type ActiveFault = SimFault & { remaining: number; resetAtEpochSeconds?: number };
 
@@ -40,6 +42,7 @@ export const FAULT_KINDS: readonly SimFault['kind'][] = [
   'expire-token',
   'lose-session',
   'redeliver-message',
+  'session-expired-on-delete',
 ];
 
 export class FaultPlan {
@@ -58,7 +61,18 @@ export class FaultPlan {
   }
 
   /** Takes one use of the first matching fault of `kind` for an API operation. */
-  forRequest<K extends 'latency' | 'server-error' | 'primary-rate-limit' | 'secondary-rate-limit' | 'session-conflict' | 'expire-token' | 'lose-session' | 'redeliver-message'>(
+  forRequest<
+    K extends
+      | 'latency'
+      | 'server-error'
+      | 'primary-rate-limit'
+      | 'secondary-rate-limit'
+      | 'session-conflict'
+      | 'expire-token'
+      | 'lose-session'
+      | 'redeliver-message'
+      | 'session-expired-on-delete',
+  >(
     kind: K,
     operation: AnyOperation,
   ): (Extract<SimFault, { kind: K }> & { resetAtEpochSeconds?: number }) | undefined {

@@ -246,7 +246,7 @@ export class SimScaleSets {
 
   // ---- jobs
 
-  /** A queued job whose `runs-on` names a scale set (or is covered by its labels) becomes available to it. */
+  /** A queued job whose `runs-on` labels are all the scale set's (its name is one of them, as its creator chose) becomes available to it. */
   offer(job: SimJob): void {
     if (job.scaleSetId !== undefined || job.status !== 'queued') return;
     const set = [...this.scaleSets.values()].find((s) => this.targets(s, job));
@@ -264,9 +264,8 @@ export class SimScaleSets {
       (set.scope.kind === 'org' && set.scope.org.toLowerCase() === owner) ||
       (set.scope.kind === 'repo' && set.scope.owner.toLowerCase() === owner && set.scope.repo.toLowerCase() === repo);
     if (!inScope) return false;
-    if (wanted.length === 1 && wanted[0] === set.name.toLowerCase()) return true;
     const have = new Set(set.labels.map((l) => l.toLowerCase()));
-    return set.labels.length > 0 && wanted.every((l) => have.has(l));
+    return wanted.every((l) => have.has(l));
   }
 
   /** Ids won: available jobs of this scale set not acquired before. */

@@ -95,4 +95,44 @@ describe('the Actions service protocol against the simulator', () => {
     await expect(client.ensureScaleSet({ name: 'faults', runnerGroup: 'Default', labels: [] })).rejects.toMatchObject({ retryable: true, status: 503 });
     await expect(client.ensureScaleSet({ name: 'x', runnerGroup: 'no-such-group', labels: [] })).rejects.toMatchObject({ retryable: false, kind: 'not_found' });
   });
+
+  it('takes a session the service answers "expired" on close as gone', async () => {
+    const set = await client.ensureScaleSet({ name: 'expiring', runnerGroup: 'Default', labels: [] });
+    const session = await client.createSession(set.id, 'owner');
+    sim.setFault({ kind: 'session-expired-on-delete', times: 1 });
+    expect(await client.deleteSession(set.id, session.sessionId)).toBe('not_found');
+    // Another 400 is still an error.
+    const next = await client.createSession(set.id, 'owner');
+    sim.setFault({ kind: 'server-error', operation: 'delete-session', status: 400, times: 1 });
+    await expect(client.deleteSession(set.id, next.sessionId)).rejects.toMatchObject({ retryable: false, status: 400 });
+  });
+
+  it("creates a scale set with its name as its first label, and the service routes jobs by the scale set's labels", async () => {
+    await client.ensureScaleSet({ name: 'Labelled', runnerGroup: 'Default', labels: ['labelled', 'linux', 'LINUX', 'gpu'] });
+    expect(sim.scaleSets().find((s) => s.name === 'Labelled')?.labels).toEqual(['Labelled', 'linux', 'gpu']);
+
+    // A scale set made by another client without its name among its labels gets no job by its name.
+    const admin = await adminConnection();
+    const made = await fetch(`${admin.url}_apis/runtime/runnerscalesets?api-version=6.0-preview`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bare', runnerGroupId: 1, labels: [{ name: 'bare-gpu', type: 'System' }], RunnerSetting: { ephemeral: true, isElastic: true, disableUpdate: true } }),
+    });
+    const bare = (await made.json()) as { id: number };
+    const byName = sim.queueJob({ repository: 'acme/app', labels: ['bare'] });
+    const byLabel = sim.queueJob({ repository: 'acme/app', labels: ['bare-gpu'] });
+    const offered = (id: number) => sim.jobs().find((j) => j.id === id)?.scaleSetId;
+    expect(offered(byName.id)).toBeUndefined();
+    expect(offered(byLabel.id)).toBe(bare.id);
+  });
 });
+
+/** The registration exchange by hand, for calls the client does not make. */
+async function adminConnection(): Promise<{ url: string; token: string }> {
+  const res = await fetch(`${sim.url}/actions/runner-registration`, {
+    method: 'POST',
+    headers: { authorization: `RemoteAuth ${'A'.repeat(29)}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: 'https://github.com/acme', runner_event: 'register' }),
+  });
+  return (await res.json()) as { url: string; token: string };
+}

@@ -53,4 +53,52 @@ describe('scale-set histories replay with the current code', () => {
 
     await expect(replayHistory(history, 'pool/ss-continued')).resolves.toBeUndefined();
   });
+
+  it('a listener that ended on a call refused for good (recorded when it did not start over)', async () => {
+    const history = loadHistory(__dirname, 'listener-ended-on-a-refused-call.json');
+    const events = history.events;
+    expect(patchIds(events)).toEqual([]);
+    const failed = events.find((e) => e.activityTaskFailedEventAttributes)?.activityTaskFailedEventAttributes;
+    expect(failed?.failure?.message).toMatch(/runner group/);
+    expect(events.at(-1)!.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED);
+
+    await expect(replayHistory(history, 'scaleset/ss-refused')).resolves.toBeUndefined();
+  });
+
+  it('a listener that ended when its session close was refused (recorded when it did not go on to delete the scale set)', async () => {
+    const history = loadHistory(__dirname, 'listener-ended-on-a-refused-session-close.json');
+    const events = history.events;
+    expect(patchIds(events)).toEqual([]);
+    const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities.at(-1)).toBe('closeScaleSetSession');
+    expect(events.at(-1)!.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED);
+
+    await expect(replayHistory(history, 'scaleset/ss-close-refused')).resolves.toBeUndefined();
+  });
+
+  it('a pool deleted while a runner was busy, and its listener that acquired a job after (recorded when the listener was not told)', async () => {
+    const pool = loadHistory(__dirname, 'pool-deleted-while-a-runner-was-busy.json');
+    expect(patchIds(pool.events)).not.toContain('listener-told-pool-is-deleting');
+    const signalled = pool.events.flatMap((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName ?? []);
+    expect(signalled.filter((name) => name === 'updateListener' || name === 'stopListener')).toEqual(['stopListener']);
+    expect(pool.events.at(-1)!.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED);
+
+    const listener = loadHistory(__dirname, 'listener-of-a-pool-deleted-while-a-runner-was-busy.json');
+    const events = listener.events;
+    expect(patchIds(events)).toEqual([]);
+    // Reports to the pool named no listener; two jobs were acquired, the second after the pool's deletion.
+    const reports = events.flatMap((e) => {
+      const a = e.signalExternalWorkflowExecutionInitiatedEventAttributes;
+      return a?.signalName === 'scaleSetDemand' ? [payload<Record<string, unknown>>(a.input!.payloads![0])] : [];
+    });
+    expect(reports.length).toBeGreaterThan(1);
+    expect(reports.every((r) => !('listener' in r))).toBe(true);
+    const acquired = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'acquireScaleSetJobs');
+    expect(acquired).toHaveLength(2);
+    const done = payload<ScaleSetView>(events.at(-1)!.workflowExecutionCompletedEventAttributes!.result!.payloads![0]);
+    expect(done).toMatchObject({ status: 'stopped', jobsAcquired: 2 });
+
+    await expect(replayHistory(pool, 'pool/ss-deleted-busy')).resolves.toBeUndefined();
+    await expect(replayHistory(listener, 'scaleset/ss-deleted-busy')).resolves.toBeUndefined();
+  });
 });

@@ -53,6 +53,30 @@ describe('a scale-set pool book', () => {
     expect(again.demand()).toBe(3);
   });
 
+  it('applies the first report of a listener that replaced another on the same scale set, whatever its number', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS);
+    expect(book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 0, seq: 40, listener: 'run-a' })).toBe(true);
+    // The pool continues as new; the listener was stopped and a new one counts from 1 again.
+    const next = new PoolBook(settings(), FAST_TIMINGS, book.carry());
+    expect(next.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 3, seq: 1, listener: 'run-b' })).toBe(true);
+    expect(next.demand()).toBe(3);
+    expect(next.plan(T0).create).toBe(3);
+    // Its own reports are ordered from there on, across the pool's next continue-as-new too.
+    const later = new PoolBook(settings(), FAST_TIMINGS, next.carry());
+    expect(later.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 1, seq: 2, listener: 'run-b' })).toBe(true);
+    expect(later.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 0, seq: 1, listener: 'run-b' })).toBe(false);
+    expect(later.demand()).toBe(1);
+  });
+
+  it('keeps ordering reports of listeners that do not name themselves by their number', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS);
+    book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 2, seq: 9 });
+    expect(book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 0, seq: 8 })).toBe(false);
+    // A listener of this code continuing one that did not name itself: heard from its first report.
+    expect(book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 1, seq: 9, listener: 'run-a' })).toBe(true);
+    expect(book.demand()).toBe(1);
+  });
+
   it('never removes a busy runner when the count drops', () => {
     const book = new PoolBook(settings({ idleTimeout: 0 }), FAST_TIMINGS);
     book.scaleSetDemand({ scaleSetId: 7, scaleSetName: 'big', totalAssignedJobs: 2, seq: 1 });
