@@ -2,6 +2,13 @@
  * The boot script an EC2 runner machine gets as user data. It is the only place
  * the runner credential goes: tags and API parameters are readable by anyone with
  * ec2:Describe*, user data only by those allowed ec2:DescribeInstanceAttribute.
+ *
+ * Every process on the machine can read user data back from the instance metadata
+ * address, the runner's jobs included. So a registration token, good for the pool's
+ * whole scope for an hour, is not written here when the metadata service is there to
+ * fetch it from: the script asks for it while the runner installs, and the service
+ * hands out none once the runner has registered (a JIT config only ever registers its
+ * own runner).
  */
 import type { BootstrapInstance, RunnerTool } from '../port';
 
@@ -26,7 +33,8 @@ export function buildUserData(bootstrap: BootstrapInstance): string {
     `CALLBACK_URL=${shellQuote(bootstrap.callbackUrl)}`,
     `INSTANCE_TOKEN=${shellQuote(bootstrap.instanceToken)}`,
     `JIT_CONFIG=${shellQuote(bootstrap.jitConfig ?? '')}`,
-    `REGISTRATION_TOKEN=${shellQuote(bootstrap.registrationToken ?? '')}`,
+    `REGISTRATION_TOKEN=${shellQuote(bootstrap.metadataUrl ? '' : (bootstrap.registrationToken ?? ''))}`,
+    `METADATA_URL=${shellQuote(bootstrap.metadataUrl)}`,
     `REPO_URL=${shellQuote(bootstrap.repoUrl)}`,
     `LABELS=${shellQuote(bootstrap.labels.join(','))}`,
     `RUNNER_GROUP=${shellQuote(bootstrap.githubRunnerGroup)}`,
@@ -61,6 +69,10 @@ export function buildUserData(bootstrap: BootstrapInstance): string {
     'if [ -n "$JIT_CONFIG" ]; then',
     '  status installing "starting the runner with its JIT config"',
     '  exec sudo -u runner -- ./run.sh --jitconfig "$JIT_CONFIG"',
+    'fi',
+    'if [ -z "$REGISTRATION_TOKEN" ]; then',
+    '  status installing "fetching a registration token"',
+    '  REGISTRATION_TOKEN=$(curl -fsS -H "Authorization: Bearer $INSTANCE_TOKEN" "${METADATA_URL%/}/runner-registration-token/")',
     'fi',
     'sudo -u runner -- ./config.sh --unattended --ephemeral --url "$REPO_URL" --token "$REGISTRATION_TOKEN" \\',
     '  --name "$RUNNER_NAME" --labels "$LABELS" --runnergroup "$RUNNER_GROUP" --no-default-labels',

@@ -5,6 +5,7 @@ import {
   type DescribeInstancesCommandOutput,
   type RunInstancesCommandOutput,
 } from '@aws-sdk/client-ec2';
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsEc2Provider, clientTokenFor, TAG_CONTROLLER, TAG_NAME, TAG_POOL, type AwsEc2ProviderOptions } from '../../providers/aws-ec2/provider';
 import { buildUserData, shellQuote } from '../../providers/aws-ec2/user-data';
@@ -222,10 +223,19 @@ describe('EC2 user data', () => {
     expect(script).toContain(`LABELS='x'\\''; rm -rf / #'`);
   });
 
-  it('registers with config.sh and the registration token when there is no JIT config', () => {
+  it('registers with config.sh and a registration token fetched from the metadata service, never written into user data', () => {
     const script = buildUserData(bootstrapFor('ud', 'p', { jitConfig: undefined, registrationToken: 'REG-TOKEN-1' }));
-    expect(script).toContain(`REGISTRATION_TOKEN='REG-TOKEN-1'`);
+    // Jobs on the machine can read user data back: the token, good for the whole scope, stays out.
+    expect(script).not.toContain('REG-TOKEN-1');
+    expect(script).toContain(`METADATA_URL='http://127.0.0.1:9/api/v1/metadata'`);
+    expect(script).toContain('curl -fsS -H "Authorization: Bearer $INSTANCE_TOKEN" "${METADATA_URL%/}/runner-registration-token/"');
     expect(script).toContain('./config.sh --unattended --ephemeral');
+    expect(execFileSync('bash', ['-n'], { input: script }).toString()).toBe('');
+  });
+
+  it('writes the registration token into user data only when there is no metadata service to fetch it from', () => {
+    const script = buildUserData(bootstrapFor('ud', 'p', { jitConfig: undefined, registrationToken: 'REG-TOKEN-1', metadataUrl: '' }));
+    expect(script).toContain(`REGISTRATION_TOKEN='REG-TOKEN-1'`);
   });
 
   it('downloads the runner tool matching the machine and checks its sha256', () => {
