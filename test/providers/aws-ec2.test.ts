@@ -158,6 +158,17 @@ describe('aws-ec2 provider under EC2 eventual consistency', () => {
     return { delay, provider: new AwsEc2Provider(options(endpoint, 'ec2-lag'), CREDENTIAL_ENV, { client, ...(now ? { now } : {}) }) };
   };
   const failure = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err);
+  /** The delete is refused as retryable while EC2 hides the machine, and terminates it once `reveal` lets EC2 show it. */
+  const deleteWaitsUntilVisible = async (provider: AwsEc2Provider, id: string, reveal: () => void): Promise<Error> => {
+    const err = await failure(provider.deleteInstance(id, ctx));
+    expect(err).toBeInstanceOf(ProviderFaultError);
+    expect((err as ProviderFaultError).retryable).toBe(true);
+    expect(await stateOf(id)).toBe('running');
+    reveal();
+    await provider.deleteInstance(id, ctx);
+    expect(['shutting-down', 'terminated']).toContain(await stateOf(id));
+    return err as Error;
+  };
 
   beforeAll(async () => {
     endpoint = await motoEndpoint();
@@ -171,15 +182,8 @@ describe('aws-ec2 provider under EC2 eventual consistency', () => {
     const created = await provider.createInstance(bootstrapFor('ec2-lag-new', 'pool-lag'), ctx);
     delay.hideNewInstances = false;
 
-    const err = await failure(provider.deleteInstance(created.providerId, ctx));
-    expect(err).toBeInstanceOf(ProviderFaultError);
-    expect((err as ProviderFaultError).retryable).toBe(true);
-    expect((err as Error).message).toContain('InvalidInstanceID.NotFound');
-    expect(await stateOf(created.providerId)).toBe('running');
-
-    delay.unseen.delete(created.providerId);
-    await provider.deleteInstance(created.providerId, ctx);
-    expect(['shutting-down', 'terminated']).toContain(await stateOf(created.providerId));
+    const err = await deleteWaitsUntilVisible(provider, created.providerId, () => delay.unseen.delete(created.providerId));
+    expect(err.message).toContain('InvalidInstanceID.NotFound');
     await provider.close();
   });
 
@@ -188,14 +192,7 @@ describe('aws-ec2 provider under EC2 eventual consistency', () => {
     const created = await provider.createInstance(bootstrapFor('ec2-lag-terminate', 'pool-lag'), ctx);
     delay.unknownToTerminate.add(created.providerId);
 
-    const err = await failure(provider.deleteInstance(created.providerId, ctx));
-    expect(err).toBeInstanceOf(ProviderFaultError);
-    expect((err as ProviderFaultError).retryable).toBe(true);
-    expect(await stateOf(created.providerId)).toBe('running');
-
-    delay.unknownToTerminate.delete(created.providerId);
-    await provider.deleteInstance(created.providerId, ctx);
-    expect(['shutting-down', 'terminated']).toContain(await stateOf(created.providerId));
+    await deleteWaitsUntilVisible(provider, created.providerId, () => delay.unknownToTerminate.delete(created.providerId));
     await provider.close();
   });
 
