@@ -40,18 +40,20 @@ export function createRelayActivities(deps: { client: Client }) {
     return recordUnmatchedJobs(deps.client, { workflowId: workflowId ?? unmatchedJobsWorkflowId(taskQueue), taskQueue }, jobs);
   };
 
-  /** Signals each pool its jobs; those whose pool has ended since the listing come back. */
-  async function signalPools(byPool: Map<string, QueuedJob[]>): Promise<QueuedJob[]> {
+  /** Signals each pool its jobs: how many each took, and the jobs of pools that ended since the listing. */
+  async function signalPools(byPool: Map<string, QueuedJob[]>): Promise<{ passedOn: Record<string, number>; ended: QueuedJob[] }> {
+    const passedOn: Record<string, number> = {};
     const ended: QueuedJob[] = [];
     for (const [workflowId, jobs] of byPool) {
       try {
         await deps.client.workflow.getHandle(workflowId).signal(jobsQueuedSignal, { jobs });
+        passedOn[workflowId] = jobs.length;
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
         ended.push(...jobs);
       }
     }
-    return ended;
+    return { passedOn, ended };
   }
 
   return {
@@ -76,11 +78,9 @@ export function createRelayActivities(deps: { client: Client }) {
         const target = candidates.pools[job.jobId % candidates.pools.length]!.workflowId;
         byPool.set(target, [...(byPool.get(target) ?? []), job]);
       }
-      const ended = await signalPools(byPool);
+      const { passedOn, ended } = await signalPools(byPool);
       unmatched.push(...ended.map((job) => ({ ...job, reason: `the matching pool ended while the job was passed on from ${from}`, recordedAt })));
       if (unmatched.length > 0) await recordUnmatched(unmatched);
-      const passedOn: Record<string, number> = {};
-      for (const [workflowId, list] of byPool) passedOn[workflowId] = list.length - ended.filter((job) => list.includes(job)).length;
       return { passedOn, unmatched: unmatched.length };
     },
 

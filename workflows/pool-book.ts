@@ -399,7 +399,7 @@ export class PoolBook {
       settingsVersion: this.settingsVersion,
       runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, failureCounted: _f, leaveAskedAt: _a, leaveReason: _r, ...r }) => r),
       queuedJobs: this.queued.list(),
-      queuedJobCount: this.queued.size,
+      queuedJobCount: this.queuedJobCount,
       ...(this.queuedJobsDropped > 0 ? { queuedJobsDropped: this.queuedJobsDropped } : {}),
       target: Math.min(this.demand(), this.settings.maxRunners),
       deleting: this.deleting,
