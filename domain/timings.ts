@@ -53,6 +53,12 @@ export interface InstanceTimings {
    * Absent from the input of pools started before it was configurable.
    */
   leaveReaskIntervalMs?: number;
+  /**
+   * How often a pool looks for runners whose workflow ended without telling it (terminated by
+   * hand): one query and one visibility listing per pool, however many runners it has.
+   * Absent from the input of pools started before it was configurable.
+   */
+  poolAuditIntervalMs?: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -78,6 +84,7 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   scaleSetPollTimeoutMs: 70_000,
   scaleSetConflictRetryMs: 30_000,
   leaveReaskIntervalMs: 30_000,
+  poolAuditIntervalMs: 10 * 60_000,
 };
 
 export const timingsOverrideSchema = z
@@ -104,6 +111,7 @@ export const timingsOverrideSchema = z
     scaleSetPollTimeout: durationMs,
     scaleSetConflictRetry: durationMs,
     leaveReaskInterval: durationMs,
+    poolAuditInterval: durationMs,
   })
   .partial()
   .strict();

@@ -5,6 +5,7 @@ import { createForceDeleteActivities } from '../activities/force-delete-activiti
 import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
 import { createPoolActivities } from '../activities/pool-activities';
+import { createPoolAuditActivities } from '../activities/pool-audit-activities';
 import { createRelayActivities } from '../activities/relay-activities';
 import { createScaleSetActivities } from '../activities/scale-set-activities';
 import { lifecycleSinks } from './lifecycle-metrics';
@@ -60,6 +61,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
       ...createInstanceActivities(options.activities),
       ...createScaleSetActivities({ github: options.activities.github }),
       ...createPoolActivities({ client }),
+      ...createPoolAuditActivities({ client }),
       ...createRelayActivities({ client }),
       ...createForceDeleteActivities({ ...options.activities, client }),
       // A deleted pool removes what it left at GitHub; the worker's sweep adds its job routing over these.

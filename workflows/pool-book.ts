@@ -274,6 +274,18 @@ export class PoolBook {
     return true;
   }
 
+  /** Runners counted that have reported, so their workflows were started: an ended one can be told from one still starting. */
+  reportedRunners(): string[] {
+    const names: string[] = [];
+    for (const r of this.runners.values()) if (r.seq > 0) names.push(r.name);
+    return names;
+  }
+
+  hasReportedRunners(): boolean {
+    for (const r of this.runners.values()) if (r.seq > 0) return true;
+    return false;
+  }
+
   get done(): boolean {
     return this.deleting && this.runners.size === 0;
   }

@@ -71,6 +71,8 @@ export interface PoolCarriedState {
   backoffUntil?: number;
   /** Scale-set pools: the scale set and its assigned jobs as the listener last reported. */
   scaleSet?: { id: number; name: string; totalAssignedJobs: number; seq: number; listener?: string };
+  /** Epoch ms of the next look for runners whose workflow ended unreported, so continuing as new does not put it off. */
+  auditDueAt?: number;
 }
 
 export interface PoolView {
@@ -130,6 +132,8 @@ export interface KnownJobsArgs {
 }
 /** Which of the given jobs the pool counts as queued or has a runner on (its view lists only the oldest queued). */
 export const knownJobsQuery = defineQuery<number[], [KnownJobsArgs]>('knownJobs');
+/** Names of the runners the pool counts that have reported at least once, so their workflows exist. */
+export const reportedRunnersQuery = defineQuery<string[]>('reportedRunners');
 
 export const POOL_MESSAGE_DESCRIPTIONS = {
   updatePool: 'Replace the pool settings (validated by the API). Busy runners are left alone; runners from older settings are replaced as they leave. Input: {"settings": {...}}',
@@ -141,6 +145,7 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   runnersChanged: 'Runner instances of this pool changed status (sent by the instance workflows, batched). Input: {"reports": [...]}',
   poolState: 'Settings, runners with their statuses, the oldest queued jobs with their count, and the current target size.',
   knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
+  reportedRunners: 'Names of the runners the pool counts that have reported at least once.',
   unmatchedJob: 'Record a job no pool could take.',
   jobsUnmatched: 'Record jobs no pool could take, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["gpu"], "reason": "..."}]}',
   unmatchedJobs: 'The most recent jobs no pool could take, with the reason.',

@@ -23,6 +23,7 @@ import {
 } from '@temporalio/workflow';
 import type { GitHubSweepActivities } from '../activities/github-sweep-activities';
 import type { PoolActivities } from '../activities/pool-activities';
+import type { PoolAuditActivities } from '../activities/pool-audit-activities';
 import type { RelayActivities } from '../activities/relay-activities';
 import type { PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
@@ -37,6 +38,7 @@ import {
   knownJobsQuery,
   POOL_MESSAGE_DESCRIPTIONS,
   poolStateQuery,
+  reportedRunnersQuery,
   runnerChangedSignal,
   runnersChangedSignal,
   updatePoolSignal,
@@ -98,6 +100,16 @@ const passOn = proxyActivities<RelayActivities>({
 /** Jobs per pass-on call: one signal's worth, well inside Temporal's payload limit. */
 const PASS_ON_BATCH = 500;
 
+/** A missed look is only late: the next one is due an interval later. */
+const auditor = proxyActivities<PoolAuditActivities>({
+  startToCloseTimeout: 120_000,
+  heartbeatTimeout: 30_000,
+  retry: { initialInterval: 1_000, maximumInterval: 10_000, maximumAttempts: 3 },
+});
+
+/** For pools whose input predates `poolAuditIntervalMs`. */
+const DEFAULT_AUDIT_INTERVAL_MS = 10 * 60_000;
+
 const registrations = proxyActivities<GitHubSweepActivities>({
   startToCloseTimeout: 120_000,
   retry: { initialInterval: 1_000, maximumInterval: 10_000, maximumAttempts: 3 },
@@ -150,6 +162,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // A run continued while deleting writes the mark again, in case its memo did not come along.
   if (passesJobsOn && book.deleting) upsertMemo({ deleting: true });
   setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
+  setHandler(reportedRunnersQuery, () => book.reportedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.reportedRunners });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
   setHandler(updatePoolSignal, (args) => {
     const settings = poolSettingsArgs(args);
@@ -300,6 +313,40 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   }
 
   /**
+   * A runner whose workflow ended without its last report (terminated by hand) is counted
+   * until the pool finds out: an idle one is never replaced and a busy one holds capacity.
+   * An ask to leave finds out (above), but a pool that never asks, one kept at its
+   * minimum say, needs to look: every `poolAuditIntervalMs`, carried across
+   * continue-as-new so a busy pool's frequent runs do not put it off for good.
+   * (patched: pools that never looked replay without it.)
+   */
+  const audits = patched('audit-ended-runners');
+  const auditEvery = input.timings.poolAuditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS;
+  let auditDueAt = input.carried?.auditDueAt ?? Date.now() + auditEvery;
+  let auditsInFlight = 0;
+  function auditRunners(now: number): void {
+    if (!audits || auditsInFlight > 0 || now < auditDueAt) return;
+    auditDueAt = now + auditEvery;
+    if (!book.hasReportedRunners()) return;
+    auditsInFlight += 1;
+    auditor
+      .findEndedRunners({ pool: book.settings.name, poolWorkflowId: workflowInfo().workflowId })
+      .then(({ ended }) => {
+        for (const name of ended) {
+          if (!book.runnerEnded(name)) continue;
+          log.warn('runner workflow ended without telling the pool: no longer counted', { pool: book.settings.name, runner: name });
+          dirty = true;
+        }
+      })
+      .catch((err: unknown) => log.warn('runners not audited; looked for again at the next interval', { pool: book.settings.name, error: String(err) }))
+      .finally(() => {
+        auditsInFlight -= 1;
+        // A decision to arm the next look: a quiet pool would otherwise not look again until a signal came.
+        dirty = true;
+      });
+  }
+
+  /**
    * One timer for the next moment the pool must look again by itself (a queued
    * job's expiry, an idle timeout, the end of a backoff). Waiting with
    * `condition(..., timeout)` started a timer in every decision and cancelled it
@@ -360,6 +407,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     const plan = book.plan(Date.now());
     for (const { name, reason } of plan.remove) askToLeave(name, reason);
     passJobsOn();
+    auditRunners(Date.now());
     // Pools whose history predates the bound replay their unbounded decisions unchanged.
     const maxStarts = boundedStarts ? (input.maxStartsPerDecision ?? MAX_STARTS_PER_DECISION) : Infinity;
     createRunners(Math.min(plan.create, maxStarts));
@@ -373,11 +421,13 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
 
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > historyLimit) {
-      await condition(() => startsInFlight === 0 && passesInFlight === 0 && allHandlersFinished());
-      await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: book.carry() });
+      await condition(() => startsInFlight === 0 && passesInFlight === 0 && auditsInFlight === 0 && allHandlersFinished());
+      await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: { ...book.carry(), ...(audits ? { auditDueAt } : {}) } });
     }
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
+      // Only a pool with runners to look for wakes for it; one that gets some looks at its next decision.
+      if (audits && auditsInFlight === 0 && book.hasReportedRunners()) wakeAt(auditDueAt);
       await condition(() => dirty || historyFull() || finished());
       continue;
     }

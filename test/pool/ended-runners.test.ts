@@ -4,8 +4,8 @@
  * good, nor keep a deleted pool from closing.
  */
 import { describe, expect, it } from 'vitest';
-import { runnerWorkflowId } from '../../workflows/messages';
-import { deletePoolSignal, poolStateQuery } from '../../workflows/pool-messages';
+import { jobStartedSignal, runnerWorkflowId } from '../../workflows/messages';
+import { deletePoolSignal, poolStateQuery, type PoolView } from '../../workflows/pool-messages';
 import { eventually, FAST_TIMINGS, useTestWorker } from '../support/temporal';
 import { autoRegister, idleRunners, poolSettings, startPool } from './helpers';
 
@@ -28,5 +28,55 @@ describe('a runner whose workflow ended unreported', () => {
     expect(final.runners).toEqual([]);
     // The other runner left the ordinary way, and its machine with it.
     expect(env.w.fake.instance(kept!)).toBeUndefined();
+  });
+});
+
+describe('a pool looking for runners whose workflow ended unreported', () => {
+  const auditTimings = { ...FAST_TIMINGS, poolAuditIntervalMs: 1_000 };
+  const names = (view: PoolView): string[] => view.runners.map((r) => r.name);
+
+  it('replaces an idle runner terminated by hand, and leaves the others alone', async () => {
+    // At its minimum, the pool never asks an idle runner to leave: only its own look finds out.
+    const settings = poolSettings({ minIdleRunners: 2, maxRunners: 2 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: auditTimings });
+    const agents = autoRegister(env.client, pool);
+    const [ended, kept] = await eventually(async () => {
+      const idle = idleRunners(await pool.query(poolStateQuery));
+      return idle.length === 2 ? idle : undefined;
+    }, 20_000, 'two idle runners');
+    await env.client.workflow.getHandle(runnerWorkflowId(ended!)).terminate('operator removed it by hand');
+
+    const view = await eventually(async () => {
+      const v = await pool.query(poolStateQuery);
+      return !names(v).includes(ended!) && idleRunners(v).length === 2 ? v : undefined;
+    }, 20_000, 'the terminated runner replaced');
+    expect(names(view)).toContain(kept!);
+    expect(view.runners).toHaveLength(2);
+    agents.stop();
+    await pool.signal(deletePoolSignal, {});
+    await pool.result();
+  });
+
+  it('frees the capacity a busy runner terminated by hand held', async () => {
+    const settings = poolSettings({ minIdleRunners: 1, maxRunners: 1 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: auditTimings });
+    const agents = autoRegister(env.client, pool);
+    const [busy] = await eventually(async () => {
+      const idle = idleRunners(await pool.query(poolStateQuery));
+      return idle.length === 1 ? idle : undefined;
+    }, 20_000, 'one idle runner');
+    await env.client.workflow.getHandle(runnerWorkflowId(busy!)).signal(jobStartedSignal, { jobId: 4242 });
+    await eventually(async () => ((await pool.query(poolStateQuery)).runners.find((r) => r.name === busy)?.runnerStatus === 'active' ? true : undefined), 20_000, 'the runner busy');
+    await env.client.workflow.getHandle(runnerWorkflowId(busy!)).terminate('operator removed it by hand');
+
+    // At maxRunners 1, a new runner can only come once the terminated one stops counting.
+    const [replacement] = await eventually(async () => {
+      const v = await pool.query(poolStateQuery);
+      return !names(v).includes(busy!) && idleRunners(v).length === 1 ? idleRunners(v) : undefined;
+    }, 20_000, 'a new idle runner in the freed place');
+    expect(replacement).not.toBe(busy);
+    agents.stop();
+    await pool.signal(deletePoolSignal, {});
+    await pool.result();
   });
 });

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { deletePoolSignal, poolStateQuery } from '../../workflows/pool-messages';
-import { loadHistory, replayHistory } from '../support/replay';
+import { loadHistory, patchIds, replayHistory } from '../support/replay';
 import { eventually, useTestWorker } from '../support/temporal';
 import { poolSettings, startPool } from './helpers';
 
@@ -28,6 +28,15 @@ describe('runnerPool histories replay with the current code', () => {
     const lastStart = history.events.map((e) => Number(e.eventId)).filter((_, i) => history.events[i]!.activityTaskScheduledEventAttributes).at(-1);
     expect(lastStart).toBeGreaterThan(500);
     await expect(replayHistory(history, 'pool/long-history')).resolves.toBeUndefined();
+  });
+
+  it('a pool with runners that had reported (recorded before pools looked for runners that ended unreported)', async () => {
+    const history = loadHistory(__dirname, 'reported-runners-before-the-audit.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('audit-ended-runners');
+    // Its runners reported to it, so today's code would arm the look for ended ones.
+    expect(events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'runnersChanged').length).toBeGreaterThan(0);
+    await expect(replayHistory(history, 'pool/reported-runners')).resolves.toBeUndefined();
   });
 
   it('a pool with capped decisions run on the current code', async () => {

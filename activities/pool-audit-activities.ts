@@ -1,0 +1,88 @@
+/**
+ * A pool learns that a runner is gone from the runner's own last report. A runner
+ * workflow that ends without one (an operator ran `temporal workflow terminate`, or
+ * reset it past its last report) would be counted by its pool for good: an idle one
+ * is never replaced, a busy one holds capacity, and neither shows up anywhere else,
+ * since the liveness checks look at running runners only. This pass finds them.
+ *
+ * Its cost is flat in the number of runners: one query of the pool and one
+ * visibility listing of the pool's open runners, then one describe per runner the
+ * listing left out, which in a healthy pool is none or a few just started
+ * (visibility lags the server by a moment). The describe, not the listing, decides.
+ */
+import { Context, log } from '@temporalio/activity';
+import { type Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { andQuery, quote } from '../api/temporal/visibility';
+import { instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW } from '../workflows/messages';
+import { reportedRunnersQuery } from '../workflows/pool-messages';
+import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
+import { toActivityFailure } from './failures';
+
+export interface FindEndedRunnersArgs {
+  pool: string;
+  /** The pool's own workflow, queried for the runners it counts. */
+  poolWorkflowId: string;
+}
+
+export interface FindEndedRunnersResult {
+  /** Runners the pool counts whose workflow has closed or no longer exists. */
+  ended: string[];
+  /** Runners the listing left out that were checked one by one. */
+  checked: number;
+}
+
+/** Describes per pass: a pool whose runners were terminated by the thousand is cleared over a few passes. */
+const MAX_CHECKS_PER_PASS = 1_000;
+const CHECK_CONCURRENCY = 20;
+
+export function createPoolAuditActivities(deps: { client: Client }) {
+  const { client } = deps;
+
+  async function openRunners(pool: string): Promise<Set<string>> {
+    const query = andQuery([`WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`, `ExecutionStatus = 'Running'`, `${RUNNER_POOL.name} = ${quote(pool)}`]);
+    const open = new Set<string>();
+    for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
+      const name = info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId);
+      if (name) open.add(name);
+    }
+    return open;
+  }
+
+  /** Closed or gone; a describe that fails otherwise says nothing, and the runner stays counted. */
+  async function hasEnded(name: string): Promise<boolean> {
+    try {
+      return (await client.workflow.getHandle(runnerWorkflowId(name)).describe()).status.name !== 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return true;
+      log.warn('runner not checked', { runner: name, error: err instanceof Error ? err.message : String(err) });
+      return false;
+    }
+  }
+
+  return {
+    async findEndedRunners(args: FindEndedRunnersArgs): Promise<FindEndedRunnersResult> {
+      try {
+        // Listed first: a runner started after the listing is left out of it, and its describe says it runs.
+        const open = await openRunners(args.pool);
+        const counted = await client.workflow.getHandle(args.poolWorkflowId).query(reportedRunnersQuery);
+        const suspects = counted.filter((name) => !open.has(name)).slice(0, MAX_CHECKS_PER_PASS);
+        const ended: string[] = [];
+        let next = 0;
+        const lane = async (): Promise<void> => {
+          while (next < suspects.length) {
+            const name = suspects[next++]!;
+            if (await hasEnded(name)) ended.push(name);
+            Context.current().heartbeat();
+          }
+        };
+        await Promise.all(Array.from({ length: CHECK_CONCURRENCY }, lane));
+        return { ended: ended.sort(), checked: suspects.length };
+      } catch (err) {
+        throw toActivityFailure(err);
+      }
+    },
+  };
+}
+
+export type PoolAuditActivities = ReturnType<typeof createPoolAuditActivities>;
