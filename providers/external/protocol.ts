@@ -34,7 +34,11 @@ const PROVIDER_STATUSES: readonly ProviderInstanceStatus[] = ['running', 'stoppe
  *
  *   "runnerflow": { "jit_config": "<encoded JIT config>", "registration_token": "<token>" }
  *
- * Both values are secrets.
+ * Both values are secrets. A registration token is sent only when there is no metadata
+ * URL to fetch it from: it is good for the pool's whole scope for an hour, and an
+ * executable that writes its stdin into the machine's cloud-init would hand it to every
+ * job, which can read cloud-init back. The metadata service hands one out only while the
+ * runner installs (GARM's own templates fetch it the same way).
  */
 export const RUNNERFLOW_STDIN_KEY = 'runnerflow';
 
@@ -70,7 +74,8 @@ export interface GarmBootstrapInstance {
 }
 
 export function toGarmBootstrap(b: BootstrapInstance, proxy?: GarmProxyConfig): GarmBootstrapInstance {
-  const credential = b.jitConfig || b.registrationToken ? { jit_config: b.jitConfig, registration_token: b.registrationToken } : undefined;
+  const registrationToken = b.metadataUrl ? undefined : b.registrationToken;
+  const credential = b.jitConfig || registrationToken ? { jit_config: b.jitConfig, registration_token: registrationToken } : undefined;
   return {
     name: b.name,
     tools: b.tools,

@@ -104,6 +104,18 @@ describe.each(['v0.1.0', 'v0.1.1'] as const)('external provider %s', (interfaceV
     expect(Buffer.from(stdin['ca-cert-bundle'] as string, 'base64').toString()).toContain('BEGIN CERTIFICATE');
   });
 
+  it('leaves a registration token out of stdin when the machine can fetch it from the metadata service', async () => {
+    await provider.createInstance(bootstrapFor('stdin-2', 'pool-7', { jitConfig: undefined, registrationToken: 'REG-TOKEN-2' }), ctx);
+    const withService = JSON.parse(script.calls('CreateInstance').at(-1)!.stdin) as Record<string, unknown>;
+    expect(withService['metadata-url']).toBeTruthy();
+    expect(withService).not.toHaveProperty(RUNNERFLOW_STDIN_KEY);
+    expect(JSON.stringify(withService)).not.toContain('REG-TOKEN-2');
+
+    await provider.createInstance(bootstrapFor('stdin-3', 'pool-7', { jitConfig: undefined, registrationToken: 'REG-TOKEN-3', metadataUrl: '' }), ctx);
+    const withoutService = JSON.parse(script.calls('CreateInstance').at(-1)!.stdin) as Record<string, unknown>;
+    expect(withoutService[RUNNERFLOW_STDIN_KEY]).toEqual({ registration_token: 'REG-TOKEN-3' });
+  });
+
   it('treats exit 30 on delete as success and on get as ProviderNotFoundError', async () => {
     await provider.deleteInstance('nothing-here', ctx);
     const err = await provider.getInstance('nothing-here', ctx).catch((e: unknown) => e);
