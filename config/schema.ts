@@ -207,6 +207,28 @@ export const configSchema = z
         if (l.githubInterval < 1_000) ctx.addIssue({ code: 'custom', path: ['githubInterval'], message: 'must be at least 1s (the schedule granularity)' });
       })
       .default({ enabled: true, interval: 60_000, githubInterval: 5 * 60_000, jitter: 15_000 }),
+    /**
+     * Failed webhook deliveries asked for again (docs/self-healing.md): per GitHub App
+     * credentials, a pass every `interval` over the App's deliveries since the last one.
+     */
+    redelivery: z
+      .object({
+        enabled: z.boolean().default(true),
+        interval: durationMs.default(60_000),
+        /** How far back the first pass looks (GitHub keeps three days). */
+        lookback: durationMs.default(60 * 60_000),
+        /** A failed delivery is asked for again this long after it failed, then doubling up to `maxDelay`. */
+        firstDelay: durationMs.default(30_000),
+        maxDelay: durationMs.default(30 * 60_000),
+        maxAttempts: z.number().int().min(1).max(50).default(8),
+      })
+      .strict()
+      .superRefine((r, ctx) => {
+        if (r.interval < 1_000) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'must be at least 1s (the schedule granularity)' });
+        if (r.lookback > 3 * 24 * 3_600_000) ctx.addIssue({ code: 'custom', path: ['lookback'], message: 'must be at most 3d (GitHub keeps deliveries three days)' });
+        if (r.maxDelay < r.firstDelay) ctx.addIssue({ code: 'custom', path: ['maxDelay'], message: 'must be at least firstDelay' });
+      })
+      .default({ enabled: true, interval: 60_000, lookback: 60 * 60_000, firstDelay: 30_000, maxDelay: 30 * 60_000, maxAttempts: 8 }),
     /** Pools created at start when they do not exist yet. */
     pools: z.array(poolSettingsSchema).default([]),
   })

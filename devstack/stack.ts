@@ -4,7 +4,7 @@
  * demo, the end-to-end tests and the benchmarks all run on this.
  */
 import { Client } from '@temporalio/client';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +32,12 @@ export interface DevStackOptions {
   simulatedProvider?: string;
   /** Extra config merged into the generated one (providers, timings, pools, ...). */
   config?: Record<string, unknown>;
+  /**
+   * GitHub credentials as a GitHub App (a key made for the stack; the simulator takes any
+   * signature) under this name, instead of a token named `default`. A unique name keeps
+   * the per-credentials schedules of parallel stacks apart; pools must name it.
+   */
+  githubAppCredentials?: string;
   listen?: string;
   simulator?: GitHubSimulatorOptions;
   workflowBundlePath?: string;
@@ -57,8 +63,9 @@ export interface DevStack {
 export const SIMULATED_PROVIDER = 'simulated';
 
 /** Fresh secrets for one stack, as the environment of every process in it. */
-export function stackSecrets(): NodeJS.ProcessEnv {
+export function stackSecrets(options: { app?: boolean } = {}): NodeJS.ProcessEnv {
   return {
+    ...(options.app ? { RUNNERFLOW_SIMULATOR_APP_KEY: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() } : {}),
     RUNNERFLOW_ADMIN_TOKEN: process.env.RUNNERFLOW_ADMIN_TOKEN ?? randomBytes(18).toString('base64url'),
     RUNNERFLOW_WEBHOOK_SECRET: process.env.RUNNERFLOW_WEBHOOK_SECRET ?? randomBytes(18).toString('base64url'),
     RUNNERFLOW_INSTANCE_TOKEN_SECRET: randomBytes(32).toString('base64url'),
@@ -77,6 +84,8 @@ export interface StackConfigInput {
   machinesDir?: string;
   /** Their provider's name (`simulated` by default). */
   simulatedProvider?: string;
+  /** GitHub App credentials under this name instead of a token (see DevStackOptions). */
+  githubAppCredentials?: string;
   extra?: Record<string, unknown>;
 }
 
@@ -93,7 +102,13 @@ export function stackConfig(input: StackConfigInput): Record<string, unknown> {
       instanceTokenSecret: { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' },
       ...((extra.api as Record<string, unknown> | undefined) ?? {}),
     },
-    github: { credentials: [{ name: 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } }] },
+    github: {
+      credentials: [
+        input.githubAppCredentials
+          ? { name: input.githubAppCredentials, apiUrl: input.githubUrl, auth: { type: 'app', appId: 1, installationId: 1, privateKey: { env: 'RUNNERFLOW_SIMULATOR_APP_KEY' } } }
+          : { name: 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } },
+      ],
+    },
     // The simulated provider is not built from config; declaring it lets pools name it.
     providers: input.machinesDir
       ? [{ type: 'fake', name: input.simulatedProvider ?? SIMULATED_PROVIDER, stateDir: input.machinesDir }, ...((extra.providers as unknown[]) ?? [])]
@@ -102,7 +117,7 @@ export function stackConfig(input: StackConfigInput): Record<string, unknown> {
 }
 
 export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...stackSecrets() };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...stackSecrets({ app: options.githubAppCredentials !== undefined }) };
   const sim = await startGitHubSimulator({ webhookSecret: env.RUNNERFLOW_WEBHOOK_SECRET, ...options.simulator });
   const machinesDir = options.machines === 'simulated' ? mkdtempSync(join(tmpdir(), 'runnerflow-machines-')) : undefined;
   const simulatedName = options.simulatedProvider ?? SIMULATED_PROVIDER;
@@ -114,6 +129,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       ...(options.namespace ? { namespace: options.namespace } : {}),
       ...(options.listen ? { listen: options.listen } : {}),
       ...(machinesDir ? { machinesDir, simulatedProvider: simulatedName } : {}),
+      ...(options.githubAppCredentials ? { githubAppCredentials: options.githubAppCredentials } : {}),
       ...(options.config ? { extra: options.config } : {}),
     }),
     'dev stack config',

@@ -23,6 +23,8 @@ import {
   type RemoveRunnerOutcome,
   type RunnerCredential,
   type RunnerCredentialRequest,
+  type WebhookDeliveriesPort,
+  type WebhookDelivery,
 } from './port';
 
 export type GitHubAuth =
@@ -88,7 +90,7 @@ function withSelfHosted(labels: string[]): string[] {
   return labels.some((l) => l.toLowerCase() === 'self-hosted') ? labels : ['self-hosted', ...labels];
 }
 
-export class OctokitGitHub implements GitHubPort {
+export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort {
   readonly webUrl?: string;
   private readonly octokit: Octokit;
   private readonly logger: GitHubLogger;
@@ -196,6 +198,32 @@ export class OctokitGitHub implements GitHubPort {
     }));
   }
 
+  async listWebhookDeliveries(req: { cursor?: string }): Promise<{ deliveries: WebhookDelivery[]; nextCursor?: string }> {
+    this.requireApp('list_webhook_deliveries');
+    const res = await this.request('list_webhook_deliveries', 'GET /app/hook/deliveries', { per_page: PAGE_SIZE, ...(req.cursor ? { cursor: req.cursor } : {}) });
+    const items = res.data as { id: number; guid: string; delivered_at: string; redelivery: boolean; status_code: number; event: string; action: string | null }[];
+    // GitHub pages this listing by an opaque cursor, handed out in the next link.
+    const next = /<([^>]+)>;\s*rel="next"/.exec(String(res.headers.link ?? ''))?.[1];
+    const nextCursor = next ? (new URL(next).searchParams.get('cursor') ?? undefined) : undefined;
+    return {
+      deliveries: items.map((d) => ({ id: d.id, guid: d.guid, deliveredAt: d.delivered_at, redelivery: d.redelivery, statusCode: d.status_code, event: d.event, action: d.action })),
+      ...(nextCursor ? { nextCursor } : {}),
+    };
+  }
+
+  async redeliverWebhook(deliveryId: number): Promise<'redelivered' | 'gone'> {
+    this.requireApp('redeliver_webhook');
+    // 404: no such attempt (older than GitHub keeps); 422: GitHub will not send it again.
+    const res = await this.request('redeliver_webhook', 'POST /app/hook/deliveries/{delivery_id}/attempts', { delivery_id: deliveryId }, [404, 422]);
+    return res.status === 404 || res.status === 422 ? 'gone' : 'redelivered';
+  }
+
+  private requireApp(operation: string): void {
+    if (this.options.auth.type !== 'app') {
+      throw new GitHubApiError(`${operation}: webhook deliveries are an App's, and credentials "${this.options.credentialsName}" are a token`, 400, false);
+    }
+  }
+
   private async generateJitConfig(req: RunnerCredentialRequest): Promise<RunnerCredential | 'conflict'> {
     const res = await this.call(
       'generate_jitconfig',
@@ -230,10 +258,13 @@ export class OctokitGitHub implements GitHubPort {
     expected: number[] = [],
   ): Promise<RawResponse> {
     const route = scopeRoute(scope);
+    return this.request(operation, `${method} ${route.prefix}${suffix}`, { ...route.params, ...params }, expected);
+  }
+
+  private async request(operation: string, endpoint: string, params: Record<string, unknown>, expected: number[] = []): Promise<RawResponse> {
     let res: RawResponse;
     try {
-      const answer = await this.octokit.request(`${method} ${route.prefix}${suffix}`, {
-        ...route.params,
+      const answer = await this.octokit.request(endpoint, {
         ...params,
         request: { signal: AbortSignal.timeout(this.timeoutMs) },
       });

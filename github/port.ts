@@ -91,6 +91,32 @@ export interface GitHubPort {
   listRunnerDownloads(scope: GitHubScope): Promise<import('../providers/port.js').RunnerTool[]>;
 }
 
+/** One attempt at delivering one of the App's webhooks, as GitHub lists them. */
+export interface WebhookDelivery {
+  /** The attempt's id: what a redelivery names. A redelivery is an attempt of its own. */
+  id: number;
+  /** The delivery's GUID (`X-GitHub-Delivery`), the same for every attempt at it. */
+  guid: string;
+  deliveredAt: string;
+  redelivery: boolean;
+  /** The receiver's HTTP status; 0 when it could not be reached or did not answer in time. */
+  statusCode: number;
+  event: string;
+  action: string | null;
+}
+
+/**
+ * A GitHub App's own webhook: GitHub does not retry a failed delivery by itself, but
+ * keeps the attempts of the last three days and sends one again when asked. Reached
+ * with the App's JWT, so only App credentials have it.
+ */
+export interface WebhookDeliveriesPort {
+  /** One page of attempts, newest first; `nextCursor` continues with older ones. */
+  listWebhookDeliveries(req: { cursor?: string }): Promise<{ deliveries: WebhookDelivery[]; nextCursor?: string }>;
+  /** `gone` when GitHub no longer has the attempt, or will not send it again. */
+  redeliverWebhook(deliveryId: number): Promise<'redelivered' | 'gone'>;
+}
+
 /**
  * GitHub asked us to slow down. `retryAfterMs` is how long until a call may be
  * made again; activities turn it into their next retry delay so a rate-limited

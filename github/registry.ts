@@ -8,12 +8,14 @@ import type { GitHubCredentialsConfig, RunnerflowConfig } from '../config/schema
 import { ActionsServiceClient } from './actions/client';
 import type { ActionsServicePort } from './actions/port';
 import { OctokitGitHub, type GitHubAuth, type GitHubLogger } from './octokit-github';
-import { scopeKey, type GitHubPort, type GitHubScope } from './port';
+import { scopeKey, type GitHubPort, type GitHubScope, type WebhookDeliveriesPort } from './port';
 
 export interface GitHubRegistry {
   get(credentialsName: string): GitHubPort;
   /** The Actions service (runner scale sets) for a scope, reached with these credentials. */
   actions?(credentialsName: string, scope: GitHubScope): ActionsServicePort;
+  /** The App's webhook deliveries, for App credentials. */
+  hooks?(credentialsName: string): WebhookDeliveriesPort;
 }
 
 /** A registration token through the REST port: what the Actions-service exchange starts from. */
@@ -44,8 +46,23 @@ export function createGitHubRegistry(
   env: NodeJS.ProcessEnv = process.env,
   logger?: GitHubLogger,
 ): GitHubRegistry {
-  const ports = new Map<string, GitHubPort>();
+  const ports = new Map<string, OctokitGitHub>();
   const actionsClients = new Map<string, ActionsServicePort>();
+  const octokitFor = (credentialsName: string): OctokitGitHub => {
+    const cached = ports.get(credentialsName);
+    if (cached) return cached;
+    const credentials = config.github.credentials.find((c) => c.name === credentialsName);
+    if (!credentials) throw new UnknownGitHubCredentialsError(credentialsName, config.github.credentials.map((c) => c.name));
+    const port = new OctokitGitHub({
+      credentialsName,
+      apiUrl: credentials.apiUrl,
+      webUrl: credentials.webUrl,
+      auth: authOf(credentials, env),
+      logger,
+    });
+    ports.set(credentialsName, port);
+    return port;
+  };
   const registry: GitHubRegistry = {
     actions(credentialsName, scope) {
       const key = `${credentialsName}\u0000${scopeKey(scope)}`;
@@ -62,21 +79,8 @@ export function createGitHubRegistry(
       actionsClients.set(key, client);
       return client;
     },
-    get(credentialsName) {
-      const cached = ports.get(credentialsName);
-      if (cached) return cached;
-      const credentials = config.github.credentials.find((c) => c.name === credentialsName);
-      if (!credentials) throw new UnknownGitHubCredentialsError(credentialsName, config.github.credentials.map((c) => c.name));
-      const port = new OctokitGitHub({
-        credentialsName,
-        apiUrl: credentials.apiUrl,
-        webUrl: credentials.webUrl,
-        auth: authOf(credentials, env),
-        logger,
-      });
-      ports.set(credentialsName, port);
-      return port;
-    },
+    hooks: (credentialsName) => octokitFor(credentialsName),
+    get: (credentialsName) => octokitFor(credentialsName),
   };
   return registry;
 }

@@ -20,6 +20,8 @@ import type { ProviderPort } from '../providers/port';
 import { createRunnerflowWorker } from './create-worker';
 import { ensureSearchAttributes } from './search-attributes';
 import { ensureLivenessSchedules } from './liveness-schedule';
+import { ensureRedeliverySchedules } from './redelivery-schedule';
+import { createWebhookRedeliveryActivities } from '../activities/webhook-redelivery-activities';
 import { ensureSweepSchedules } from './sweep-schedule';
 import { connectTemporal } from '../api/temporal/connection';
 
@@ -62,6 +64,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     for (const s of await ensureLivenessSchedules(client, config, config.temporal.taskQueue)) {
       if (s.change !== 'unchanged') log(`liveness schedule ${s.scheduleId}: ${s.change}`);
     }
+    for (const s of await ensureRedeliverySchedules(client, config, config.temporal.taskQueue)) {
+      if (s.change !== 'unchanged') log(`redelivery schedule ${s.scheduleId}: ${s.change}`);
+    }
   } catch (err) {
     await clientConnection.close();
     throw err;
@@ -94,6 +99,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
         jobs: new TemporalJobSink({ client, taskQueue: config.temporal.taskQueue, pools: new PoolDirectory(client, 5_000), logger: options.logger ?? silentLogger, queryTimeoutMs: 5_000 }),
       }),
       ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace }),
+      ...createWebhookRedeliveryActivities(options.github.hooks ? { hooks: (name) => options.github.hooks!(name) } : {}),
     },
   });
   const running = worker.run().finally(async () => {

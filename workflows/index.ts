@@ -6,3 +6,4 @@ export { livenessCheck } from './liveness-check';
 export { scaleSetListener } from './scale-set-listener';
 export { machineCleanup } from './machine-cleanup';
 export { jobRelay } from './job-relay';
+export { webhookRedelivery } from './webhook-redelivery';

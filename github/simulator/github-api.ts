@@ -5,6 +5,7 @@
  */
 import type { GitHubScope } from '../port';
 import type { SimAgents } from './agents';
+import type { DeliveryAttempt } from './webhook-sender';
 import type { SimResponse } from './http-util';
 import { isRecord } from './http-util';
 import { encodeJitConfig } from './jit-config';
@@ -121,6 +122,26 @@ function validateJitBody(body: unknown): { name: string; runnerGroupId: number; 
 
 const inAnHour = (): string => new Date(Date.now() + 3_600_000).toISOString();
 
+/** What the App's webhook endpoints read and redeliver: the simulator's webhook sender. */
+export interface SimHookDeliveries {
+  readonly attempts: readonly DeliveryAttempt[];
+  redeliverAttempt(attemptId: number): boolean;
+}
+
+const deliveryItem = (a: DeliveryAttempt): Record<string, unknown> => ({
+  id: a.id,
+  guid: a.guid,
+  delivered_at: a.deliveredAt,
+  redelivery: a.redelivery,
+  duration: a.durationS,
+  status: a.status,
+  status_code: a.statusCode,
+  event: a.event,
+  action: a.action || null,
+  installation_id: 1,
+  repository_id: null,
+});
+
 export class SimGitHubApi {
   private readonly runs: SimWorkflowRuns;
 
@@ -128,11 +149,37 @@ export class SimGitHubApi {
     private readonly state: SimState,
     private readonly agents: SimAgents,
     private readonly serverUrl: () => string,
+    private readonly hookDeliveries?: SimHookDeliveries,
   ) {
     this.runs = new SimWorkflowRuns(state, linkHeader);
   }
 
+  /**
+   * Newest first, `per_page` at a time (30 by default, at most 100), paged by an opaque
+   * `cursor` given in the `Link` header's next link, as GitHub pages this listing.
+   */
+  private listDeliveries(req: ApiRequest): SimResponse {
+    const perPage = Math.min(100, Math.max(1, Number(req.query.get('per_page') ?? 30) || 30));
+    const cursor = req.query.get('cursor');
+    const before = cursor && /^v1_\d+$/.test(cursor) ? Number(cursor.slice(3)) : Number.POSITIVE_INFINITY;
+    const newestFirst = [...(this.hookDeliveries?.attempts ?? [])].reverse().filter((a) => a.id < before);
+    const page = newestFirst.slice(0, perPage);
+    const headers: Record<string, string> = {};
+    if (newestFirst.length > perPage) {
+      const next = new URL(req.url);
+      next.searchParams.set('per_page', String(perPage));
+      next.searchParams.set('cursor', `v1_${page[page.length - 1]!.id}`);
+      headers.link = `<${next.toString()}>; rel="next"`;
+    }
+    return { status: 200, body: page.map(deliveryItem), headers };
+  }
+
   handle(req: ApiRequest): SimResponse {
+    if (req.op.name === 'list-webhook-deliveries') return this.listDeliveries(req);
+    if (req.op.name === 'redeliver-webhook-delivery') {
+      const id = Number(req.params.delivery_id);
+      return Number.isInteger(id) && this.hookDeliveries?.redeliverAttempt(id) ? { status: 202, body: {} } : githubError(404, 'Not Found');
+    }
     const scope = scopeOf(req.op, req.params);
     if (!scope) {
       return {

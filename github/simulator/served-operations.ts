@@ -16,7 +16,9 @@ export type OperationName =
   | 'runner-downloads'
   | 'installation-access-token'
   | 'list-workflow-runs'
-  | 'list-jobs-for-workflow-run';
+  | 'list-jobs-for-workflow-run'
+  | 'list-webhook-deliveries'
+  | 'redeliver-webhook-delivery';
 
 export interface ServedOperation {
   name: OperationName;
@@ -64,6 +66,9 @@ export const SERVED_OPERATIONS: readonly ServedOperation[] = [
     template: '/app/installations/{installation_id}/access_tokens',
     description: 'api.github.com',
   },
+  // The App's own webhook: its recent deliveries, and sending a failed one again.
+  { name: 'list-webhook-deliveries', scope: 'app', method: 'GET', template: '/app/hook/deliveries', description: 'api.github.com' },
+  { name: 'redeliver-webhook-delivery', scope: 'app', method: 'POST', template: '/app/hook/deliveries/{delivery_id}/attempts', description: 'api.github.com' },
 ];
 
 export const operationKey = (op: Pick<ServedOperation, 'method' | 'template'>): string => `${op.method} ${op.template}`;

@@ -119,7 +119,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   const served: ServedResponse[] = [];
   let callsDuringPrimaryRateLimit = 0;
   let baseUrl = '';
-  const api = new SimGitHubApi(state, agents, () => baseUrl);
+  const api = new SimGitHubApi(state, agents, () => baseUrl, webhooks);
   const scaleSets = new SimScaleSets(state, { sessionIdleTimeoutMs: options.sessionIdleTimeoutMs ?? 120_000 }, () => agents.dispatch(), () => baseUrl);
   agents.jobEvents = {
     started: (job, runner) => scaleSets.jobStarted(job, runner),

@@ -32,6 +32,23 @@ export interface SentDelivery {
   url?: string;
 }
 
+/** One attempt at a delivery, as GitHub lists it for an App's webhook (`GET /app/hook/deliveries`). */
+export interface DeliveryAttempt {
+  /** The attempt's own id; redeliveries get new ones, and keep the GUID. */
+  id: number;
+  guid: string;
+  deliveredAt: string;
+  redelivery: boolean;
+  durationS: number;
+  /** 0 when the receiver could not be reached or took longer than GitHub waits. */
+  statusCode: number;
+  status: string;
+  event: string;
+  action: string;
+  /** Kept so the attempt can be sent again. */
+  body: string;
+}
+
 export function signWebhookBody(secret: string, body: string): { sha256: string; sha1: string } {
   return {
     sha256: `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
@@ -50,6 +67,9 @@ export class WebhookSender {
   private deliveries = 0;
   /** Failed deliveries, kept so they can be redelivered as GitHub's "redeliver" does. */
   private readonly failedDeliveries = new Map<string, { event: string; action: string; body: string }>();
+  /** Every attempt, oldest first (lost deliveries never reached the wire and have none). */
+  readonly attempts: DeliveryAttempt[] = [];
+  private nextAttemptId = 90_000_000_000;
 
   constructor(
     public target: WebhookTarget,
@@ -109,10 +129,35 @@ export class WebhookSender {
     const failed = [...this.failedDeliveries];
     this.failedDeliveries.clear();
     for (const [id, { event, action, body }] of failed) {
-      const next = this.withSlot(() => this.deliver(id, event, action, body));
+      const next = this.withSlot(() => this.deliver(id, event, action, body, true));
       this.chain = Promise.all([this.chain, next]).then(() => undefined);
     }
     return failed.length;
+  }
+
+  /** GitHub's "redeliver" of one attempt (`POST /app/hook/deliveries/{id}/attempts`): false when no such attempt. */
+  redeliverAttempt(attemptId: number): boolean {
+    const attempt = this.attempts.find((a) => a.id === attemptId);
+    if (!attempt) return false;
+    this.failedDeliveries.delete(attempt.guid);
+    const next = this.withSlot(() => this.deliver(attempt.guid, attempt.event, attempt.action, attempt.body, true));
+    this.chain = Promise.all([this.chain, next]).then(() => undefined);
+    return true;
+  }
+
+  private record(guid: string, event: string, action: string, body: string, redelivery: boolean, startedAt: number, statusCode: number, status: string): void {
+    this.attempts.push({
+      id: this.nextAttemptId++,
+      guid,
+      deliveredAt: new Date(startedAt).toISOString(),
+      redelivery,
+      durationS: (Date.now() - startedAt) / 1000,
+      statusCode,
+      status,
+      event,
+      action,
+      body,
+    });
   }
 
   private nextUrl(): string | undefined {
@@ -122,7 +167,7 @@ export class WebhookSender {
     return urls[this.deliveries % urls.length];
   }
 
-  private async deliver(id: string, event: string, action: string, body: string): Promise<void> {
+  private async deliver(id: string, event: string, action: string, body: string, redelivery = false): Promise<void> {
     const { secret } = this.target;
     const url = this.nextUrl();
     if (!url) return;
@@ -139,11 +184,13 @@ export class WebhookSender {
       headers['x-hub-signature-256'] = signature.sha256;
       headers['x-hub-signature'] = signature.sha1;
     }
+    const startedAt = Date.now();
     try {
       // GitHub gives up on a receiver after 10 seconds.
       const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
       await res.arrayBuffer();
       this.log.push({ id, event, action, status: res.status, url });
+      this.record(id, event, action, body, redelivery, startedAt, res.status, res.ok ? 'OK' : `Invalid HTTP Response: ${res.status}`);
       if (res.ok) this.stats.delivered += 1;
       else {
         this.stats.failed += 1;
@@ -154,6 +201,7 @@ export class WebhookSender {
       this.stats.failed += 1;
       this.failedDeliveries.set(id, { event, action, body });
       this.log.push({ id, event, action, status: 'error', url });
+      this.record(id, event, action, body, redelivery, startedAt, 0, (err as Error).name === 'TimeoutError' ? 'timed out' : 'failed to connect to host');
       this.onError(`webhook ${event}/${action} delivery ${id} failed: ${(err as Error).message}`);
     }
   }

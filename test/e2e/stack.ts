@@ -23,6 +23,8 @@ export interface E2EStackOptions {
   /** Config merged over the e2e defaults (sweep and liveness off: their schedules are per provider name). */
   config?: Record<string, unknown>;
   simulatedProvider?: string;
+  /** GitHub App credentials under this name instead of a token named `default`. */
+  githubAppCredentials?: string;
 }
 
 export async function startE2EStack(simulator: { jobDurationMs?: number } = {}, options: E2EStackOptions = {}): Promise<DevStack & { machines: FakeProviderControl }> {
@@ -31,6 +33,7 @@ export async function startE2EStack(simulator: { jobDurationMs?: number } = {}, 
     taskQueue: uniqueName('tq-e2e'),
     machines: 'simulated',
     ...(options.simulatedProvider ? { simulatedProvider: options.simulatedProvider } : {}),
+    ...(options.githubAppCredentials ? { githubAppCredentials: options.githubAppCredentials } : {}),
     workflowBundlePath: inject('workflowBundlePath'),
     config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false }, liveness: { enabled: false }, ...options.config },
     simulator: { onError: () => undefined, webhookConcurrency: 8, ...simulator },

@@ -61,6 +61,17 @@ async function scriptedRun(sim: GitHubSimulator): Promise<void> {
   const running = sim.jobs().find((j) => j.status === 'in_progress');
   if (running) await call('GET', pathOf('repo', `/actions/runs/${running.runId}/jobs`));
   await call('POST', '/app/installations/1/access_tokens');
+  // The App's webhook deliveries: two that found no receiver, listed a page of one at a time, one sent again.
+  sim.setWebhook({ url: 'http://127.0.0.1:9/webhooks/github' });
+  sim.queueJob({ repository: 'octo-org/octo-repo', labels: ['nobody-has-this'] });
+  sim.queueJob({ repository: 'octo-org/octo-repo', labels: ['nobody-has-this-either'] });
+  await sim.webhooksIdle();
+  const page = await call('GET', '/app/hook/deliveries?per_page=1');
+  const [newest] = page.json as { id: number }[];
+  await call('GET', `/app/hook/deliveries?per_page=1&cursor=v1_${newest!.id}`);
+  await call('POST', `/app/hook/deliveries/${newest!.id}/attempts`);
+  await call('POST', '/app/hook/deliveries/1/attempts'); // 404
+  await sim.webhooksIdle();
   await call('GET', pathOf('repo', '/actions/runners'), undefined, false); // 401
   sim.setFault({ kind: 'primary-rate-limit', resetInMs: 60_000, operation: 'list-runners' });
   await call('GET', pathOf('org', '/actions/runners'));
@@ -120,12 +131,12 @@ describe("simulator answers against GitHub's OpenAPI description", () => {
     expect(missing).toEqual([]);
   });
 
-  it('the scripted run also produced 404, 409, 422, 401, 403 and 5xx answers', () => {
-    expect(new Set(served.map((s) => s.status))).toEqual(new Set([200, 201, 204, 401, 403, 404, 409, 422, 503]));
+  it('the scripted run also produced 202, 404, 409, 422, 401, 403 and 5xx answers', () => {
+    expect(new Set(served.map((s) => s.status))).toEqual(new Set([200, 201, 202, 204, 401, 403, 404, 409, 422, 503]));
   });
 
   it('every body served validates against its documented schema (or Basic Error for undocumented errors)', () => {
-    expect(served.length).toBe(54);
+    expect(served.length).toBe(58);
     const failures: string[] = [];
     for (const answer of served) {
       const documented = subset.operations[answer.key]?.responses;
