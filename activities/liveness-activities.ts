@@ -63,6 +63,8 @@ interface LiveInstance {
   pool?: string;
   /** The pool its machine was created in, whether or not that pool counts it. */
   machinePool?: string;
+  /** On its way out (`pending_delete`): only a registration GitHub no longer lists is news to it. */
+  leaving?: boolean;
 }
 
 const MAX_ERROR_LENGTH = 300;
@@ -79,12 +81,12 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * Instances whose status is `running`: `creating` ones are left to their create activity,
    * leaving ones are already on their way out.
    */
-  async function runningInstances(provider: string): Promise<LiveInstance[]> {
+  async function runningInstances(provider: string, statuses: readonly string[] = ['running']): Promise<LiveInstance[]> {
     const query = andQuery([
       `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
       `ExecutionStatus = 'Running'`,
       `${RUNNER_PROVIDER.name} = ${quote(provider)}`,
-      `${RUNNER_STATUS.name} = 'running'`,
+      statuses.length === 1 ? `${RUNNER_STATUS.name} = ${quote(statuses[0]!)}` : `${RUNNER_STATUS.name} IN (${statuses.map(quote).join(', ')})`,
     ]);
     const found: LiveInstance[] = [];
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
@@ -93,7 +95,8 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       const memo = info.memo as Partial<InstanceMemo> | undefined;
       const machinePool = info.typedSearchAttributes.get(RUNNER_POOL);
       const pool = memo?.pooled ? machinePool : undefined;
-      found.push({ name, ...(memo?.github ? { github: memo.github } : {}), ...(pool ? { pool } : {}), ...(machinePool ? { machinePool } : {}) });
+      const leaving = info.typedSearchAttributes.get(RUNNER_STATUS) === 'pending_delete';
+      found.push({ name, ...(memo?.github ? { github: memo.github } : {}), ...(pool ? { pool } : {}), ...(machinePool ? { machinePool } : {}), ...(leaving ? { leaving } : {}) });
     }
     return found;
   }
@@ -231,6 +234,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   /** One paginated list-runners per GitHub scope (and credentials) these instances register in. */
   async function githubPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
     const groups = new Map<string, { credentials: string; scope: GitHubScope; names: string[] }>();
+    const leavingNames = new Set(instances.filter((i) => i.leaving).map((i) => i.name));
     for (const instance of instances) {
       if (!instance.github) continue;
       const key = `${instance.github.credentials}|${scopeKey(instance.github.scope)}`;
@@ -253,7 +257,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       for (const name of group.names) {
         const runner = byName.get(name.toLowerCase());
         const finding = runner ? runnerFinding(runner.status) : runnerFinding('missing');
-        if (!finding) continue;
+        if (!finding || (leavingNames.has(name) && finding !== 'runner_missing')) continue;
         findings.push({ name, args: { finding, detail: `${scopeKey(group.scope)}${runner?.busy ? ', busy' : ''}` } });
       }
     }
@@ -271,7 +275,9 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       }
       try {
         return await whileHeartbeating(async (signal) => {
-          const instances = await runningInstances(args.provider);
+          // The GitHub pass also looks at runners leaving busy: a lost `completed` webhook would
+          // otherwise keep an ephemeral one waiting for a job GitHub has long finished.
+          const instances = await runningInstances(args.provider, args.check === 'github' ? ['running', 'pending_delete'] : ['running']);
           const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], failed: [] };
           if (instances.length === 0) return report;
           if (args.check === 'machines') {

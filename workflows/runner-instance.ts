@@ -223,9 +223,13 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (report.status === 'failed' && report.message) record.lastError = `runner reported failure: ${report.message}`;
     setRunnerStatus(report.status);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.runnerStatus });
+  /** GitHub no longer lists this runner while it leaves busy: an ephemeral runner's job is over. */
+  let githubListsNoRunner = false;
   setHandler(healthReportSignal, (args) => {
     const report = healthReportArgs(args);
-    if (report) health.report(report);
+    if (!report) return;
+    if (report.finding === 'runner_missing' && record.status === 'pending_delete') githubListsNoRunner = true;
+    health.report(report);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
 
   async function createMachine(): Promise<void> {
@@ -371,11 +375,17 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
         health.machineDead = false;
       }
       if (input.spec.ephemeral) {
-        while (!(await condition(() => jobFinished, wait))) {
-          // The completed webhook may be lost: a stopped machine means the job is over.
+        // The completed webhook may be lost, and a machine whose boot script does not power off
+        // stays up after its job. GitHub removes an ephemeral runner once its job is done, and the
+        // liveness check's GitHub pass (one listing per scope) says when it no longer lists it.
+        // (patched: runners that waited only for the webhook or a stopped machine replay so.)
+        const heedsGitHub = patched('leaving-ephemeral-runner-heeds-github');
+        while (!(await condition(() => jobFinished || (heedsGitHub && githubListsNoRunner), wait))) {
+          // A stopped machine means the job is over too.
           if (await machineStopped()) return;
           wait = Math.min(wait * 2, maxWait);
         }
+        if (!jobFinished) log.info('job over: GitHub no longer lists the busy ephemeral runner', { runner: input.name });
         return;
       }
       jobFinished = false;

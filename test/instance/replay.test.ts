@@ -38,4 +38,15 @@ describe('runnerInstance histories replay with the current code', () => {
 
     await expect(replayHistory(history, 'runner/listing-lied')).resolves.toBeUndefined();
   });
+
+  it('a busy ephemeral runner told GitHub no longer lists it while it waited to leave (recorded before it heeded that)', async () => {
+    const history = loadHistory(__dirname, 'busy-ephemeral-told-runner-missing-before-it-was-heeded.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('leaving-ephemeral-runner-heeds-github');
+    const signals = events.map((e) => e.workflowExecutionSignaledEventAttributes?.signalName).filter(Boolean);
+    // The report came while it waited, and the old code went on waiting for the completed webhook.
+    expect(signals.indexOf('healthReport')).toBeGreaterThan(signals.indexOf('delete'));
+    expect(signals.indexOf('jobCompleted')).toBeGreaterThan(signals.indexOf('healthReport'));
+    await expect(replayHistory(history, 'runner/lost-completed')).resolves.toBeUndefined();
+  });
 });

@@ -180,6 +180,35 @@ describe('GitHub pass', () => {
     await healthy.handle.signal('forceDelete', { reason: 'test done' });
   });
 
+  it('a busy ephemeral runner asked to leave stops waiting once GitHub no longer lists it, when its completed webhook was lost', async () => {
+    const provider = addProvider(rig);
+    const done = await idleInstance(rig, provider.name);
+    const stillBusy = await idleInstance(rig, provider.name);
+    for (const [i, { name, handle }] of [done, stillBusy].entries()) {
+      await handle.signal(jobStartedSignal, { jobId: 7100 + i });
+      rig.github.busy.add(name);
+      await handle.signal('delete', { reason: 'pool deleted' });
+    }
+    await eventually(() => [done, stillBusy].every(({ name }) => rig.github.calls.some((c) => c.op === 'remove' && c.name === name && c.outcome === 'busy')) || undefined, 5_000, 'busy answers');
+    // The job ends and GitHub drops the ephemeral registration, but no webhook says so; the machine stays up.
+    rig.github.busy.delete(done.name);
+    rig.github.runners.delete(done.name);
+
+    const report = await eventually(async () => {
+      const r = await runLiveness(rig, { provider: provider.name, check: 'github' });
+      return r.signalled.length > 0 ? r : undefined;
+    }, 10_000, 'a GitHub pass that sees the leaving runners');
+    expect(report.signalled).toEqual([{ name: done.name, finding: 'runner_missing' }]);
+    const final = await done.handle.result();
+    expect(final.status).toBe('deleted');
+    expect(provider.fake.instance(done.name)).toBeUndefined();
+    // The one still busy at GitHub keeps its machine and waits for its job.
+    expect((await stillBusy.handle.query(stateQuery)).status).toBe('pending_delete');
+    expect(provider.fake.instance(stillBusy.name)).toBeDefined();
+    await stillBusy.handle.signal('forceDelete', { reason: 'test done' });
+    rig.github.busy.delete(stillBusy.name);
+  });
+
   it('ignores runner findings while the runner has not come online yet (the bootstrap timeout covers that)', async () => {
     const provider = addProvider(rig);
     const name = uniqueName('booting');
