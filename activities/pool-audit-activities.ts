@@ -15,7 +15,7 @@ import { type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW } from '../workflows/messages';
-import { reportedRunnersQuery } from '../workflows/pool-messages';
+import { startedRunnersQuery } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 import { toActivityFailure } from './failures';
 
@@ -65,7 +65,7 @@ export function createPoolAuditActivities(deps: { client: Client }) {
       try {
         // Listed first: a runner started after the listing is left out of it, and its describe says it runs.
         const open = await openRunners(args.pool);
-        const counted = await client.workflow.getHandle(args.poolWorkflowId).query(reportedRunnersQuery);
+        const counted = await client.workflow.getHandle(args.poolWorkflowId).query(startedRunnersQuery);
         const suspects = counted.filter((name) => !open.has(name)).slice(0, MAX_CHECKS_PER_PASS);
         const ended: string[] = [];
         let next = 0;

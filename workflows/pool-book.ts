@@ -28,6 +28,8 @@ export const LEAVE_REASK_MS = 30_000;
 interface RunnerEntry extends PoolRunnerView {
   /** Sequence number of the newest report applied. */
   seq: number;
+  /** The server took its start: its workflow exists (or existed), reported or not. */
+  started?: boolean;
   everReady: boolean;
   /** We asked it to leave (scale-down, replacement, pool deletion): its exit is not a bootstrap failure. */
   deleteRequested: boolean;
@@ -67,7 +69,7 @@ export class PoolBook {
     settings: PoolSettings,
     private readonly timings: InstanceTimings,
     carried?: PoolCarriedState,
-    private readonly options: { reaskLeaving: boolean; packQueue?: boolean; maxQueued?: number } = { reaskLeaving: true, packQueue: true },
+    private readonly options: { reaskLeaving: boolean; packQueue?: boolean; maxQueued?: number; startedCounts?: boolean } = { reaskLeaving: true, packQueue: true, startedCounts: true },
   ) {
     this.queued = new QueuedJobs(options.maxQueued);
     this.queuedJobsDropped = carried?.queuedJobsDropped ?? 0;
@@ -262,27 +264,44 @@ export class PoolBook {
     if (now !== undefined) entry.leaveAskedAt = now;
   }
 
+  /** The server took these runners' starts (or said they were already started). */
+  runnersStarted(names: readonly string[]): void {
+    for (const name of names) {
+      const entry = this.runners.get(name);
+      if (entry) entry.started = true;
+    }
+  }
+
   /**
-   * A runner whose workflow has ended without the report that says so: gone, unless it never
-   * reported (its start may still be on the way). True when it was counted until now.
+   * Whether a runner's workflow is known to exist: it reported, or its start returned. Until
+   * then "no such workflow" may only mean its start is still on the way. (Pools begun before
+   * starts were marked go by reports alone.)
+   */
+  private existsFor(r: RunnerEntry): boolean {
+    return r.seq > 0 || (this.options.startedCounts === true && r.started === true);
+  }
+
+  /**
+   * A runner whose workflow has ended without the report that says so: gone, unless its
+   * workflow is not known to exist yet. True when it was counted until now.
    */
   runnerEnded(name: string): boolean {
     const entry = this.runners.get(name);
-    if (!entry || entry.seq === 0) return false;
+    if (!entry || !this.existsFor(entry)) return false;
     this.markGone(name);
     this.runners.delete(name);
     return true;
   }
 
-  /** Runners counted that have reported, so their workflows were started: an ended one can be told from one still starting. */
-  reportedRunners(): string[] {
+  /** Runners counted whose workflows are known to exist: an ended one can be told from one still starting. */
+  startedRunners(): string[] {
     const names: string[] = [];
-    for (const r of this.runners.values()) if (r.seq > 0) names.push(r.name);
+    for (const r of this.runners.values()) if (this.existsFor(r)) names.push(r.name);
     return names;
   }
 
-  hasReportedRunners(): boolean {
-    for (const r of this.runners.values()) if (r.seq > 0) return true;
+  hasStartedRunners(): boolean {
+    for (const r of this.runners.values()) if (this.existsFor(r)) return true;
     return false;
   }
 
@@ -409,7 +428,7 @@ export class PoolBook {
     return {
       settings: this.settings,
       settingsVersion: this.settingsVersion,
-      runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, failureCounted: _f, leaveAskedAt: _a, leaveReason: _r, ...r }) => r),
+      runners: [...this.runners.values()].map(({ everReady: _e, seq: _s, failureCounted: _f, leaveAskedAt: _a, leaveReason: _r, started: _t, ...r }) => r),
       queuedJobs: this.queued.list(),
       queuedJobCount: this.queuedJobCount,
       ...(this.queuedJobsDropped > 0 ? { queuedJobsDropped: this.queuedJobsDropped } : {}),

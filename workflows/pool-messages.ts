@@ -49,6 +49,8 @@ export interface PoolCarriedRunner extends PoolRunnerView {
   failureCounted?: boolean;
   /** Sequence number of its newest report applied, so an older one arriving late is still dropped. */
   seq?: number;
+  /** Its workflow was started (the start batch returned), whether or not it has reported since. */
+  started?: boolean;
 }
 
 export interface PoolCarriedState {
@@ -132,8 +134,8 @@ export interface KnownJobsArgs {
 }
 /** Which of the given jobs the pool counts as queued or has a runner on (its view lists only the oldest queued). */
 export const knownJobsQuery = defineQuery<number[], [KnownJobsArgs]>('knownJobs');
-/** Names of the runners the pool counts that have reported at least once, so their workflows exist. */
-export const reportedRunnersQuery = defineQuery<string[]>('reportedRunners');
+/** Names of the runners the pool counts whose workflows are known to exist: started, or heard from. */
+export const startedRunnersQuery = defineQuery<string[]>('startedRunners');
 
 export const POOL_MESSAGE_DESCRIPTIONS = {
   updatePool: 'Replace the pool settings (validated by the API). Busy runners are left alone; runners from older settings are replaced as they leave. Input: {"settings": {...}}',
@@ -145,7 +147,7 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   runnersChanged: 'Runner instances of this pool changed status (sent by the instance workflows, batched). Input: {"reports": [...]}',
   poolState: 'Settings, runners with their statuses, the oldest queued jobs with their count, and the current target size.',
   knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
-  reportedRunners: 'Names of the runners the pool counts that have reported at least once.',
+  startedRunners: 'Names of the runners the pool counts whose workflows are known to exist (started, or heard from).',
   unmatchedJob: 'Record a job no pool could take.',
   jobsUnmatched: 'Record jobs no pool could take, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["gpu"], "reason": "..."}]}',
   unmatchedJobs: 'The most recent jobs no pool could take, with the reason.',

@@ -28,7 +28,7 @@ import type { RelayActivities } from '../activities/relay-activities';
 import type { PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 import { deleteSignal, runnerWorkflowId, type RunnerInstanceInput } from './messages';
-import { PoolBook } from './pool-book';
+import { LEAVE_REASK_MS, PoolBook } from './pool-book';
 import { poolMemoOf } from './pool-memo';
 import {
   deletePoolSignal,
@@ -38,7 +38,7 @@ import {
   knownJobsQuery,
   POOL_MESSAGE_DESCRIPTIONS,
   poolStateQuery,
-  reportedRunnersQuery,
+  startedRunnersQuery,
   runnerChangedSignal,
   runnersChangedSignal,
   updatePoolSignal,
@@ -151,7 +151,9 @@ function isNotFoundFailure(err: unknown): boolean {
 
 export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // Pools whose history predates re-asking silent leavers replay without its timers.
-  const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers'), packQueue: patched('packed-queue') });
+  // Pools begun before starts were marked write off only runners that have reported.
+  const startedCounts = patched('count-started-runners-as-existing');
+  const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers'), packQueue: patched('packed-queue'), startedCounts });
   const scaleSet = new PoolScaleSet(input.timings);
   let dirty = true;
   // Pools begun before it replay holding the jobs they were given while disabled or deleting.
@@ -162,7 +164,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // A run continued while deleting writes the mark again, in case its memo did not come along.
   if (passesJobsOn && book.deleting) upsertMemo({ deleting: true });
   setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
-  setHandler(reportedRunnersQuery, () => book.reportedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.reportedRunners });
+  setHandler(startedRunnersQuery, () => book.startedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.startedRunners });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
   setHandler(updatePoolSignal, (args) => {
     const settings = poolSettingsArgs(args);
@@ -283,7 +285,12 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
           log.warn('runner workflow not started', { runner: name, error });
           book.runnerNotStarted(name);
         }
-        if (notStarted.length > 0) dirty = true;
+        // The rest exist from here on: one that ends before its first report (terminated while
+        // it was still creating, say) is then told from one whose start is on its way.
+        const refused = new Set(notStarted.map((n) => n.name));
+        book.runnersStarted(runners.map((r) => r.name).filter((name) => !refused.has(name)));
+        // A decision (in the task this return brings anyway) arms the look for them.
+        if (notStarted.length > 0 || startedCounts) dirty = true;
       })
       // Retried until the server answers; should it give up, the runners stay counted (never more than maxRunners).
       .catch((err: unknown) => log.warn('runner starts undecided', { runners: runners.map((r) => r.name), error: String(err) }))
@@ -327,7 +334,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   function auditRunners(now: number): void {
     if (!audits || auditsInFlight > 0 || now < auditDueAt) return;
     auditDueAt = now + auditEvery;
-    if (!book.hasReportedRunners()) return;
+    if (!book.hasStartedRunners()) return;
     auditsInFlight += 1;
     auditor
       .findEndedRunners({ pool: book.settings.name, poolWorkflowId: workflowInfo().workflowId })
@@ -406,6 +413,9 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
     const plan = book.plan(Date.now());
     for (const { name, reason } of plan.remove) askToLeave(name, reason);
+    // The ask is marked after the plan armed its wake: without a wake of its own, a runner the
+    // ask missed would be asked again only when some other signal came.
+    if (startedCounts && steadyWake && plan.remove.length > 0) wakeAt(Date.now() + (input.timings.leaveReaskIntervalMs ?? LEAVE_REASK_MS));
     passJobsOn();
     auditRunners(Date.now());
     // Pools whose history predates the bound replay their unbounded decisions unchanged.
@@ -427,7 +437,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
       // Only a pool with runners to look for wakes for it; one that gets some looks at its next decision.
-      if (audits && auditsInFlight === 0 && book.hasReportedRunners()) wakeAt(auditDueAt);
+      if (audits && auditsInFlight === 0 && book.hasStartedRunners()) wakeAt(auditDueAt);
       await condition(() => dirty || historyFull() || finished());
       continue;
     }

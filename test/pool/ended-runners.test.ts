@@ -4,7 +4,7 @@
  * good, nor keep a deleted pool from closing.
  */
 import { describe, expect, it } from 'vitest';
-import { jobStartedSignal, runnerWorkflowId } from '../../workflows/messages';
+import { jobStartedSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { deletePoolSignal, poolStateQuery, type PoolView } from '../../workflows/pool-messages';
 import { eventually, FAST_TIMINGS, useTestWorker } from '../support/temporal';
 import { autoRegister, idleRunners, poolSettings, startPool } from './helpers';
@@ -78,5 +78,28 @@ describe('a pool looking for runners whose workflow ended unreported', () => {
     agents.stop();
     await pool.signal(deletePoolSignal, {});
     await pool.result();
+  });
+
+  it('replaces a runner terminated before it ever reported, and a deleted pool still closes', async () => {
+    // No agent: the runner's machine is up but it never registers, so it never reports to its pool.
+    const settings = poolSettings({ minIdleRunners: 1, maxRunners: 1, bootstrapTimeout: 600_000 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: { ...auditTimings, leaveReaskIntervalMs: 500 } });
+    const [silent] = await eventually(async () => {
+      const v = await pool.query(poolStateQuery);
+      return v.runners.length === 1 ? names(v) : undefined;
+    }, 20_000, 'one runner');
+    await eventually(async () => ((await env.client.workflow.getHandle(runnerWorkflowId(silent!)).query(stateQuery)).status === 'running' ? true : undefined), 20_000, 'its machine up');
+    await env.client.workflow.getHandle(runnerWorkflowId(silent!)).terminate('operator removed it by hand');
+
+    const [replacement] = await eventually(async () => {
+      const v = await pool.query(poolStateQuery);
+      return v.runners.length === 1 && !names(v).includes(silent!) ? names(v) : undefined;
+    }, 20_000, 'a new runner in its place');
+    await eventually(async () => ((await env.client.workflow.getHandle(runnerWorkflowId(replacement!)).query(stateQuery)).status === 'running' ? true : undefined), 20_000, 'the new machine up');
+    await env.client.workflow.getHandle(runnerWorkflowId(replacement!)).terminate('operator removed this one too');
+    // Asked to leave, it is not found: dropped at once, and the pool closes.
+    await pool.signal(deletePoolSignal, {});
+    const final = await pool.result();
+    expect(final.runners).toEqual([]);
   });
 });

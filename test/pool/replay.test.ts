@@ -39,6 +39,16 @@ describe('runnerPool histories replay with the current code', () => {
     await expect(replayHistory(history, 'pool/reported-runners')).resolves.toBeUndefined();
   });
 
+  it('a deleted pool asking a runner that ended before its first report (recorded before started runners counted as existing)', async () => {
+    const history = loadHistory(__dirname, 'runner-ended-before-reporting-before-starts-counted.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('count-started-runners-as-existing');
+    // The ask found no workflow, and the old code kept the runner: the pool never closed.
+    expect(events.some((e) => e.signalExternalWorkflowExecutionFailedEventAttributes)).toBe(true);
+    expect(events.at(-1)!.workflowExecutionTerminatedEventAttributes).toBeTruthy();
+    await expect(replayHistory(history, 'pool/silent-runner')).resolves.toBeUndefined();
+  });
+
   it('a pool with capped decisions run on the current code', async () => {
     const settings = poolSettings({ minIdleRunners: 7, maxRunners: 10 });
     const pool = await startPool(env.client, env.w.taskQueue, { settings, maxStartsPerDecision: 3 });
