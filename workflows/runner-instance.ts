@@ -37,6 +37,7 @@ import { InstanceRecord } from './instance-record';
 import {
   deleteSignal,
   forceDeleteSignal,
+  RUNNER_INSTANCE_WORKFLOW,
   healthReportSignal,
   INSTANCE_MESSAGE_DESCRIPTIONS,
   jobCompletedSignal,
@@ -49,7 +50,7 @@ import {
   type JobStartedArgs,
   type RunnerInstanceInput,
 } from './messages';
-import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs } from './signal-input';
+import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs, warnOfUnknownSignals } from './signal-input';
 import { runnerLifecycle } from './lifecycle-sink';
 import type { PoolActivities } from '../activities/pool-activities';
 
@@ -172,6 +173,12 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     reports.add(sent);
   }
 
+  /** The current phase once more, under a new sequence number, for a pool that missed it. */
+  function reportAgain(): void {
+    reportedPhase = 'starting';
+    notifyPool();
+  }
+
   function moveTo(...args: Parameters<InstanceRecord['moveTo']>): void {
     record.moveTo(...args);
     notifyPool();
@@ -189,6 +196,12 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     lifecycle.cancel();
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.forceDelete });
   setHandler(deleteSignal, (args) => {
+    // The pool asks again until it hears the runner leave. Asked again while on its way out,
+    // the runner says so again: the report that said so was lost (the pool busy or continuing
+    // as new past its retries), and the pool would otherwise ask every leaveReaskInterval for
+    // as long as a busy job or a failing delete lasts, growing this history with every ask.
+    // (patched: runners that let repeated asks be replay so.)
+    if (deleteRequest && isLeaving(record.status, record.runnerStatus) && patched('repeated-ask-to-leave-reported-again')) reportAgain();
     deleteRequest ??= { reason: reasonOf(args, 'delete requested') };
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.delete });
   setHandler(jobStartedSignal, (args) => {
@@ -231,6 +244,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (report.finding === 'runner_missing' && record.status === 'pending_delete') githubListsNoRunner = true;
     health.report(report);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
+  warnOfUnknownSignals(RUNNER_INSTANCE_WORKFLOW, [forceDeleteSignal, deleteSignal, jobStartedSignal, jobCompletedSignal, runnerStatusSignal, healthReportSignal].map((s) => s.name));
 
   async function createMachine(): Promise<void> {
     moveTo('creating');
@@ -355,8 +369,14 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   async function unregisterFromGitHub(): Promise<void> {
     let wait = t.busyRetryIntervalMs;
     const maxWait = t.busyRetryIntervalMs * 16;
+    // A static runner asked to leave while busy can go on taking jobs for days, each one a round
+    // of signals and a GitHub call here; an ephemeral one waits out a job of days. The resumed run
+    // comes back here, as its status is pending_delete. (patched: runners that waited in one
+    // history replay so.)
+    const boundsHistory = patched('leaving-runner-continues-as-new');
     for (;;) {
       if (jobFinished && input.spec.ephemeral) return;
+      if (boundsHistory && historyFull()) await carryOn();
       const outcome = await github.removeGitHubRunner({
         github: input.spec.github,
         ...(input.spec.scaleSet ? { scaleSetId: input.spec.scaleSet.id } : {}),
@@ -383,6 +403,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
         while (!(await condition(() => jobFinished || (heedsGitHub && githubListsNoRunner), wait))) {
           // A stopped machine means the job is over too.
           if (await machineStopped()) return;
+          if (boundsHistory && historyFull()) await carryOn();
           wait = Math.min(wait * 2, maxWait);
         }
         if (!jobFinished) log.info('job over: GitHub no longer lists the busy ephemeral runner', { runner: input.name });

@@ -38,6 +38,7 @@ import {
   knownJobsQuery,
   POOL_MESSAGE_DESCRIPTIONS,
   poolStateQuery,
+  RUNNER_POOL_WORKFLOW,
   startedRunnersQuery,
   runnerChangedSignal,
   runnersChangedSignal,
@@ -47,7 +48,7 @@ import {
   type RunnerPoolInput,
 } from './pool-messages';
 import { PoolScaleSet } from './pool-scale-set';
-import { jobProgressArgs, poolSettingsArgs, queuedJobsArgs, runnerChangedArgs, runnerReportsArgs, scaleSetDemandArgs } from './signal-input';
+import { jobProgressArgs, poolSettingsArgs, queuedJobsArgs, runnerChangedArgs, runnerReportsArgs, scaleSetDemandArgs, warnOfUnknownSignals } from './signal-input';
 import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
 
@@ -173,6 +174,13 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       log.warn('ignored settings for another pool', { pool: book.settings.name, got: settings.name });
       return;
     }
+    // The API refuses a mode change (409 mode_change); a signal sent by hand must not make one
+    // either: a pool leaving scale-set mode would leave its listener (started to outlive it)
+    // polling for good. (patched: pools that took such a signal replay taking it.)
+    if (settings.mode !== book.settings.mode && patched('mode-change-refused-in-signal')) {
+      log.warn('ignored settings that change the pool mode: delete the pool and create it again', { pool: book.settings.name, mode: book.settings.mode, got: settings.mode });
+      return;
+    }
     book.updateSettings(settings);
     upsertMemo({ ...poolMemoOf(settings) });
     dirty = true;
@@ -212,6 +220,10 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     const now = Date.now();
     for (const report of runnerReportsArgs(args)) if (book.runnerChanged(report, now)) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.runnersChanged });
+  warnOfUnknownSignals(
+    RUNNER_POOL_WORKFLOW,
+    [updatePoolSignal, deletePoolSignal, jobQueuedSignal, jobsQueuedSignal, jobProgressSignal, runnerChangedSignal, runnersChangedSignal, scaleSetDemandSignal].map((s) => s.name),
+  );
 
   function instanceInput(name: string): RunnerInstanceInput {
     const s = book.settings;

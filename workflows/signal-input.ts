@@ -3,7 +3,7 @@
  * Web UI. A signal cannot answer with an error, so input that does not make
  * sense is logged and ignored instead of corrupting the instance's state.
  */
-import { log } from '@temporalio/workflow';
+import { log, setDefaultSignalHandler } from '@temporalio/workflow';
 import { INSTANCE_STATUSES, RUNNER_STATUSES } from '../domain/instance-status';
 import { HEALTH_FINDINGS, type HealthFinding } from '../domain/liveness';
 import { poolSettingsSchema, type PoolSettings } from '../domain/pool';
@@ -136,4 +136,16 @@ export function listenerSettingsArgs(args: unknown): UpdateListenerArgs | undefi
     return ignored('updateListener', 'needs counts minRunners and maxRunners and a list of string labels', args);
   }
   return { minRunners, maxRunners, labels: labels as string[] };
+}
+
+/**
+ * A signal name the workflow has no handler for (`forcedelete` typed into the Web UI) is
+ * accepted by the server and would sit unhandled without a word. It is logged instead, with
+ * the names the workflow takes. Set after every handler, so signals that came before the
+ * run's first task still reach theirs.
+ */
+export function warnOfUnknownSignals(workflowType: string, takes: readonly string[]): void {
+  setDefaultSignalHandler((signal) => {
+    log.warn('ignored a signal this workflow does not take', { workflowType, signal, takes: takes.join(', ') });
+  });
 }

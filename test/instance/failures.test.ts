@@ -238,6 +238,63 @@ describe('busy runners and registration', () => {
     expect(Date.now() - started).toBeGreaterThan(2_000);
   });
 
+  it('continues as new while a static runner asked to leave keeps taking jobs, and leaves once GitHub lets it', async () => {
+    const name = uniqueName('busy-for-days');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { historyLimit: 120 }, { ephemeral: false }));
+    await waitForStatus(handle, 'running');
+    const firstRunId = (await handle.describe()).runId;
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    env.w.github.busy.add(name);
+    await handle.signal(deleteSignal, { reason: 'pool deleted' });
+    // GitHub hands the still-registered runner one job after another: each ends, the runner asks to go, GitHub says busy.
+    for (let job = 1; job <= 30; job++) {
+      const asked = env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name).length;
+      await handle.signal(jobCompletedSignal, { jobId: job });
+      await eventually(() => env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name).length > asked || undefined, 10_000, `asked again after job ${job}`);
+    }
+    const now = await handle.describe();
+    expect(now.runId).not.toBe(firstRunId);
+    expect(now.historyLength).toBeLessThanOrEqual(160);
+    expect((await handle.query(stateQuery)).status).toBe('pending_delete');
+    expect(env.w.fake.instance(name)).toBeDefined();
+
+    env.w.github.busy.delete(name);
+    await handle.signal(jobCompletedSignal, { jobId: 31 });
+    const final = await handle.result();
+    expect(final.status).toBe('deleted');
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
+  it('says again that it is leaving when asked again, so a pool that missed the report stops asking', async () => {
+    const name = uniqueName('asked-twice');
+    // Its pool does not exist: every report is lost, as one is when the pool cannot take it in time.
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { notifyPool: true, pool: uniqueName('no-pool') }));
+    await waitForStatus(handle, 'running');
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    await handle.signal(jobStartedSignal, { jobId: 70 });
+    env.w.github.busy.add(name);
+    const leavingReports = async (): Promise<number> => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      return events.filter((e) => {
+        const marker = e.markerRecordedEventAttributes;
+        if (marker?.markerName !== 'core_local_activity') return false;
+        const data = marker.details?.['data']?.payloads?.[0]?.data;
+        return data !== undefined && data !== null && Buffer.from(data).toString().includes('reportToPool');
+      }).length;
+    };
+    await handle.signal(deleteSignal, { reason: 'scale down' });
+    await eventually(() => env.w.github.count('remove', 'busy') >= 1 || undefined, 10_000, 'busy answer');
+    await eventually(async () => ((await handle.query(stateQuery)).status === 'pending_delete' ? true : undefined), 10_000, 'leaving');
+    // The first ask's reports have all been tried (each a local activity, recorded as it ends).
+    await new Promise((r) => setTimeout(r, 1_000));
+    const afterFirstAsk = await leavingReports();
+    await handle.signal(deleteSignal, { reason: 'scale down' });
+    await eventually(async () => ((await leavingReports()) > afterFirstAsk ? true : undefined), 10_000, 'the leaving report sent again');
+    env.w.github.busy.delete(name);
+    await handle.signal(jobCompletedSignal, { jobId: 70 });
+    expect((await handle.result()).status).toBe('deleted');
+  });
+
   it('reaps a runner that does not report idle within the bootstrap timeout', async () => {
     const name = uniqueName('no-idle');
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, {}, { bootstrapTimeoutMs: 1_500 }));

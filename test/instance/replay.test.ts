@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { InstanceState } from '../../workflows/messages';
-import { loadHistory, patchIds, payload, replayHistory, type HistoryEvent } from '../support/replay';
+import { inputOf, loadHistory, patchIds, payload, replayHistory, type HistoryEvent } from '../support/replay';
 
 /** The activities the workflow ran, ordinary and local, by type, with the event that records each. */
 function activitySteps(events: HistoryEvent[]): { eventId: number; type: string }[] {
@@ -48,5 +48,18 @@ describe('runnerInstance histories replay with the current code', () => {
     expect(signals.indexOf('healthReport')).toBeGreaterThan(signals.indexOf('delete'));
     expect(signals.indexOf('jobCompleted')).toBeGreaterThan(signals.indexOf('healthReport'));
     await expect(replayHistory(history, 'runner/lost-completed')).resolves.toBeUndefined();
+  });
+
+  it('a static runner asked to leave twice, taking job after job while GitHub called it busy (recorded before it continued as new there, or answered a second ask)', async () => {
+    const history = loadHistory(__dirname, 'static-runner-leaving-for-long-before-it-continued-as-new.json');
+    const events = history.events;
+    const patches = patchIds(events);
+    expect(patches).not.toContain('leaving-runner-continues-as-new');
+    expect(patches).not.toContain('repeated-ask-to-leave-reported-again');
+    const input = inputOf<{ historyLimit: number }>(events);
+    // One history well past its limit, and two asks to leave.
+    expect(events.length).toBeGreaterThan(input.historyLimit * 2);
+    expect(events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'delete')).toHaveLength(2);
+    await expect(replayHistory(history, 'runner/leaving-for-long')).resolves.toBeUndefined();
   });
 });

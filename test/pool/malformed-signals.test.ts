@@ -48,6 +48,12 @@ describe('malformed signals', () => {
     const history = await pool.fetchHistory();
     expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toHaveLength(0);
 
+    // A change of mode is refused, as the API refuses it: a webhook pool does not become a scale set.
+    await pool.signal(updatePoolSignal, { settings: { ...settings, mode: 'scaleSet', maxRunners: 4 } });
+    await pool.signal(jobQueuedSignal, { jobId: 42, labels: ['linux'] });
+    await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 2 ? true : undefined), 20_000, 'a runner for the next job');
+    expect((await pool.query(poolStateQuery)).settings).toMatchObject({ mode: 'webhook', maxRunners: 3 });
+
     // A valid update still applies.
     await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4 } });
     await eventually(async () => ((await pool.query(poolStateQuery)).settings.maxRunners === 4 ? true : undefined), 10_000, 'settings updated');
