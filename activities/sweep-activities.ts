@@ -12,6 +12,7 @@ import { andQuery, quote } from '../api/temporal/visibility';
 import { sweepDeleted, sweepLastRun, sweepMachines, sweepRuns } from '../observability/metrics';
 import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { isNotFound, listMachines, ProviderError, type ProviderCallContext, type ProviderInstance, type ProviderPort } from '../providers/port';
+import { MACHINE_CLEANUP_WORKFLOW } from '../workflows/cleanup-messages';
 import { RUNNER_INSTANCE_WORKFLOW, instanceNameFromWorkflowId, runnerWorkflowId } from '../workflows/messages';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER } from '../workflows/search-attributes';
 import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
@@ -28,6 +29,8 @@ export interface SweepArgs {
   githubRunners?: boolean;
   /** With githubRunners: route again jobs queued at GitHub this long that no pool knows (lost `queued` webhooks). */
   lostJobAgeMs?: number;
+  /** The schedule's interval: how far back closed runners' pools are listed depends on it (5 min when absent). */
+  intervalMs?: number;
 }
 
 /** leaked: its workflow's forced delete failed; orphaned: its workflow ended without deleting it; untracked: no workflow ever knew it. */
@@ -69,6 +72,16 @@ const MAX_ERROR_LENGTH = 500;
 /** How long a pool gets to answer for its settings before its listing goes without its extra specs. */
 const POOL_QUERY_TIMEOUT_MS = 5_000;
 const SPEC_READS_AT_ONCE = 20;
+/**
+ * How far back a provider that lists per pool has its pools of closed runners listed: a machine
+ * such a runner left is deleted by the first sweep after the grace period that lists its pool,
+ * so a few grace periods and sweep intervals (and at least an hour) leave room for sweeps that
+ * fail or find the provider down, without reading every runner the namespace still remembers.
+ */
+const CLOSED_LOOKBACK_ROUNDS = 3;
+const MIN_CLOSED_LOOKBACK_MS = 3_600_000;
+/** The configured default, for a sweep started without the interval (by hand). */
+const DEFAULT_SWEEP_INTERVAL_MS = 5 * 60_000;
 
 /** Pools to list, each with the runners known to have made machines in it. */
 type PoolMembers = Map<string, Set<string>>;
@@ -110,34 +123,44 @@ export function createSweepActivities(deps: SweepActivityDeps) {
   }
 
   /**
-   * The pools to list on a provider that lists per pool: those of its running runners,
-   * of the running pools that use it, and of its runners that closed without deleting
-   * their machine (terminated, failed, timed out, or marked leaked by a forced delete).
-   * A runner that completed unmarked deleted its machine, so its pool is left out.
+   * The pools to list on a provider that lists per pool: those of its running runners, of
+   * the running pools that use it, of its runners that closed within the look-back (see
+   * closedLookbackMs), and of the machines a clean-up still marks leaked. A runner that
+   * completed unmarked counts too: a provider can answer a delete as done and keep the
+   * machine, and once its pool is gone nothing else would ever list that pool again.
+   * Earlier runs of a runner that continued as new are left out: the runner's current run
+   * stands for them.
    *
-   * Not covered: machines in a pool that no longer runs and has no running or uncleanly
-   * closed runner of this provider left in visibility. Such a machine is either one whose
-   * create finished only after its runner's clean-up delete (a race the provider has to
-   * lose, in a pool since deleted), or one of a runner visibility has forgotten (past
-   * retention). GARM, listing per pool as well, cannot see them either; finding them would
-   * take reading every runner this provider ever had on every sweep.
+   * Not covered: machines in a pool that no longer runs whose runners all closed before the
+   * look-back and left none marked leaked: a machine whose create finished only after its
+   * runner's clean-up delete (a race the provider has to lose, in a pool since deleted), a
+   * machine every sweep since failed to list or delete, or one of a runner visibility has
+   * forgotten (past retention). GARM, listing per pool as well, cannot see them either;
+   * finding them would take reading every runner this provider ever had on every sweep.
    */
-  async function poolsToList(provider: string, runningPools: PoolMembers): Promise<PoolMembers> {
+  async function poolsToList(provider: string, runningPools: PoolMembers, lookbackMs: number): Promise<PoolMembers> {
     const pools: PoolMembers = new Map([...runningPools].map(([pool, names]) => [pool, new Set(names)]));
     for (const entry of await new PoolDirectory(client, 0).fetch()) {
       if (entry.memo?.provider === provider) addMember(pools, entry.name, undefined);
     }
+    const closedSince = quote(new Date(now() - lookbackMs).toISOString());
+    // A clean-up retries for as long as the provider refuses, maybe longer than the look-back,
+    // and one that was stopped keeps its mark: either way its machine may still be there.
     const query = andQuery([
-      `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
-      `ExecutionStatus != 'Running'`,
       `${RUNNER_PROVIDER.name} = ${quote(provider)}`,
-      `(ExecutionStatus != 'Completed' OR ${RUNNER_LEAKED.name} = true)`,
+      `((WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)} AND ExecutionStatus != 'Running' AND ExecutionStatus != 'ContinuedAsNew' AND CloseTime > ${closedSince})` +
+        ` OR (WorkflowType = ${quote(MACHINE_CLEANUP_WORKFLOW)} AND ${RUNNER_LEAKED.name} = true AND (ExecutionStatus = 'Running' OR CloseTime > ${closedSince})))`,
     ]);
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
       const pool = info.typedSearchAttributes.get(RUNNER_POOL);
       if (pool) addMember(pools, pool, info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId));
     }
     return pools;
+  }
+
+  /** How far back closed runners' pools are listed: a few rounds of grace period and sweep interval. */
+  function closedLookbackMs(args: SweepArgs): number {
+    return Math.max(MIN_CLOSED_LOOKBACK_MS, CLOSED_LOOKBACK_ROUNDS * (args.gracePeriodMs + (args.intervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)));
   }
 
   /**
@@ -175,8 +198,8 @@ export function createSweepActivities(deps: SweepActivityDeps) {
   }
 
   /** This controller's machines on the provider, each with the extra specs to delete it with. */
-  async function listAll(target: ProviderPort, provider: string, ctx: ProviderCallContext): Promise<{ machines: Listed[]; failed: { poolId: string; error: unknown }[] }> {
-    const pools = target.listsPerPool ? await poolsToList(provider, (await runningRunners(provider)).pools) : new Map<string, Set<string>>();
+  async function listAll(target: ProviderPort, args: SweepArgs, ctx: ProviderCallContext): Promise<{ machines: Listed[]; failed: { poolId: string; error: unknown }[] }> {
+    const pools = target.listsPerPool ? await poolsToList(args.provider, (await runningRunners(args.provider)).pools, closedLookbackMs(args)) : new Map<string, Set<string>>();
     if (!takesPoolExtraSpecs(target)) {
       const listing = await listMachines(target, pools.keys(), ctx);
       return { machines: listing.machines.map((machine) => ({ machine })), failed: listing.failed };
@@ -252,7 +275,7 @@ export function createSweepActivities(deps: SweepActivityDeps) {
   }
 
   async function sweep(target: ProviderPort, args: SweepArgs, signal: AbortSignal): Promise<SweepReport> {
-    const listing = await listAll(target, args.provider, { controllerId: deps.controllerId, signal });
+    const listing = await listAll(target, args, { controllerId: deps.controllerId, signal });
     const machines = listing.machines;
     // Read after the listing, so a runner whose machine was listed is seen running if it still is.
     const running = (await runningRunners(args.provider)).names;

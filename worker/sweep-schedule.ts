@@ -34,6 +34,7 @@ export async function ensureSweepSchedules(client: Client, config: RunnerflowCon
     const args: SweepArgs = {
       provider: name,
       gracePeriodMs: config.sweep.gracePeriod,
+      intervalMs: config.sweep.interval,
       ...(githubRunners ? { githubRunners: true, ...(lostJobAge > 0 ? { lostJobAgeMs: lostJobAge } : {}) } : {}),
     };
     const change = await ensureSchedule(client, { scheduleId, intervalMs: config.sweep.interval, workflowType: PROVIDER_SWEEP_WORKFLOW, args: [args], taskQueue });
