@@ -438,6 +438,31 @@ export class PoolBook {
   }
 
   /**
+   * What `carry` gives, made to fit in `maxBytes` of JSON. A continue-as-new whose input
+   * passes the server's 2 MB payload limit fails every workflow task after it, and the pool
+   * would never decide again. The queue's bound leaves room for a pool's runners, but not
+   * always for the most a pool may have (5,000 with long names) beside a full queue of jobs
+   * from thousands of repositories. The jobs queued last are dropped until it fits, counted
+   * in `queuedJobsDropped`; returns how many went.
+   */
+  carryWithin(maxBytes: number): { carried: PoolCarriedState; dropped: number } {
+    let carried = this.carry();
+    let size = JSON.stringify(carried).length;
+    let dropped = 0;
+    while (size > maxBytes && this.queued.size > 0) {
+      const perJob = JSON.stringify(carried.queue ?? carried.queuedJobs ?? []).length / this.queued.size;
+      // A tenth more than the estimate, so one or two rounds do it.
+      const count = Math.max(1, Math.ceil(((size - maxBytes) / Math.max(perJob, 1)) * 1.1));
+      const went = this.queued.dropNewest(count);
+      dropped += went;
+      this.queuedJobsDropped += went;
+      carried = this.carry();
+      size = JSON.stringify(carried).length;
+    }
+    return { carried, dropped };
+  }
+
+  /**
    * Everything the next run needs, including what the view leaves out: carried
    * without `everReady`, an ephemeral runner that had finished its job when the
    * pool continued as new counted as a bootstrap failure when it went away, and

@@ -66,6 +66,13 @@ export class QueuedJobs {
     return this.jobs.delete(jobId);
   }
 
+  /** Drops the `count` jobs queued last; returns how many went. */
+  dropNewest(count: number): number {
+    const ids = [...this.jobs.keys()].slice(Math.max(0, this.jobs.size - count));
+    for (const id of ids) this.jobs.delete(id);
+    return ids.length;
+  }
+
   /** Takes the oldest `limit` jobs out of the queue. */
   take(limit: number): QueuedJob[] {
     const taken = this.list(limit);

@@ -52,6 +52,9 @@ import { jobProgressArgs, poolSettingsArgs, queuedJobsArgs, runnerChangedArgs, r
 import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
 
+/** The pool's carried state, at most: the server's payload limit is 2 MB, and the input also holds the settings. */
+const MAX_CARRIED_BYTES = 1_800_000;
+
 /** Runner workflows started by one activity: a burst to a large maxRunners goes as several, side by side. */
 const START_BATCH = 50;
 
@@ -444,7 +447,9 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > historyLimit) {
       await condition(() => startsInFlight === 0 && passesInFlight === 0 && auditsInFlight === 0 && allHandlersFinished());
-      await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: { ...book.carry(), ...(audits ? { auditDueAt } : {}) } });
+      const { carried, dropped } = book.carryWithin(MAX_CARRIED_BYTES);
+      if (dropped > 0) log.warn('queued jobs not kept: the pool state would not fit in one continue-as-new', { pool: book.settings.name, dropped, total: book.queuedJobsDropped });
+      await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: { ...carried, ...(audits ? { auditDueAt } : {}) } });
     }
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);

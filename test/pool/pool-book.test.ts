@@ -302,3 +302,30 @@ describe('PoolBook scaling', () => {
     expect(book.carry()).toMatchObject({ queuedJobsDropped: 1 });
   });
 });
+
+describe('PoolBook carried state', () => {
+  it('fits the most a pool may hold into one continue-as-new, dropping the jobs queued last', () => {
+    // 5,000 busy runners with the longest prefix, and a full queue of jobs from five thousand repositories.
+    const book = new PoolBook(settings({ maxRunners: 5_000, runnerPrefix: 'a-runner-prefix-of-31-character' }), FAST_TIMINGS);
+    for (const name of startN(book, 5_000)) book.runnerChanged({ seq: nextSeq(), name, status: 'running', runnerStatus: 'active', jobId: seq }, T0);
+    for (let i = 0; i < 20_000; i++) book.jobQueued({ jobId: 1_000_000 + i, labels: ['linux', 'x64', `matrix-entry-${i % 2_000}`], repository: `acme-corporation/service-number-${i % 5_000}`, queuedAt: new Date(T0 + i).toISOString() }, T0);
+    expect(JSON.stringify(book.carry()).length).toBeGreaterThan(2_097_152);
+
+    const { carried, dropped } = book.carryWithin(1_800_000);
+    expect(JSON.stringify(carried).length).toBeLessThanOrEqual(1_800_000);
+    expect(dropped).toBeGreaterThan(0);
+    expect(carried.queuedJobsDropped).toBe(dropped);
+    expect(carried.runners).toHaveLength(5_000);
+    // The oldest jobs stay; the ones queued last went.
+    const next = new PoolBook(book.settings, FAST_TIMINGS, carried);
+    expect(next.knownJobs([1_000_000, 1_019_999])).toEqual([1_000_000]);
+    expect(next.queuedJobCount).toBe(20_000 - dropped);
+  });
+
+  it('leaves a state that fits as it is', () => {
+    const book = new PoolBook(settings({ maxRunners: 10 }), FAST_TIMINGS);
+    startN(book, 3);
+    book.jobQueued({ jobId: 1, labels: ['linux'] }, T0);
+    expect(book.carryWithin(1_800_000)).toEqual({ carried: book.carry(), dropped: 0 });
+  });
+});
