@@ -217,6 +217,13 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     const job = jobArgs<JobCompletedArgs>('jobCompleted', args);
     if (!job || completedJobs.has(job.jobId)) return;
     completedJobs.add(job.jobId);
+    // A static runner's late `completed` for its last job, arriving after its next job started,
+    // does not make it idle mid-job: it would be scaled down as idle. (patched: runners that
+    // took such a report replay taking it.)
+    if (!input.spec.ephemeral && record.runnerStatus === 'active' && record.jobId !== undefined && record.jobId !== job.jobId && patched('late-completion-of-an-earlier-job-ignored')) {
+      log.info('completion of an earlier job; the runner is still busy with its next', { runner: input.name, completed: job.jobId, busyWith: record.jobId });
+      return;
+    }
     record.jobId = job.jobId;
     jobFinished = true;
     // An ephemeral runner takes one job and then unregisters itself from GitHub; a static one is idle again.

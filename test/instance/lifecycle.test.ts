@@ -81,6 +81,25 @@ describe('runnerInstance lifecycle', () => {
     await handle.result();
   });
 
+  it("a static runner stays busy when its last job's completed event comes after its next job started", async () => {
+    const name = uniqueName('out-of-order');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, {}, { ephemeral: false }));
+    await waitForStatus(handle, 'running');
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    await handle.signal(jobStartedSignal, { jobId: 1 });
+    // GitHub sent job 2's in_progress before job 1's completed.
+    await handle.signal(jobStartedSignal, { jobId: 2 });
+    await handle.signal(jobCompletedSignal, { jobId: 1, conclusion: 'success' });
+    await eventually(async () => {
+      const state = await handle.query(stateQuery);
+      return state.runnerStatus === 'active' && state.jobId === 2 ? state : undefined;
+    }, 5_000, 'still busy with job 2');
+    await handle.signal(jobCompletedSignal, { jobId: 2, conclusion: 'success' });
+    await eventually(async () => ((await handle.query(stateQuery)).runnerStatus === 'idle' ? true : undefined), 5_000, 'idle after job 2');
+    await handle.signal(deleteSignal, {});
+    expect((await handle.result()).status).toBe('deleted');
+  });
+
   it('ignores signal input that makes no sense instead of corrupting state', async () => {
     const name = uniqueName('bad-input');
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));

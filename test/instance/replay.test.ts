@@ -62,4 +62,14 @@ describe('runnerInstance histories replay with the current code', () => {
     expect(events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'delete')).toHaveLength(2);
     await expect(replayHistory(history, 'runner/leaving-for-long')).resolves.toBeUndefined();
   });
+
+  it("a static runner whose last job's completed event came after its next job started (recorded before that event was ignored)", async () => {
+    const history = loadHistory(__dirname, 'static-runner-late-completion-before-it-was-ignored.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('late-completion-of-an-earlier-job-ignored');
+    const signals = events.map((e) => e.workflowExecutionSignaledEventAttributes).filter((a) => a !== undefined && a !== null);
+    const jobs = signals.filter((a) => a.signalName!.startsWith('job')).map((a) => `${a.signalName}:${payload<{ jobId: number }>(a.input!.payloads![0]).jobId}`);
+    expect(jobs).toEqual(['jobStarted:1', 'jobStarted:2', 'jobCompleted:1', 'jobCompleted:2']);
+    await expect(replayHistory(history, 'runner/late-completion')).resolves.toBeUndefined();
+  });
 });
