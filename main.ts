@@ -8,14 +8,16 @@ import { Client } from '@temporalio/client';
 import { randomBytes } from 'node:crypto';
 import { HttpError } from './api/http/errors';
 import { startPool } from './api/pool-settings';
+import { ListenError } from './api/node-server';
 import { serveApi } from './api/serve';
 import { ConfigError, loadConfig, resolveSecret, type LoadedConfig } from './config/load';
+import { DEFAULT_WEB_UI_URL } from './config/schema';
 import { poolSettingsSchema, type PoolSettings } from './domain/pool';
 import { parseDuration } from './domain/duration';
 import { demoPoolMemo, findDemoPools, removeDemoPools, within } from './devstack/demo-pools';
 import { startDevStack } from './devstack/stack';
 import { demoApiLogger, startDemoStory, storyEmitter } from './devstack/demo-story';
-import { devServer, temporalAnswers } from './devstack/temporal-server';
+import { DevServerError, devServer, temporalAnswers } from './devstack/temporal-server';
 import { createGitHubRegistry } from './github/registry';
 import { startWorker } from './worker/start';
 import { createLogger, logFormat } from './observability/logger';
@@ -33,7 +35,12 @@ async function ensureTemporal(address: string): Promise<void> {
     throw new ConfigError(`Temporal at ${address} does not answer (TEMPORAL_ADDRESS / temporal.address)`);
   }
   say(`no Temporal server on ${address}: starting the local dev server`);
-  devServer('start', port ?? '7233');
+  try {
+    devServer('start', port ?? '7233');
+  } catch (err) {
+    if (!(err instanceof DevServerError)) throw err;
+    throw new DevServerError(`the local Temporal dev server did not start: ${err.message} (or start Temporal yourself and set TEMPORAL_ADDRESS)`);
+  }
 }
 
 /** Every wait of the clean-up after Ctrl-C fits in this (RUNNERFLOW_SHUTDOWN_TIMEOUT); then the process exits anyway. */
@@ -75,6 +82,8 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
     logger: demoApiLogger(logFormat(), rootLogger),
     log: say,
   });
+  // The stack builds its own config; where the Web UI is comes from the operator's (the API reads it per request).
+  stack.loaded.config.temporal.webUiUrl = config.temporal.webUiUrl;
   // A pool per demo run: the simulator (and every runner registered with it) lives only as long as this process.
   const pool = poolSettingsSchema.parse({
     name: `demo-${Date.now().toString(36)}`,
@@ -93,7 +102,7 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
   const jobs = Number(process.env.RUNNERFLOW_DEMO_JOBS ?? 3);
   for (let i = 0; i < jobs; i++) stack.sim.queueJob({ repository: 'demo/app', labels: ['self-hosted', 'linux'], name: `demo-job-${i + 1}` });
   say(`queued ${jobs} demo jobs in the simulator (RUNNERFLOW_DEMO_JOBS to change)`);
-  banner(stack.api.url, stack.adminToken);
+  banner(stack.api.url, stack.adminToken, config.temporal.webUiUrl);
   say(`GitHub simulator: ${stack.sim.url} (jobs: ${stack.sim.controlUrl}/jobs)`);
   const stopStory = startDemoStory({ client: stack.client, pool: pool.name, jobs: () => stack.sim.jobs(), emit: storyEmitter(logFormat(), rootLogger.child({ component: 'demo' })) });
   return async () => {
@@ -123,7 +132,7 @@ async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>>
   if (!config.api.publicUrl) config.api.publicUrl = api.url;
   const worker = await startWorker({ loaded, github, instanceTokenKey: resolveSecret(config.api.instanceTokenSecret, env)!, log: say, logger: rootLogger.child({ component: 'worker' }) });
   await seedPools(client, loaded, config.pools);
-  banner(api.url, env.RUNNERFLOW_ADMIN_TOKEN ? '(from RUNNERFLOW_ADMIN_TOKEN)' : '(api.adminToken in the config)');
+  banner(api.url, adminTokenSource(config), config.temporal.webUiUrl);
   return async () => {
     await within(worker.stop(), SHUTDOWN_TIMEOUT_MS / 2);
     await within(api.close(), 1_000);
@@ -131,10 +140,28 @@ async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>>
   };
 }
 
-function banner(apiUrl: string, adminToken: string): void {
-  say(`HTTP API: ${apiUrl} (admin token: ${adminToken})`);
-  say(`Dashboard: ${apiUrl}/ui (sign in with the admin token)`);
-  say(`Temporal Web UI: http://127.0.0.1:${process.env.TEMPORAL_UI_PORT ?? 8233} (find runners with RunnerStatus="running")`);
+/**
+ * The Web UI of a dev server started with TEMPORAL_UI_PORT (temporal-dev.sh serves it there),
+ * when no URL is configured (TEMPORAL_UI_URL or temporal.webUiUrl): a configured one always wins.
+ */
+function localWebUi(config: LoadedConfig['config']): string | undefined {
+  const port = process.env.TEMPORAL_UI_PORT;
+  if (process.env.TEMPORAL_UI_URL || config.temporal.webUiUrl !== DEFAULT_WEB_UI_URL || !port || port === 'off') return undefined;
+  return `http://127.0.0.1:${port}`;
+}
+
+/** Where the admin token comes from (never the token itself), or undefined when none is configured. */
+function adminTokenSource(config: LoadedConfig['config']): string | undefined {
+  const ref = config.api.adminToken;
+  if (!ref) return undefined;
+  return 'env' in ref ? `from ${ref.env}` : `from ${ref.file}`;
+}
+
+function banner(apiUrl: string, adminToken: string | undefined, webUiUrl: string): void {
+  // Without a token the admin routes refuse everyone (the API has warned); say so here too rather than point at a token that does not exist.
+  say(`HTTP API: ${apiUrl} (${adminToken ? `admin token: ${adminToken}` : 'no admin token configured: /api/v1 refuses every caller until RUNNERFLOW_ADMIN_TOKEN or api.adminToken is set'})`);
+  if (adminToken) say(`Dashboard: ${apiUrl}/ui (sign in with the admin token)`);
+  say(`Temporal Web UI: ${webUiUrl} (find runners with RunnerStatus="running")`);
   say(`CLI: RUNNERFLOW_URL=${apiUrl} RUNNERFLOW_ADMIN_TOKEN=<token> npx runnerflow runner list`);
 }
 
@@ -145,6 +172,8 @@ async function main(): Promise<void> {
   SHUTDOWN_TIMEOUT_MS = shutdownTimeout(process.env.RUNNERFLOW_SHUTDOWN_TIMEOUT);
   const loaded = loadConfig();
   say(`config: ${loaded.source}`);
+  const ui = localWebUi(loaded.config);
+  if (ui) loaded.config.temporal.webUiUrl = ui;
   await ensureTemporal(loaded.config.temporal.address);
   const stop = loaded.config.github.credentials.length === 0 ? await runDemo(loaded) : await runConfigured(loaded);
   let stoppingSince: number | undefined;
@@ -175,6 +204,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof ConfigError ? `runnerflow: ${err.message}` : err);
+  // Mistakes of setup (the config, the address, the dev server) are one line; anything else is a bug, shown whole.
+  const setup = err instanceof ConfigError || err instanceof ListenError || err instanceof DevServerError;
+  console.error(setup ? `runnerflow: ${err.message}` : err);
   process.exit(1);
 });

@@ -22,6 +22,7 @@ import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type Git
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { knownJobsQuery, poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
+import { activityTaskQueue } from './task-queue';
 
 export type RegistrationSweepReason = 'orphaned' | 'untracked';
 
@@ -105,7 +106,7 @@ export function registrationMatcher(settings: Pick<PoolSettings, 'name' | 'runne
 export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
   const now = deps.now ?? Date.now;
   const client = deps.client.options.namespace === deps.namespace ? deps.client : new Client({ connection: deps.client.connection, namespace: deps.namespace });
-  const pools = new PoolDirectory(client, 0);
+  const pools = { fetch: () => new PoolDirectory(client, 0, activityTaskQueue()).fetch() };
   const queryTimeoutMs = deps.queryTimeoutMs ?? 5_000;
   /** A pool whose worker is gone would hold a query until the server gives up on it. */
   const poolState = (workflowId: string) => client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(workflowId).query(poolStateQuery));

@@ -10,6 +10,7 @@ import { PoolDirectory } from '../api/pool-directory';
 import { recordUnmatchedJobs } from '../api/temporal/unmatched-record';
 import { jobsQueuedSignal, unmatchedJobsWorkflowId, type QueuedJob, type UnmatchedJob } from '../workflows/pool-messages';
 import type { RelayTarget } from '../workflows/relay-messages';
+import { activityTaskQueue } from './task-queue';
 
 export interface ForwardRelayedJobsArgs {
   target: RelayTarget;
@@ -64,7 +65,7 @@ export function createRelayActivities(deps: { client: Client }) {
      * attempt may signal a job twice; a pool's book takes each job once.
      */
     async passOnJobs({ from, jobs }: PassOnJobsArgs): Promise<PassOnJobsResult> {
-      const pools = (await new PoolDirectory(deps.client, 0).fetch()).filter((p) => p.workflowId !== from);
+      const pools = (await new PoolDirectory(deps.client, 0, activityTaskQueue()).fetch()).filter((p) => p.workflowId !== from);
       const byPool = new Map<string, QueuedJob[]>();
       const recordedAt = new Date().toISOString();
       const unmatched: UnmatchedJob[] = [];

@@ -29,9 +29,9 @@ export function apiRoutes(): Route<Services>[] {
   return routes;
 }
 
-function failureResponse(err: unknown, request: Request, logger: Logger): Response {
+function failureResponse(err: unknown, request: Request, logger: Logger, taskQueue: string): Response {
   if (err instanceof HttpError) return errorResponse(err);
-  const infrastructure = temporalHttpError(err);
+  const infrastructure = temporalHttpError(err, taskQueue);
   if (infrastructure) {
     logger.warn('request failed on Temporal', { method: request.method, path: new URL(request.url).pathname, error: (err as Error).message });
     return errorResponse(infrastructure);
@@ -58,7 +58,7 @@ export function createApp(deps: AppDeps): App {
       if (route.auth === 'admin') requireAdmin(request, deps.secrets.adminToken);
       return await route.handle({ request, url, params, services });
     } catch (err) {
-      return failureResponse(err, request, deps.logger);
+      return failureResponse(err, request, deps.logger, deps.taskQueue);
     }
   };
 }

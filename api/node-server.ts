@@ -6,10 +6,34 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import { parseListen, type ListenAddress } from '../config/schema';
 import type { App } from './app';
 import { payloadTooLarge } from './http/body';
 import { HttpError } from './http/errors';
 import { errorResponse } from './http/responses';
+
+export { parseListen, type ListenAddress };
+
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'the address is already in use (another process listens on that port)',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'no interface of this machine has that address',
+  ENOTFOUND: 'the host name does not resolve',
+  EAI_AGAIN: 'the host name does not resolve',
+};
+
+/** The server could not bind its address: a setup problem to report in one line, not a crash. */
+export class ListenError extends Error {
+  readonly code: string | undefined;
+
+  constructor(host: string, port: number, cause: NodeJS.ErrnoException) {
+    const where = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+    const why = (cause.code && LISTEN_FAILURES[cause.code]) ?? cause.message;
+    super(`cannot listen on ${where}: ${why}${cause.code ? ` (${cause.code})` : ''}`, { cause });
+    this.name = 'ListenError';
+    this.code = cause.code;
+  }
+}
 
 export interface HttpServer {
   /** Base URL, e.g. http://127.0.0.1:8080 (with the real port when 0 was asked for). */
@@ -23,21 +47,6 @@ export interface HttpServerOptions {
   /** How long close() waits for requests in flight before cutting connections. */
   closeGraceMs?: number;
   onError?: (message: string, meta: Record<string, unknown>) => void;
-}
-
-export interface ListenAddress {
-  host: string;
-  port: number;
-}
-
-/** Parses "host:port", "[v6]:port", ":port" or "port". */
-export function parseListen(listen: string): ListenAddress {
-  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(listen) ?? /^()()(\d+)$/.exec(listen);
-  const port = Number(match?.[3]);
-  if (!match || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`listen address "${listen}" is not host:port (example: 127.0.0.1:8080)`);
-  }
-  return { host: match[1] || match[2] || '127.0.0.1', port };
 }
 
 function toRequest(req: IncomingMessage, base: string): Request {
@@ -136,9 +145,10 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
   });
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (err: NodeJS.ErrnoException) => reject(new ListenError(host, port, err));
+    server.once('error', refused);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });

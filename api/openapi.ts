@@ -36,17 +36,25 @@ function parameters(route: Route<unknown>): JsonObject[] {
   return params;
 }
 
+const error = (description: string): JsonObject => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
 function operation(route: Route<unknown>): JsonObject {
   const responses: Record<string, JsonObject> = {};
   for (const [status, description] of Object.entries(route.doc.responses)) {
-    responses[status] =
-      Number(status) >= 400
-        ? { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
-        : { description };
+    responses[status] = Number(status) >= 400 ? error(description) : { description };
   }
   if (route.auth === 'admin') {
-    responses['401'] ??= { description: 'Missing bearer token', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-    responses['403'] ??= { description: 'Wrong bearer token', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    responses['401'] ??= error('Missing bearer token');
+    responses['403'] ??= error('Wrong bearer token');
+  }
+  if (route.doc.body) {
+    responses['400'] ??= error('The body is not valid JSON, nests too deep, or is not valid input');
+    responses['413'] ??= error('The body is too large');
+  }
+  // Every route behind a token reaches Temporal, which can be down or have no worker to answer.
+  if (route.auth === 'admin' || route.auth === 'instance-token') {
+    responses['503'] ??= error('Temporal is not reachable (temporal_unavailable), or no worker polls the task queue (no_worker)');
+    responses['504'] ??= error('Temporal did not answer in time (temporal_timeout)');
   }
   const op: JsonObject = {
     operationId: `${route.method.toLowerCase()}${route.path.replace(/[/:]+(\w)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,

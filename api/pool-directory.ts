@@ -7,7 +7,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { RUNNER_POOL_WORKFLOW, type PoolMemo } from '../workflows/pool-messages';
-import { quote } from './temporal/visibility';
+import { andQuery, quote } from './temporal/visibility';
 import { githubScopeSchema } from '../domain/pool';
 
 export interface PoolEntry {
@@ -60,11 +60,20 @@ export class PoolDirectory {
   constructor(
     private readonly client: Client,
     private readonly ttlMs: number,
+    /**
+     * The installation's task queue: its pools only. Installations may share a namespace, and a
+     * job routed to another's pool waits on that installation's workers (or on none).
+     */
+    private readonly taskQueue?: string,
   ) {}
 
-  /** Every running pool, straight from visibility. */
+  /** Every running pool (of the task queue, when given), straight from visibility. */
   async fetch(): Promise<PoolEntry[]> {
-    const query = `WorkflowType = ${quote(RUNNER_POOL_WORKFLOW)} AND ExecutionStatus = 'Running'`;
+    const query = andQuery([
+      `WorkflowType = ${quote(RUNNER_POOL_WORKFLOW)}`,
+      `ExecutionStatus = 'Running'`,
+      this.taskQueue !== undefined && `TaskQueue = ${quote(this.taskQueue)}`,
+    ]);
     const pools: PoolEntry[] = [];
     for await (const info of this.client.workflow.list({ query })) {
       if (!info.workflowId.startsWith(POOL_ID_PREFIX)) continue;

@@ -10,6 +10,8 @@ import { PoolDirectory } from './pool-directory';
 
 export interface PoolMetricsOptions {
   cacheMs: number;
+  /** Only this installation's pools: another's sharing the namespace are its own to count. */
+  taskQueue?: string;
   queryTimeoutMs: number;
 }
 
@@ -36,7 +38,7 @@ export async function readPoolSnapshots(client: Client, directory: PoolDirectory
 
 /** Registers this client's pools with the gauges; returns the function that unregisters them. */
 export function exposePoolMetrics(client: Client, options: PoolMetricsOptions): () => void {
-  const directory = new PoolDirectory(client, options.cacheMs);
+  const directory = new PoolDirectory(client, options.cacheMs, options.taskQueue);
   let cached: { at: number; snapshots: Promise<PoolSnapshot[]> } | undefined;
   return addPoolSnapshotSource(() => {
     const now = Date.now();

@@ -5,7 +5,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { RunnerflowConfig } from '../config/schema';
-import type { PoolSettings } from '../domain/pool';
+import { poolReferenceIssues, type PoolSettings } from '../domain/pool';
 import { resolveTimings } from '../domain/timings';
 import { RUNNER_POOL } from '../workflows/search-attributes';
 import { poolMemoOf } from '../workflows/pool-memo';
@@ -13,18 +13,10 @@ import { RUNNER_POOL_WORKFLOW, poolWorkflowId, type RunnerPoolInput } from '../w
 import { HttpError, conflict, type FieldIssue } from './http/errors';
 
 export function checkPoolReferences(settings: PoolSettings, config: RunnerflowConfig): void {
-  const issues: FieldIssue[] = [];
-  const providers = config.providers.map((p) => p.name);
-  if (!providers.includes(settings.provider)) {
-    issues.push({ path: 'provider', message: `no provider named "${settings.provider}" is configured (configured: ${providers.join(', ') || 'none'})` });
-  }
-  const credentials = config.github.credentials.map((c) => c.name);
-  if (!credentials.includes(settings.github.credentials)) {
-    issues.push({
-      path: 'github.credentials',
-      message: `no GitHub credentials named "${settings.github.credentials}" are configured (configured: ${credentials.join(', ') || 'none'})`,
-    });
-  }
+  const issues: FieldIssue[] = poolReferenceIssues(settings, {
+    providers: config.providers.map((p) => p.name),
+    credentials: config.github.credentials.map((c) => c.name),
+  });
   if (issues.length > 0) {
     throw new HttpError(400, 'validation_failed', `invalid pool: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
   }

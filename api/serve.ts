@@ -28,7 +28,7 @@ export async function serveApi(options: ServeApiOptions): Promise<HttpServer> {
     onError: (message, meta) => logger.error(message, meta),
   });
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const hidePoolMetrics = exposePoolMetrics(client, { cacheMs: limits.poolMetricsCacheMs, queryTimeoutMs: limits.queryTimeoutMs });
+  const hidePoolMetrics = exposePoolMetrics(client, { cacheMs: limits.poolMetricsCacheMs, queryTimeoutMs: limits.queryTimeoutMs, taskQueue: loaded.config.temporal.taskQueue });
   logger.info('HTTP API listening', { url: server.url });
   return {
     url: server.url,

@@ -18,7 +18,7 @@ export interface Services {
 
 export function createServices(deps: AppDeps): Services {
   const limits: AppLimits = { ...DEFAULT_LIMITS, ...deps.limits };
-  const pools = new PoolDirectory(deps.client, limits.poolCacheMs);
+  const pools = new PoolDirectory(deps.client, limits.poolCacheMs, deps.taskQueue);
   const sink = new TemporalJobSink({
     client: deps.client,
     taskQueue: deps.taskQueue,

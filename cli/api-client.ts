@@ -1,5 +1,5 @@
 /** The REST API as the CLI uses it: JSON in, JSON out, the API's error message on failure. */
-import { CliError, interrupted } from './errors';
+import { ApiError, CliError, interrupted } from './errors';
 
 export interface ApiClientOptions {
   url: string;
@@ -51,7 +51,7 @@ export class ApiClient {
     } catch (err) {
       if (signal?.aborted) throw interrupted();
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError(`cannot reach the runnerflow API at ${this.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+      throw new ApiError(`cannot reach the runnerflow API at ${this.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
     }
     let payload: unknown;
     let isJson = false;
@@ -62,8 +62,14 @@ export class ApiClient {
       payload = undefined;
     }
     if (!response.ok) {
-      const message = (payload as { error?: { message?: unknown } } | undefined)?.error?.message;
-      throw new CliError(typeof message === 'string' ? message : `${method} ${path} failed with HTTP ${response.status}`);
+      const error = (payload as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+      const code = typeof error?.code === 'string' ? error.code : undefined;
+      // The API's own hint names the HTTP header; here the flag and the variable are what to set.
+      if (response.status === 401 && code === 'unauthenticated' && !this.options.token) {
+        throw new ApiError('the API needs the admin token: pass --token TOKEN or set RUNNERFLOW_ADMIN_TOKEN', 401, code);
+      }
+      const message = typeof error?.message === 'string' ? error.message : `${method} ${path} failed with HTTP ${response.status}`;
+      throw new ApiError(message, response.status, code);
     }
     // Something in front of the API (a proxy's login or error page) can answer 2xx with HTML; every command expects JSON.
     if (!isJson) {

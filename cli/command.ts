@@ -10,6 +10,8 @@ export interface CommandContext {
   positionals: string[];
   values: Record<string, string | boolean | undefined>;
   out(text: string): void;
+  /** A line for the operator beside the output (stderr): a retry, a warning. */
+  notice(text: string): void;
   /** Aborted on Ctrl-C: long-running commands (watch) stop cleanly. */
   signal?: AbortSignal;
 }

@@ -9,6 +9,26 @@ export class CliError extends Error {
   }
 }
 
+/**
+ * The API answered with an error (`status`, and its `code` when the body had one), or
+ * could not be reached at all (no `status`).
+ */
+export class ApiError extends CliError {
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  /** Worth asking again: the server or something in front of it failed, or nothing answered. */
+  get transient(): boolean {
+    return this.status === undefined || this.status >= 500;
+  }
+}
+
 export const usageError = (message: string): CliError => new CliError(`${message} (see --help)`, 2);
 
 /** The exit codes, as --help and the docs list them. */

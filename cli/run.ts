@@ -109,6 +109,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<void> {
     positionals: parsed.positionals,
     values,
     out: io.stdout,
+    notice: io.stderr,
     ...(io.signal ? { signal: io.signal } : {}),
   });
 }

@@ -4,6 +4,7 @@
  */
 import type { InstanceState } from '../workflows/messages';
 import type { ApiClient } from './api-client';
+import { ApiError } from './errors';
 
 export interface WatchOptions {
   api: ApiClient;
@@ -11,8 +12,13 @@ export interface WatchOptions {
   intervalMs: number;
   json: boolean;
   out(text: string): void;
+  /** Where a failed poll is told (stderr), so --json output stays one object per line. */
+  notice?(text: string): void;
   signal?: AbortSignal;
 }
+
+/** The longest wait between two asks while the API keeps failing. */
+const RETRY_MAX_MS = 10_000;
 
 export type WatchEnd = 'deleted' | 'aborted';
 
@@ -37,9 +43,26 @@ export async function watchRunner(options: WatchOptions): Promise<WatchEnd> {
   let headerShown = json;
   let runnerStatus: string | undefined;
   const line = (at: string, what: string, reason?: string) => out(`${at}  ${what}${reason ? `  (${reason})` : ''}`);
+  let failing: { since: number; delayMs: number } | undefined;
   for (;;) {
     if (signal?.aborted) return 'aborted';
-    const state = await api.get<InstanceState>(path);
+    let state: InstanceState;
+    try {
+      state = await api.get<InstanceState>(path);
+    } catch (err) {
+      // A restarting API, Temporal slow or a worker gone for a moment: the runner is still there, so keep following it.
+      // A refusal (unknown runner, wrong token) stays an error.
+      if (!(err instanceof ApiError) || !err.transient || signal?.aborted) throw err;
+      const delayMs = Math.min(RETRY_MAX_MS, failing ? failing.delayMs * 2 : Math.max(options.intervalMs, 1_000));
+      failing = { since: failing?.since ?? Date.now(), delayMs };
+      options.notice?.(`watch: ${err.message}; asking again in ${Math.round(delayMs / 100) / 10}s (Ctrl-C stops)`);
+      await sleep(delayMs, signal);
+      continue;
+    }
+    if (failing) {
+      options.notice?.(`watch: the API answers again (after ${Math.round((Date.now() - failing.since) / 1000)}s)`);
+      failing = undefined;
+    }
     if (!headerShown) out(`runner ${state.name} (pool ${state.pool}, provider ${state.provider})`);
     headerShown = true;
     for (const t of state.transitions.slice(printed)) {

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
-import { configSchema, providerConfigSchema, type RunnerflowConfig, type SecretRef } from './schema';
+import { poolReferenceIssues } from '../domain/pool';
+import { configSchema, parseListen, providerConfigSchema, type RunnerflowConfig, type SecretRef } from './schema';
 import { registerSecret } from '../observability/secret-scrub';
 
 export class ConfigError extends Error {
@@ -35,7 +36,21 @@ export function parseConfig(raw: unknown, where = 'config'): RunnerflowConfig {
   if (!result.success) throw new ConfigError(`invalid ${where}:\n${formatZodIssues(result.error)}`);
   // With no provider configured, runners run as local processes: what a first start wants.
   if (result.data.providers.length === 0) result.data.providers.push(providerConfigSchema.parse({ type: 'local-process', name: 'local' }));
+  checkPoolReferences(result.data, where);
   return result.data;
+}
+
+/**
+ * The pools of the file must name a configured provider and GitHub credentials, as the API
+ * checks for its own; else the pool starts and every runner it makes fails. Checked once
+ * the default provider is in, which a pool may name.
+ */
+function checkPoolReferences(config: RunnerflowConfig, where: string): void {
+  const configured = { providers: config.providers.map((p) => p.name), credentials: config.github.credentials.map((c) => c.name) };
+  const problems = config.pools.flatMap((pool, i) =>
+    poolReferenceIssues(pool, configured).map((issue) => `pools.${i}.${issue.path}: pool "${pool.name}": ${issue.message}`),
+  );
+  if (problems.length > 0) throw new ConfigError(`invalid ${where}:\n${problems.join('\n')}`);
 }
 
 /**
@@ -68,7 +83,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
     if (!URL.canParse(env.TEMPORAL_UI_URL)) throw new ConfigError(`TEMPORAL_UI_URL "${env.TEMPORAL_UI_URL}" is not a URL (example: http://127.0.0.1:8233)`);
     config.temporal.webUiUrl = env.TEMPORAL_UI_URL;
   }
-  if (env.RUNNERFLOW_LISTEN) config.api.listen = env.RUNNERFLOW_LISTEN;
+  if (env.RUNNERFLOW_LISTEN) {
+    try {
+      parseListen(env.RUNNERFLOW_LISTEN);
+    } catch (err) {
+      throw new ConfigError(`RUNNERFLOW_LISTEN: ${(err as Error).message}`);
+    }
+    config.api.listen = env.RUNNERFLOW_LISTEN;
+  }
   if (env.RUNNERFLOW_WEBHOOK_SECRET) config.api.webhookSecret = { env: 'RUNNERFLOW_WEBHOOK_SECRET' };
   if (env.RUNNERFLOW_ADMIN_TOKEN) config.api.adminToken = { env: 'RUNNERFLOW_ADMIN_TOKEN' };
   checkInstanceTokenSecret(config, env);

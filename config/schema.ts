@@ -4,13 +4,39 @@
  */
 import { z } from 'zod';
 import { durationMs } from '../domain/duration';
-import { poolSettingsSchema } from '../domain/pool';
+import { newPoolSettingsSchema } from '../domain/pool';
 import { timingsOverrideSchema } from '../domain/timings';
 
-export const secretRefSchema = z.union([
-  z.object({ env: z.string().min(1) }).strict(),
-  z.object({ file: z.string().min(1) }).strict(),
-]);
+export const secretRefSchema = z.union([z.object({ env: z.string().min(1) }).strict(), z.object({ file: z.string().min(1) }).strict()], {
+  // A config file is read by more people and tools than the secrets it needs: the value itself never goes in it.
+  error: (issue) =>
+    typeof issue.input === 'string'
+      ? 'a secret is never written in the config: use { env: NAME } (an environment variable) or { file: PATH } (a file holding it)'
+      : 'expected { env: NAME } or { file: PATH }, with a non-empty NAME or PATH',
+});
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/** Parses "host:port", "[v6]:port", ":port" or "port". */
+export function parseListen(listen: string): ListenAddress {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(listen) ?? /^()()(\d+)$/.exec(listen);
+  const port = Number(match?.[3]);
+  if (!match || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error(`listen address "${listen}" is not host:port with a port from 0 to 65535 (example: 127.0.0.1:8080)`);
+  }
+  return { host: match[1] || match[2] || '127.0.0.1', port };
+}
+
+const listenSchema = z.string().superRefine((listen, ctx) => {
+  try {
+    parseListen(listen);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+});
 export type SecretRef = z.infer<typeof secretRefSchema>;
 
 const githubCredentialsSchema = z
@@ -136,6 +162,9 @@ export type ExternalProviderConfig = z.infer<typeof externalProviderSchema>;
 export type AwsEc2ProviderConfig = z.infer<typeof awsEc2ProviderSchema>;
 export type FakeProviderConfig = z.infer<typeof fakeProviderSchema>;
 
+/** The Web UI of the local dev server as temporal-dev.sh starts it. */
+export const DEFAULT_WEB_UI_URL = 'http://127.0.0.1:8233';
+
 export const configSchema = z
   .object({
     /** Identifies this installation to providers (GARM_CONTROLLER_ID) and in tags. */
@@ -146,13 +175,13 @@ export const configSchema = z
         namespace: z.string().default('default'),
         taskQueue: z.string().default('runnerflow'),
         /** Where operators open the Temporal Web UI; the dashboard links each workflow there. */
-        webUiUrl: z.string().url().default('http://127.0.0.1:8233'),
+        webUiUrl: z.string().url().default(DEFAULT_WEB_UI_URL),
       })
       .strict()
-      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow', webUiUrl: 'http://127.0.0.1:8233' }),
+      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow', webUiUrl: DEFAULT_WEB_UI_URL }),
     api: z
       .object({
-        listen: z.string().default('127.0.0.1:8080'),
+        listen: listenSchema.default('127.0.0.1:8080'),
         /** URL instances use to call back (status callbacks); defaults to http://<listen>. */
         publicUrl: z.string().url().optional(),
         adminToken: secretRefSchema.optional(),
@@ -189,6 +218,9 @@ export const configSchema = z
         lostJobAge: durationMs.default(2 * 60_000),
       })
       .strict()
+      .superRefine((s, ctx) => {
+        if (s.interval < 1_000) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'must be at least 1s (the schedule granularity); enabled: false turns the sweep off' });
+      })
       .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true, githubRunners: true, lostJobAge: 2 * 60_000 }),
     /**
      * Liveness reconciliation (docs/self-healing.md): per provider, a machine pass every
@@ -230,7 +262,7 @@ export const configSchema = z
       })
       .default({ enabled: true, interval: 60_000, lookback: 60 * 60_000, firstDelay: 30_000, maxDelay: 30 * 60_000, maxAttempts: 8 }),
     /** Pools created at start when they do not exist yet. */
-    pools: z.array(poolSettingsSchema).default([]),
+    pools: z.array(newPoolSettingsSchema).default([]),
   })
   .strict()
   .superRefine((cfg, ctx) => {

@@ -72,6 +72,54 @@ export const poolSettingsSchema = z
   .refine((p) => (p.scaleSet?.minRunners ?? 0) <= p.maxRunners, { message: 'scaleSet.minRunners must not exceed maxRunners', path: ['scaleSet', 'minRunners'] })
   .refine((p) => p.mode !== 'scaleSet' || p.ephemeral, { message: 'scale set runners are always ephemeral', path: ['ephemeral'] });
 
+/**
+ * Largest `extraSpecs`, as JSON. Every runner's start input carries the pool's extra specs and a
+ * pool starts runners in batches of 50 in one workflow task, whose commands share the server's
+ * 2 MB payload limit: at about 40 KB the task fails for good and no runner is ever made.
+ */
+export const MAX_EXTRA_SPECS_BYTES = 16 * 1024;
+
+function extraSpecsSizeIssue(extraSpecs: Record<string, unknown>): string | undefined {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(extraSpecs);
+  } catch (err) {
+    return `cannot be written as JSON (${(err as Error).message})`;
+  }
+  const bytes = new TextEncoder().encode(text ?? '').length;
+  if (bytes <= MAX_EXTRA_SPECS_BYTES) return undefined;
+  return `is ${bytes} bytes as JSON; at most ${MAX_EXTRA_SPECS_BYTES} (16 KiB), since every runner of the pool carries a copy`;
+}
+
+/**
+ * The settings a pool is given from now on, through the API or the config file: the pool
+ * settings plus the `extraSpecs` size cap. The pool workflow keeps checking its `updatePool`
+ * signals against `poolSettingsSchema` alone, so a history that took larger extra specs
+ * replays as it ran (see above).
+ */
+export const newPoolSettingsSchema = poolSettingsSchema.superRefine((p, ctx) => {
+  const issue = extraSpecsSizeIssue(p.extraSpecs);
+  if (issue) ctx.addIssue({ code: 'custom', path: ['extraSpecs'], message: issue });
+});
+
+/** What a pool names that the installation must have: a provider and GitHub credentials of those names. */
+export function poolReferenceIssues(
+  settings: Pick<PoolSettings, 'provider' | 'github'>,
+  configured: { providers: readonly string[]; credentials: readonly string[] },
+): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
+  if (!configured.providers.includes(settings.provider)) {
+    issues.push({ path: 'provider', message: `no provider named "${settings.provider}" is configured (configured: ${configured.providers.join(', ') || 'none'})` });
+  }
+  if (!configured.credentials.includes(settings.github.credentials)) {
+    issues.push({
+      path: 'github.credentials',
+      message: `no GitHub credentials named "${settings.github.credentials}" are configured (configured: ${configured.credentials.join(', ') || 'none'})`,
+    });
+  }
+  return issues;
+}
+
 export type PoolSettingsInput = z.input<typeof poolSettingsSchema>;
 export type PoolSettings = z.output<typeof poolSettingsSchema>;
 export type GitHubScopeSettings = z.output<typeof githubScopeSchema>;

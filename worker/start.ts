@@ -96,7 +96,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
         client,
         namespace: config.temporal.namespace,
         github: options.github,
-        jobs: new TemporalJobSink({ client, taskQueue: config.temporal.taskQueue, pools: new PoolDirectory(client, 5_000), logger: options.logger ?? silentLogger, queryTimeoutMs: 5_000 }),
+        jobs: new TemporalJobSink({ client, taskQueue: config.temporal.taskQueue, pools: new PoolDirectory(client, 5_000, config.temporal.taskQueue), logger: options.logger ?? silentLogger, queryTimeoutMs: 5_000 }),
       }),
       ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace }),
       ...createWebhookRedeliveryActivities(options.github.hooks ? { hooks: (name) => options.github.hooks!(name) } : {}),

@@ -2,7 +2,7 @@
 import { poolStateQuery, poolWorkflowId, queuedJobCount, type PoolView } from '../../workflows/pool-messages';
 import type { PoolEntry } from '../pool-directory';
 import type { Services } from '../services';
-import { temporalHttpError } from '../temporal/errors';
+import { temporalFailureReason } from '../temporal/errors';
 import { countRunners, runnerPhase, type PoolCounts } from './pool-counts';
 
 export interface PoolOverview {
@@ -38,7 +38,7 @@ export async function poolOverview(services: Services, entry: PoolEntry): Promis
     const deadline = Date.now() + Math.min(services.limits.summaryPoolTimeoutMs, services.limits.queryTimeoutMs);
     view = await client.withDeadline(deadline, () => client.workflow.getHandle(poolWorkflowId(entry.name)).query(poolStateQuery));
   } catch (err) {
-    return { ...base, error: temporalHttpError(err)?.message ?? (err as Error).message };
+    return { ...base, error: temporalFailureReason(err, services.deps.taskQueue) };
   }
   const { settings } = view;
   return {

@@ -22,10 +22,40 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Ui
   }
 }
 
+/**
+ * Deepest nesting of arrays and objects a body may have. Nothing the API takes comes close;
+ * a deeper value parses, but then overflows the stack of whatever walks it (validation,
+ * the payload converter), which would answer 500 instead of saying what is wrong.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** How deep the arrays and objects of a JSON text nest, stopping once past `max`; strings are skipped. */
+function jsonDepthOver(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
 export async function readJson(request: Request, limit: number): Promise<unknown> {
   const bytes = await readBodyBytes(request, limit);
   const text = new TextDecoder().decode(bytes);
   if (text.trim() === '') throw badRequest('request body is empty; a JSON object is expected');
+  if (jsonDepthOver(text, MAX_JSON_DEPTH)) {
+    throw new HttpError(400, 'too_deep', `request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep; nothing the API takes needs more`);
+  }
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

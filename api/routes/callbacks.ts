@@ -26,7 +26,12 @@ export const callbackRoutes: Route<Services>[] = [
       tag: 'callbacks',
       summary: "Status report from a runner instance, authenticated by the instance's own token",
       body: statusBody,
-      responses: { 202: 'Status passed to the instance', 401: 'Missing or invalid token', 403: 'Token of another, deleted or replaced instance' },
+      responses: {
+        202: 'Status passed to the instance',
+        400: 'The body is not valid JSON or not a status report (unknown status, unknown field)',
+        401: 'Missing or invalid token',
+        403: 'Token of another, deleted or replaced instance',
+      },
     },
     async handle({ request, services }) {
       const claims = await authenticateInstance(request, services.deps.secrets.instanceTokenKey);

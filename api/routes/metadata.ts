@@ -101,6 +101,7 @@ const doc = {
     403: 'Token of another, deleted or replaced instance (forbidden); of a JIT runner (instance_uses_jit); of a runner already registered (instance_registered) or leaving (instance_leaving)',
     409: 'The GitHub credentials of the instance are no longer configured',
     502: 'GitHub refused',
+    503: 'GitHub rate-limited the request (github_rate_limited, with Retry-After), Temporal is not reachable, or no worker polls the task queue',
   },
 };
 

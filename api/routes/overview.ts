@@ -35,7 +35,7 @@ export const overviewRoutes: Route<Services>[] = [
     },
     async handle({ services }) {
       const { config, client } = services.deps;
-      const [entries, unmatchedJobs] = await Promise.all([services.pools.fetch(), unmatchedCount(services)]);
+      const [entries, unmatchedJobs] = await Promise.all([services.bounded(() => services.pools.fetch()), unmatchedCount(services)]);
       const pools = await Promise.all(entries.map((entry) => poolOverview(services, entry)));
       return json({
         temporal: { namespace: client.options.namespace, webUiUrl: config.temporal.webUiUrl, taskQueue: services.deps.taskQueue },
@@ -52,7 +52,7 @@ export const overviewRoutes: Route<Services>[] = [
       tag: 'overview',
       summary: "Each provider's orphan sweep schedule (sweep/<provider>): paused or not, next run, and the results of its last runs",
       query: sweepsQuery,
-      responses: { 200: 'The sweeps, one per configured provider' },
+      responses: { 200: 'The sweeps, one per configured provider', 400: 'runs is not a whole number from 1 to 20' },
     },
     async handle({ url, services }) {
       const { runs } = parseQuery(url, sweepsQuery);

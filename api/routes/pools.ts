@@ -1,4 +1,4 @@
-import { poolSettingsSchema } from '../../domain/pool';
+import { newPoolSettingsSchema } from '../../domain/pool';
 import { poolMemoOf } from '../../workflows/pool-memo';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../workflows/scale-set-messages';
@@ -20,7 +20,7 @@ export const poolRoutes: Route<Services>[] = [
     auth: 'admin',
     doc: { tag: TAG, summary: 'List running pools with their labels, priority, size and provider', responses: { 200: 'The pools' } },
     async handle({ services }) {
-      const pools = await services.pools.fetch();
+      const pools = await services.bounded(() => services.pools.fetch());
       return json({ pools: pools.map((p) => ({ name: p.name, ...p.memo, startTime: p.startTime })) });
     },
   },
@@ -31,11 +31,11 @@ export const poolRoutes: Route<Services>[] = [
     doc: {
       tag: TAG,
       summary: 'Create a pool',
-      body: poolSettingsSchema,
+      body: newPoolSettingsSchema,
       responses: { 201: 'Pool created', 400: 'Invalid settings', 409: 'A pool of that name exists' },
     },
     async handle({ request, services }) {
-      const settings = await readValidJson(request, poolSettingsSchema, services.limits.apiBodyBytes, 'pool');
+      const settings = await readValidJson(request, newPoolSettingsSchema, services.limits.apiBodyBytes, 'pool');
       checkPoolReferences(settings, services.deps.config);
       const { runId } = await startPool(services.deps.client, services.deps.taskQueue, services.deps.config, settings);
       const workflowId = poolWorkflowId(settings.name);
@@ -56,7 +56,7 @@ export const poolRoutes: Route<Services>[] = [
     },
     async handle({ params, services }) {
       const name = params.name!;
-      await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
+      await services.bounded(() => describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`));
       const view = await services.query(poolWorkflowId(name), `pool ${name}`, poolStateQuery);
       if (view.settings.mode !== 'scaleSet') return json({ name, ...withCounts(view) });
       // A listener that has not started yet (or already stopped) is shown as absent rather than failing the pool.
@@ -74,7 +74,7 @@ export const poolRoutes: Route<Services>[] = [
     doc: {
       tag: TAG,
       summary: 'Replace the settings of a pool (the name may be omitted from the body)',
-      body: poolSettingsSchema,
+      body: newPoolSettingsSchema,
       responses: { 202: 'Update sent to the pool', 400: 'Invalid settings', 404: 'No such pool', 409: 'The settings would change the mode of the pool' },
     },
     async handle({ request, params, services }) {
@@ -89,10 +89,10 @@ export const poolRoutes: Route<Services>[] = [
       if (body.name !== undefined && body.name !== name) {
         throw badRequest(`the body names pool "${body.name}" but the path names "${name}"; a pool cannot be renamed`);
       }
-      const parsed = poolSettingsSchema.safeParse({ ...body, name });
+      const parsed = newPoolSettingsSchema.safeParse({ ...body, name });
       if (!parsed.success) throw validationError(parsed.error, 'pool');
       checkPoolReferences(parsed.data, services.deps.config);
-      const running = await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
+      const running = await services.bounded(() => describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`));
       // A webhook pool's queue and a scale set's session are different books: switching one for the
       // other under a running pool would strand whichever jobs the old one held.
       const mode = (running.memo as { mode?: unknown } | undefined)?.mode === 'scaleSet' ? 'scaleSet' : 'webhook';
@@ -118,7 +118,7 @@ export const poolRoutes: Route<Services>[] = [
     },
     async handle({ params, services }) {
       const name = params.name!;
-      await describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`);
+      await services.bounded(() => describeRunning(services.deps.client, poolWorkflowId(name), `pool ${name}`));
       await orNotFound(`pool ${name}`, () =>
         services.deps.client.workflow.getHandle(poolWorkflowId(name)).signal(deletePoolSignal, { reason: 'deleted through the API' }),
       );

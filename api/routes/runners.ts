@@ -99,12 +99,14 @@ export const runnerRoutes: Route<Services>[] = [
           runners.push({ ...runnerRow(info), ...(cleanups ? { cleanup: cleanup ? { workflowId: cleanup.workflowId, status: cleanup.status } : null } : {}) });
         }
       };
-      for await (const info of client.workflow.list({ query, pageSize: Math.min(limit, 1000) })) {
-        page.push(info);
-        if (!leaked || page.length >= CLEANUP_LOOKUP_BATCH) await flush();
-        if (runners.length >= limit) break;
-      }
-      await flush();
+      await services.bounded(async () => {
+        for await (const info of client.workflow.list({ query, pageSize: Math.min(limit, 1000) })) {
+          page.push(info);
+          if (!leaked || page.length >= CLEANUP_LOOKUP_BATCH) await flush();
+          if (runners.length >= limit) break;
+        }
+        await flush();
+      });
       return json({ runners });
     },
   },
@@ -129,6 +131,7 @@ export const runnerRoutes: Route<Services>[] = [
       query: deleteQuery,
       responses: {
         202: 'Delete sent to the runner',
+        400: 'bypassBusy without force=true, or a flag that is not true/false/1/0',
         404: 'No such runner',
         409: 'The runner is running a job (force without bypassBusy)',
         502: 'GitHub failed (force without bypassBusy)',
@@ -139,7 +142,7 @@ export const runnerRoutes: Route<Services>[] = [
       const { force, bypassBusy } = parseQuery(url, deleteQuery);
       if (bypassBusy && !force) throw badRequest('bypassBusy applies only with force=true');
       const { client, logger } = services.deps;
-      const description = await describeRunning(client, runnerWorkflowId(name), `runner ${name}`);
+      const description = await services.bounded(() => describeRunning(client, runnerWorkflowId(name), `runner ${name}`));
       const handle = client.workflow.getHandle(runnerWorkflowId(name));
       if (!force) {
         await orNotFound(`runner ${name}`, () => handle.signal(deleteSignal, { reason: 'deleted through the API' }));

@@ -11,7 +11,15 @@ export const webhookRoutes: Route<Services>[] = [
     doc: {
       tag: 'webhooks',
       summary: 'GitHub webhook deliveries (workflow_job), authenticated by X-Hub-Signature-256',
-      responses: { 202: 'Delivery handled', 401: 'Missing or wrong signature', 413: 'Delivery too large', 503: 'No webhook secret configured' },
+      responses: {
+        200: 'Delivery acted on: `pong` (ping), `queued` (a queued job handed over), `signalled` (a runner of ours told of its job)',
+        202: 'Delivery taken without action: `duplicate`, `ignored`, `not_owned`, `no_runner`',
+        400: 'Missing X-GitHub-Event or X-GitHub-Delivery (missing_header), a body that is not JSON (invalid_json) or not a workflow_job event (invalid_payload)',
+        401: 'Missing or wrong signature',
+        413: 'Delivery too large',
+        500: 'The event could not be handed over (sink_failed); GitHub shows the delivery as failed, to be delivered again',
+        503: 'No webhook secret configured',
+      },
     },
     async handle({ request, services }) {
       const secret = services.deps.secrets.webhookSecret;

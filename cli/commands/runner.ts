@@ -1,5 +1,5 @@
 import { formatFields, formatTable } from '../table';
-import { interrupted, usageError } from '../errors';
+import { ApiError, interrupted, usageError } from '../errors';
 import { watchRunner } from '../watch';
 import type { InstanceState } from '../../workflows/messages';
 import { printJson, type Command } from '../command';
@@ -83,7 +83,15 @@ export const runnerCommands: Record<string, Command> = {
       const raw = typeof ctx.values.interval === 'string' ? ctx.values.interval : '1';
       const seconds = Number(raw);
       if (!Number.isFinite(seconds) || seconds < 0.1 || seconds > 3600) throw usageError(`--interval "${raw}" is not a number of seconds between 0.1 and 3600`);
-      const end = await watchRunner({ api: ctx.api, name: ctx.positionals[0]!, intervalMs: seconds * 1000, json: ctx.json, out: ctx.out, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      const end = await watchRunner({
+        api: ctx.api,
+        name: ctx.positionals[0]!,
+        intervalMs: seconds * 1000,
+        json: ctx.json,
+        out: ctx.out,
+        notice: ctx.notice,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
       if (end === 'aborted') throw interrupted();
     },
   },
@@ -102,7 +110,16 @@ export const runnerCommands: Record<string, Command> = {
       const bypass = ctx.values['bypass-busy'] === true;
       if (bypass && !force) throw usageError('--bypass-busy only applies with --force');
       const query = force ? `?force=true${bypass ? '&bypassBusy=true' : ''}` : '';
-      const result = await ctx.api.delete<DeleteResult>(`${path(name)}${query}`);
+      let result: DeleteResult;
+      try {
+        result = await ctx.api.delete<DeleteResult>(`${path(name)}${query}`);
+      } catch (err) {
+        // The API's hint names its query parameter; here the flag is what to add.
+        if (err instanceof ApiError && (err.code === 'runner_busy' || err.code === 'github_error')) {
+          throw new ApiError(err.message.replace('add bypassBusy=true', 'add --bypass-busy'), err.status, err.code);
+        }
+        throw err;
+      }
       if (ctx.json) return printJson(ctx, result);
       ctx.out(force ? `runner ${name} is being force-deleted` : `runner ${name} is being deleted`);
       if (result.warning) ctx.out(`warning: ${result.warning}`);

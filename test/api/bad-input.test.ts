@@ -67,6 +67,40 @@ describe('pool durations out of range', () => {
   });
 });
 
+describe('extra specs every runner carries', () => {
+  it('POST and PUT refuse more than 16 KiB of them as JSON, saying the size and the limit, and start nothing', async () => {
+    const name = poolName();
+    const extraSpecs = { userData: 'x'.repeat(42 * 1024) };
+    const error = await expectError(await api.call('POST', '/api/v1/pools', { body: validPool(name, { extraSpecs }) }), 400, 'validation_failed');
+    expect(error.details).toEqual([{ path: 'extraSpecs', message: expect.stringMatching(/^is 43023 bytes as JSON; at most 16384 \(16 KiB\)/) }]);
+    await expectError(await api.call('GET', `/api/v1/pools/${name}`), 404);
+    const put = await expectError(await api.call('PUT', `/api/v1/pools/${name}`, { body: validPool(name, { extraSpecs }) }), 400, 'validation_failed');
+    expect(put.message).toContain('extraSpecs: is 43023 bytes as JSON');
+  });
+
+  it('POST takes 16 KiB of them', async () => {
+    const name = poolName();
+    const extraSpecs = { userData: 'x'.repeat(16 * 1024 - '{"userData":""}'.length) };
+    const response = await api.call('POST', '/api/v1/pools', { body: validPool(name, { extraSpecs }) });
+    expect(response.status, await response.clone().text()).toBe(201);
+    await client.workflow.getHandle(poolWorkflowId(name)).terminate('test done');
+  });
+});
+
+describe('a body nested too deep', () => {
+  it('is refused with 400 naming the limit, not a 500', async () => {
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+    const raw = JSON.stringify(validPool(poolName(), { extraSpecs: { x: 1 } })).replace('{"x":1}', `{"x":${deep}}`);
+    const error = await expectError(await api.call('POST', '/api/v1/pools', { raw }), 400, 'too_deep');
+    expect(error.message).toBe('request body nests arrays and objects more than 64 levels deep; nothing the API takes needs more');
+    // Brackets inside strings are text, not nesting.
+    const name = poolName();
+    const response = await api.call('POST', '/api/v1/pools', { body: validPool(name, { extraSpecs: { text: '['.repeat(100) } }) });
+    expect(response.status, await response.clone().text()).toBe(201);
+    await client.workflow.getHandle(poolWorkflowId(name)).terminate('test done');
+  });
+});
+
 describe('PUT /api/v1/pools/:name with a name that is no string', () => {
   it.each([
     ['an object whose toString is no function', { toString: 0 }, 'object'],

@@ -146,6 +146,7 @@ describe('unexpected failures', () => {
     const logger = recordingLogger();
     const broken = {
       options: { namespace: 'default' },
+      withDeadline: <R>(_deadline: number, fn: () => Promise<R>) => fn(),
       workflow: {
         list: () => {
           throw new TypeError('secret internal detail at /srv/app.ts:12');
@@ -176,6 +177,18 @@ describe('open routes', () => {
     const response = await api.call('GET', '/healthz', { token: null });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: 'ok', temporal: { namespace: 'default' } });
+  });
+
+  it('answers list routes within the query deadline when Temporal is unreachable, as the others', async () => {
+    const unreachable = testApp(new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }), 'unused', { limits: { queryTimeoutMs: 1_000 } });
+    for (const path of ['/api/v1/pools', '/api/v1/runners', '/api/v1/summary', '/api/v1/pools/x']) {
+      const started = Date.now();
+      const response = await unreachable.call('GET', path);
+      expect(Date.now() - started, path).toBeLessThan(4_000);
+      expect([503, 504], path).toContain(response.status);
+      const error = await expectError(response, response.status);
+      expect(error.message, path).toMatch(/^Temporal (is not reachable|did not answer in time: the Temporal server is down or slow, or no runnerflow worker polls task queue "unused")$/);
+    }
   });
 
   it('answers /healthz with 503 when Temporal is unreachable', async () => {
@@ -240,5 +253,21 @@ describe('open routes', () => {
     expect(list.parameters.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['query:pool', 'query:status', 'query:leaked']));
     expect(doc.paths['/ui']!.get!.security).toEqual([]);
     expect(doc.paths['/api/v1/runners/{name}']!.delete!.parameters.map((p) => p.name)).toEqual(['name', 'force', 'bypassBusy']);
+  });
+
+  it('lists the statuses the routes answer with', async () => {
+    const doc = (await (await api.call('GET', '/openapi.json', { token: null })).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const statuses = (path: string, method: string) => Object.keys(doc.paths[path]![method]!.responses);
+    expect(statuses('/webhooks/github', 'post')).toEqual(expect.arrayContaining(['200', '202', '400', '401', '413', '500', '503']));
+    expect(statuses('/api/v1/runners/{name}', 'delete')).toEqual(expect.arrayContaining(['400', '404', '409', '502']));
+    expect(statuses('/api/v1/callbacks/status', 'post')).toEqual(expect.arrayContaining(['400', '401', '403']));
+    expect(statuses('/api/v1/sweeps', 'get')).toContain('400');
+    // Temporal may be down, or no worker there to answer, behind every route that needs it.
+    for (const route of apiRoutes().filter((r) => r.auth === 'admin' || r.auth === 'instance-token')) {
+      expect(statuses(route.path.replace(/:(\w+)/g, '{$1}'), route.method.toLowerCase()), `${route.method} ${route.path}`).toEqual(expect.arrayContaining(['503', '504']));
+    }
+    for (const route of apiRoutes().filter((r) => r.doc.body)) {
+      expect(statuses(route.path.replace(/:(\w+)/g, '{$1}'), route.method.toLowerCase()), `${route.method} ${route.path}`).toEqual(expect.arrayContaining(['400', '413']));
+    }
   });
 });

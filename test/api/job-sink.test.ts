@@ -190,6 +190,26 @@ describe('POST /webhooks/github', () => {
     ]);
   });
 
+  it("lists and routes to this installation's pools only, not another's sharing the namespace", async () => {
+    const label = uniqueName('lbl');
+    const mine = await createPool([label], { priority: 1 });
+    // Another installation (another task queue, its workers down) with a pool that would win: more priority.
+    const other = testApp(client, uniqueName('other-installation'));
+    const theirs = uniqueName('theirs').toLowerCase().slice(0, 60);
+    expect((await other.call('POST', '/api/v1/pools', { body: validPool(theirs, { labels: [label], priority: 9 }) })).status).toBe(201);
+    await eventually(async () => (await new PoolDirectory(client, 0).fetch()).some((p) => p.name === theirs && p.memo), 20_000, `pool ${theirs} visible`);
+
+    const { pools } = (await (await api.call('GET', '/api/v1/pools')).json()) as { pools: { name: string }[] };
+    expect(pools.map((p) => p.name)).toContain(mine);
+    expect(pools.map((p) => p.name)).not.toContain(theirs);
+    const jobId = ++jobIds;
+    const response = await delivery({ action: 'queued', workflow_job: { id: jobId, run_id: 5, labels: ['self-hosted', label] }, repository: { full_name: 'acme/widgets' } });
+    expect(response.status).toBe(200);
+    expect(await jobQueuedSignals(mine)).toEqual([{ name: 'jobsQueued', input: { jobs: [expect.objectContaining({ jobId })] } }]);
+    expect(await jobQueuedSignals(theirs)).toEqual([]);
+    await client.workflow.getHandle(poolWorkflowId(theirs)).terminate('test done');
+  });
+
   it('refuses a delivery signed with another secret', async () => {
     const response = await delivery({ action: 'queued', workflow_job: { id: ++jobIds, labels: [] } }, 'wrong-secret');
     expect(response.status).toBe(401);

@@ -1,7 +1,8 @@
 /**
  * The CLI against stub HTTP servers: one that answers 2xx with something other
- * than JSON (a proxy's page), and one that never answers, for Ctrl-C while a
- * request is in flight.
+ * than JSON (a proxy's page), one that never answers, for Ctrl-C while a
+ * request is in flight, and ones that fail for a while or answer with an API
+ * hint the CLI says in its own terms.
  */
 import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -143,5 +144,61 @@ describe('Ctrl-C', () => {
     } finally {
       child.kill('SIGKILL');
     }
+  });
+});
+
+const runnerState = (status: string, transitions: { from: string; to: string }[] = []) =>
+  JSON.stringify({ name: 'r1', pool: 'p', provider: 'fake', status, runnerStatus: 'idle', transitions: transitions.map((t) => ({ ...t, at: '2030-01-01T00:00:00.000Z' })) });
+
+describe('runner watch while the API fails for a while', () => {
+  it('asks again after a 5xx answer and a dropped connection, saying so on stderr, and follows the runner until it is deleted', async () => {
+    const answers: ((res: ServerResponse) => void)[] = [
+      (res) => res.writeHead(200, { 'content-type': 'application/json' }).end(runnerState('running', [{ from: 'creating', to: 'running' }])),
+      (res) => res.writeHead(504, { 'content-type': 'application/json' }).end('{"error":{"code":"temporal_timeout","message":"Temporal did not answer in time"}}'),
+      (res) => res.destroy(),
+      (res) => res.writeHead(200, { 'content-type': 'application/json' }).end(runnerState('deleted', [{ from: 'creating', to: 'running' }, { from: 'running', to: 'deleted' }])),
+    ];
+    const stub = await stubServer((_req, res) => answers.shift()!(res));
+    const { out, io } = captured({ RUNNERFLOW_URL: stub.url, RUNNERFLOW_ADMIN_TOKEN: 't' });
+    expect(await within(runCli(['runner', 'watch', 'r1', '--interval', '0.1'], io), 10_000, 'runner watch')).toBe(0);
+    expect(out.stdout.filter((l) => l.includes(' -> '))).toEqual(['2030-01-01T00:00:00.000Z  creating -> running', '2030-01-01T00:00:00.000Z  running -> deleted']);
+    expect(out.stdout.at(-1)).toBe('runner r1 is deleted');
+    expect(out.stderr).toEqual([
+      'watch: Temporal did not answer in time; asking again in 1s (Ctrl-C stops)',
+      expect.stringMatching(/^watch: cannot reach the runnerflow API at http:\/\/127\.0\.0\.1:\d+: .*; asking again in 2s \(Ctrl-C stops\)$/),
+      expect.stringMatching(/^watch: the API answers again \(after \d+s\)$/),
+    ]);
+  });
+
+  it('stops at once on Ctrl-C while it waits to ask again, with exit code 130', async () => {
+    const stub = await stubServer((_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"code":"temporal_unavailable","message":"Temporal is not reachable"}}'));
+    const interrupt = new AbortController();
+    const { out, io } = captured({ RUNNERFLOW_URL: stub.url }, interrupt.signal);
+    const code = runCli(['runner', 'watch', 'r1'], io);
+    await until(() => out.stderr.length === 1, 'the first notice');
+    interrupt.abort();
+    expect(await within(code, 1_000, 'runner watch')).toBe(130);
+    expect(out.stderr).toEqual(['watch: Temporal is not reachable; asking again in 1s (Ctrl-C stops)', 'error: interrupted']);
+  });
+});
+
+describe('hints in the terms of the command line', () => {
+  it('names --bypass-busy for a busy runner and --token for a missing token', async () => {
+    const stub = await stubServer((req, res) => {
+      if (!req.headers.authorization) {
+        res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"unauthenticated","message":"missing bearer token: send \\"Authorization: Bearer <admin token>\\""}}');
+        return;
+      }
+      const message = 'runner r1 is running a job on GitHub: cancel the job in GitHub first (the runner then leaves on its own), or add bypassBusy=true to delete it anyway';
+      res.writeHead(409, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'runner_busy', message } }));
+    });
+    const busy = captured({ RUNNERFLOW_URL: stub.url, RUNNERFLOW_ADMIN_TOKEN: 't' });
+    expect(await runCli(['runner', 'delete', 'r1', '--force'], busy.io)).toBe(1);
+    expect(busy.out.stderr).toEqual([
+      'error: runner r1 is running a job on GitHub: cancel the job in GitHub first (the runner then leaves on its own), or add --bypass-busy to delete it anyway',
+    ]);
+    const anonymous = captured({ RUNNERFLOW_URL: stub.url });
+    expect(await runCli(['pool', 'list'], anonymous.io)).toBe(1);
+    expect(anonymous.out.stderr).toEqual(['error: the API needs the admin token: pass --token TOKEN or set RUNNERFLOW_ADMIN_TOKEN']);
   });
 });

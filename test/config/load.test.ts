@@ -75,3 +75,62 @@ describe('github.credentials names', () => {
     expect(config.github.credentials.map((c) => c.name)).toEqual(['default', 'org-b']);
   });
 });
+
+describe('pools of the file', () => {
+  const pat = { type: 'pat', token: { env: 'SOME_TOKEN' } };
+  const pool = (overrides: Record<string, unknown> = {}) => ({
+    name: 'x',
+    github: { scope: { kind: 'org', org: 'acme' } },
+    labels: ['linux'],
+    provider: 'local',
+    ...overrides,
+  });
+
+  it('must name a configured provider, said with the pool and the field', () => {
+    expect(() => parseConfig({ github: { credentials: [{ auth: pat }] }, pools: [pool({ provider: 'nope' })] }, 'runnerflow.yaml')).toThrow(
+      /^invalid runnerflow\.yaml:\npools\.0\.provider: pool "x": no provider named "nope" is configured \(configured: local\)$/,
+    );
+  });
+
+  it('must name configured GitHub credentials', () => {
+    expect(() => parseConfig({ github: { credentials: [{ name: 'org-a', auth: pat }] }, pools: [pool(), pool({ name: 'y', github: { credentials: 'org-b', scope: { kind: 'org', org: 'acme' } } })] })).toThrow(
+      'pools.0.github.credentials: pool "x": no GitHub credentials named "default" are configured (configured: org-a)\npools.1.github.credentials: pool "y": no GitHub credentials named "org-b" are configured (configured: org-a)',
+    );
+  });
+
+  it('may name the local provider a config without providers gets', () => {
+    expect(parseConfig({ github: { credentials: [{ auth: pat }] }, pools: [pool()] }).pools.map((p) => p.provider)).toEqual(['local']);
+  });
+
+  it('refuses extra specs larger than 16 KiB, saying how large they are', () => {
+    const extraSpecs = { blob: 'x'.repeat(20_000) };
+    expect(() => parseConfig({ github: { credentials: [{ auth: pat }] }, pools: [pool({ extraSpecs })] })).toThrow(
+      'pools.0.extraSpecs: is 20011 bytes as JSON; at most 16384 (16 KiB)',
+    );
+  });
+});
+
+describe('start-up settings checked at load', () => {
+  it('refuses a listen address that is not host:port, in the file and in RUNNERFLOW_LISTEN', () => {
+    for (const listen of ['127.0.0.1:99999', 'not-an-address']) {
+      expect(() => parseConfig({ api: { listen } })).toThrow(`api.listen: listen address "${listen}" is not host:port`);
+      expect(() => loadConfig({ RUNNERFLOW_LISTEN: listen })).toThrow(ConfigError);
+      expect(() => loadConfig({ RUNNERFLOW_LISTEN: listen })).toThrow(`RUNNERFLOW_LISTEN: listen address "${listen}" is not host:port`);
+    }
+    expect(parseConfig({ api: { listen: '[::1]:0' } }).api.listen).toBe('[::1]:0');
+  });
+
+  it('refuses a sweep interval under a second', () => {
+    expect(() => parseConfig({ sweep: { interval: 0 } })).toThrow('sweep.interval: must be at least 1s');
+    expect(() => parseConfig({ sweep: { interval: '500ms' } })).toThrow('sweep.interval: must be at least 1s');
+    expect(parseConfig({ sweep: { interval: '1s' } }).sweep.interval).toBe(1_000);
+  });
+
+  it('says how to give a secret that was written inline', () => {
+    const credentials = [{ auth: { type: 'pat', token: 'ghp_x' } }];
+    expect(() => parseConfig({ github: { credentials } })).toThrow(
+      'github.credentials.0.auth.token: a secret is never written in the config: use { env: NAME } (an environment variable) or { file: PATH } (a file holding it)',
+    );
+    expect(() => parseConfig({ api: { adminToken: { value: 'x' } } })).toThrow('api.adminToken: expected { env: NAME } or { file: PATH }');
+  });
+});

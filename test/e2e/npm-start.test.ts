@@ -7,7 +7,8 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -30,6 +31,8 @@ let env: NodeJS.ProcessEnv;
 let connection: Connection | undefined;
 let client: Client;
 const taskQueue = uniqueName('tq-demo');
+/** Where the demo is told the Temporal Web UI is (TEMPORAL_UI_URL): its banner and summary must say so. */
+const WEB_UI_URL = 'http://temporal-ui.example:8088';
 
 interface Demo {
   child: ChildProcess;
@@ -113,6 +116,7 @@ beforeAll(async () => {
     RUNNERFLOW_DEMO_JOBS: '1',
     RUNNERFLOW_SHUTDOWN_TIMEOUT: String(SHUTDOWN_BOUND_MS),
     RUNNERFLOW_LOG_LEVEL: 'error',
+    TEMPORAL_UI_URL: WEB_UI_URL,
   };
 });
 
@@ -136,6 +140,11 @@ it('Ctrl-C leaves the dev server running, ends within its bound and removes the 
   expect(await poolStatus(killed.pool)).not.toBe('RUNNING');
   expect(await openRunners(killed.pool)).toEqual([]);
   await demoRunning(demo);
+  // The configured Web UI, not the dev server's default, in the banner and in what the dashboard reads.
+  const [, apiUrl, token] = await eventually(() => /HTTP API: (\S+) \(admin token: (\S+)\)/.exec(demo.output()) ?? undefined, 10_000, 'the banner');
+  expect(demo.output()).toContain(`Temporal Web UI: ${WEB_UI_URL} `);
+  const summary = (await (await fetch(`${apiUrl}/api/v1/summary`, { headers: { authorization: `Bearer ${token}` } })).json()) as { temporal: { webUiUrl: string } };
+  expect(summary.temporal.webUiUrl).toBe(WEB_UI_URL);
 
   const { code, ms } = await interrupt(demo);
   expect(code, demo.output()).toBe(0);
@@ -180,3 +189,101 @@ it('a bad RUNNERFLOW_SHUTDOWN_TIMEOUT stops the start with an error naming it, b
   expect(output).not.toMatch(/^\s+at /m);
   expect(output).not.toMatch(/HTTP API:|starting the local dev server/);
 });
+
+/** Runs main.ts to its end (or SIGKILLs it at `timeoutMs`); what it printed, stdout and stderr together. */
+async function startUntilExit(overrides: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', TSX, join(ROOT, 'main.ts')], { cwd: workDir, env: { ...env, ...overrides }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  clearTimeout(timer);
+  return { code, output };
+}
+
+/** A setup mistake, not a crash: one line naming it, exit code 1, no stack trace nor object dump. */
+function expectOneLineFailure(run: { code: number | null; output: string }, line: RegExp): void {
+  expect(run.code, run.output).toBe(1);
+  expect(run.output).toMatch(line);
+  expect(run.output).not.toMatch(/^\s+at /m);
+  expect(run.output).not.toMatch(/^\s*(Error|\w+Error)\b.*\n\s*\{|^\s*code: /m);
+}
+
+it('an API address that is no host:port, or one already in use, stops the start with one line', async () => {
+  for (const listen of ['127.0.0.1:99999', 'not-an-address']) {
+    const run = await startUntilExit({ RUNNERFLOW_LISTEN: listen });
+    expectOneLineFailure(run, new RegExp(`^runnerflow: RUNNERFLOW_LISTEN: listen address "${listen}" is not host:port`, 'm'));
+    expect(run.output).not.toMatch(/starting the local dev server/);
+  }
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+  const { port: busy } = taken.address() as { port: number };
+  try {
+    // The suite's server: this start needs Temporal only to get as far as the API.
+    const run = await startUntilExit({ TEMPORAL_ADDRESS: inject('temporalAddress'), RUNNERFLOW_LISTEN: `127.0.0.1:${busy}`, RUNNERFLOW_TASK_QUEUE: uniqueName('tq-busy-port') });
+    expectOneLineFailure(run, new RegExp(`^runnerflow: cannot listen on 127\\.0\\.0\\.1:${busy}: the address is already in use .*\\(EADDRINUSE\\)$`, 'm'));
+  } finally {
+    taken.close();
+  }
+}, 120_000);
+
+it('a dev server that fails to start stops the start with one line after what the script printed', async () => {
+  const brokenState = mkdtempSync(join(tmpdir(), 'runnerflow-broken-temporal-'));
+  // A directory where the database file should be: the server cannot open it and exits.
+  mkdirSync(join(brokenState, 'db'));
+  const brokenPort = await freePort();
+  try {
+    const run = await startUntilExit({
+      TEMPORAL_ADDRESS: `127.0.0.1:${brokenPort}`,
+      TEMPORAL_PORT: String(brokenPort),
+      TEMPORAL_STATE_DIR: brokenState,
+      TEMPORAL_DB: join(brokenState, 'db'),
+      TEMPORAL_HTTP_PORT: String(await freePort()),
+      TEMPORAL_METRICS_PORT: String(await freePort()),
+    });
+    expect(run.output).toMatch(/^temporal-dev: server exited during start/m);
+    expectOneLineFailure(run, /^runnerflow: the local Temporal dev server did not start: \.\/temporal-dev\.sh start \(port \d+\) exited with code 1; its output above says why/m);
+  } finally {
+    devServer('stop', String(brokenPort), 'quiet', { ...env, TEMPORAL_STATE_DIR: brokenState });
+    rmSync(brokenState, { recursive: true, force: true });
+  }
+}, 120_000);
+
+it('a configured start without an admin token says so in its banner instead of pointing at a token, and names the configured Web UI', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'runnerflow-configured-'));
+  const config = join(dir, 'runnerflow.yaml');
+  // A provider of its own name and no schedules: the suite's server is shared with other tests.
+  writeFileSync(
+    config,
+    [
+      'github: { credentials: [{ auth: { type: pat, token: { env: RUNNERFLOW_TEST_PAT } } }] }',
+      `providers: [{ type: local-process, name: ${uniqueName('local').toLowerCase()} }]`,
+      'temporal: { webUiUrl: "https://temporal.example.com/namespaces/default" }',
+      'sweep: { enabled: false }',
+      'liveness: { enabled: false }',
+    ].join('\n'),
+  );
+  const { RUNNERFLOW_ADMIN_TOKEN: _none, TEMPORAL_UI_URL: _configured, ...rest } = env;
+  const child = spawn(process.execPath, ['--import', TSX, join(ROOT, 'main.ts')], {
+    cwd: workDir,
+    env: { ...rest, RUNNERFLOW_CONFIG: config, RUNNERFLOW_TEST_PAT: 'ghp_unused', TEMPORAL_ADDRESS: inject('temporalAddress'), RUNNERFLOW_TASK_QUEUE: uniqueName('tq-configured') },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  try {
+    await eventually(() => output.includes('Temporal Web UI:'), 90_000, `the banner:\n${output}`);
+    expect(output).toMatch(/^runnerflow: HTTP API: http:\S+ \(no admin token configured: \/api\/v1 refuses every caller until RUNNERFLOW_ADMIN_TOKEN or api\.adminToken is set\)$/m);
+    expect(output).not.toMatch(/admin token: \(/);
+    expect(output).toContain('Temporal Web UI: https://temporal.example.com/namespaces/default ');
+  } finally {
+    process.kill(-child.pid!, 'SIGINT');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+    if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 150_000);

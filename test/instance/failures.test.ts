@@ -240,26 +240,26 @@ describe('busy runners and registration', () => {
 
   it('continues as new while a static runner asked to leave keeps taking jobs, and leaves once GitHub lets it', async () => {
     const name = uniqueName('busy-for-days');
-    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { historyLimit: 120 }, { ephemeral: false }));
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { historyLimit: 60 }, { ephemeral: false }));
     await waitForStatus(handle, 'running');
     const firstRunId = (await handle.describe()).runId;
     await handle.signal(runnerStatusSignal, { status: 'idle' });
     env.w.github.busy.add(name);
     await handle.signal(deleteSignal, { reason: 'pool deleted' });
     // GitHub hands the still-registered runner one job after another: each ends, the runner asks to go, GitHub says busy.
-    for (let job = 1; job <= 30; job++) {
+    for (let job = 1; job <= 12; job++) {
       const asked = env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name).length;
       await handle.signal(jobCompletedSignal, { jobId: job });
       await eventually(() => env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name).length > asked || undefined, 10_000, `asked again after job ${job}`);
     }
     const now = await handle.describe();
     expect(now.runId).not.toBe(firstRunId);
-    expect(now.historyLength).toBeLessThanOrEqual(160);
+    expect(now.historyLength).toBeLessThanOrEqual(100);
     expect((await handle.query(stateQuery)).status).toBe('pending_delete');
     expect(env.w.fake.instance(name)).toBeDefined();
 
     env.w.github.busy.delete(name);
-    await handle.signal(jobCompletedSignal, { jobId: 31 });
+    await handle.signal(jobCompletedSignal, { jobId: 13 });
     const final = await handle.result();
     expect(final.status).toBe('deleted');
     expect(env.w.fake.instance(name)).toBeUndefined();
