@@ -10,9 +10,11 @@ import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { sweepDeleted, sweepLastRun, sweepMachines, sweepRuns } from '../observability/metrics';
+import { scopeKey, type GitHubPort } from '../github/port';
 import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { isNotFound, listMachines, ProviderError, type ProviderCallContext, type ProviderInstance, type ProviderPort } from '../providers/port';
 import { MACHINE_CLEANUP_WORKFLOW } from '../workflows/cleanup-messages';
+import type { InstanceMemo } from '../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW, instanceNameFromWorkflowId, runnerWorkflowId } from '../workflows/messages';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER } from '../workflows/search-attributes';
 import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
@@ -59,12 +61,16 @@ export interface SweepActivityDeps {
   now?: () => number;
   /** Upper bound for one provider delete (default 2 minutes). */
   deleteTimeoutMs?: number;
+  /** Asked whether an orphaned machine's runner is busy before the machine is deleted. */
+  github?: { get(credentials: string): GitHubPort };
 }
 
 /** What visibility remembers of the last closed workflow of a runner name. */
 interface ClosedRunner {
   closedAt: number;
   leaked: boolean;
+  /** Where the runner registered (its memo), so GitHub can be asked whether it is busy. */
+  github?: InstanceMemo['github'];
 }
 
 const NAMES_PER_QUERY = 100;
@@ -237,7 +243,8 @@ export function createSweepActivities(deps: SweepActivityDeps) {
         const closedAt = info.closeTime?.getTime();
         if (!name || closedAt === undefined) continue;
         const known = found.get(name);
-        if (!known || closedAt > known.closedAt) found.set(name, { closedAt, leaked: info.typedSearchAttributes.get(RUNNER_LEAKED) === true });
+        const github = (info.memo as Partial<InstanceMemo> | undefined)?.github;
+        if (!known || closedAt > known.closedAt) found.set(name, { closedAt, leaked: info.typedSearchAttributes.get(RUNNER_LEAKED) === true, ...(github ? { github } : {}) });
       }
     }
     return found;
@@ -254,6 +261,24 @@ export function createSweepActivities(deps: SweepActivityDeps) {
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return false;
       throw err;
+    }
+  }
+
+  /**
+   * Why an orphaned machine must stay for now: GitHub says its runner is running a job. A runner
+   * workflow terminated by hand leaves its machine and registration as they were, and a busy
+   * runner is never killed; once the job is done (an ephemeral runner then leaves GitHub by
+   * itself) a later sweep deletes the machine. A GitHub that cannot answer says nothing either
+   * way, and the machine waits for a sweep it does answer. A leaked machine is not asked about:
+   * a forced delete was asked for, busy or not.
+   */
+  async function busyAtGitHub(name: string, closed: ClosedRunner | undefined): Promise<string | undefined> {
+    if (!deps.github || !closed?.github || closed.leaked) return undefined;
+    try {
+      const runner = await deps.github.get(closed.github.credentials).findRunnerByName(closed.github.scope, name);
+      return runner?.busy ? `its runner is busy at GitHub (${scopeKey(closed.github.scope)}): deleted once its job is done` : undefined;
+    } catch (err) {
+      return `GitHub could not say whether its runner is busy: ${describeError(err)}`;
     }
   }
 
@@ -289,6 +314,11 @@ export function createSweepActivities(deps: SweepActivityDeps) {
       const verdict = judge(machine, closed.get(machine.name), args.gracePeriodMs, now());
       if ('skip' in verdict) {
         report.skipped.push({ name: machine.name, reason: verdict.skip });
+        continue;
+      }
+      const busy = verdict.reason === 'orphaned' ? await busyAtGitHub(machine.name, closed.get(machine.name)) : undefined;
+      if (busy) {
+        report.skipped.push({ name: machine.name, reason: busy });
         continue;
       }
       try {

@@ -90,7 +90,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
       sealSecret: (plain) => seal(plain, options.instanceTokenKey),
     },
     extraActivities: {
-      ...createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace }),
+      ...createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace, github: options.github }),
       ...createGitHubSweepActivities({
         controllerId: config.controllerId,
         client,

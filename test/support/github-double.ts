@@ -17,9 +17,9 @@ export class GitHubDouble implements GitHubPort {
   /** Names of runners GitHub considers busy: removing them answers 422. */
   readonly busy = new Set<string>();
   private nextId = 1;
-  private faults: Partial<Record<'credential' | 'remove', DoubleFault & { seen: number }>> = {};
+  private faults: Partial<Record<'credential' | 'remove' | 'find', DoubleFault & { seen: number }>> = {};
 
-  setFault(op: 'credential' | 'remove', fault: DoubleFault): void {
+  setFault(op: 'credential' | 'remove' | 'find', fault: DoubleFault): void {
     this.faults[op] = { ...fault, seen: 0 };
   }
 
@@ -27,7 +27,7 @@ export class GitHubDouble implements GitHubPort {
     return this.calls.filter((c) => c.op === op && (outcome === undefined || c.outcome === outcome)).length;
   }
 
-  private async injected(op: 'credential' | 'remove', name: string): Promise<void> {
+  private async injected(op: 'credential' | 'remove' | 'find', name: string): Promise<void> {
     const fault = this.faults[op];
     if (!fault) return;
     fault.seen += 1;
@@ -62,7 +62,9 @@ export class GitHubDouble implements GitHubPort {
   }
 
   async findRunnerByName(_scope: unknown, name: string): Promise<GitHubRunner | undefined> {
-    return this.runners.get(name);
+    await this.injected('find', name);
+    const runner = this.runners.get(name);
+    return runner && { ...runner, busy: runner.busy || this.busy.has(name) };
   }
 
   async listRunners(): Promise<GitHubRunner[]> {

@@ -25,7 +25,7 @@ export interface SweepRig extends ProviderRig {
 export function useSweepRig(): SweepRig {
   const rig = useProviderRig<SweepRig>(
     (r) => ({
-      ...createSweepActivities({ controllerId: CONTROLLER, providers: r.providers, client: r.client, namespace: 'default', now: () => Date.now() + r.clockOffset.ms }),
+      ...createSweepActivities({ controllerId: CONTROLLER, providers: r.providers, client: r.client, namespace: 'default', now: () => Date.now() + r.clockOffset.ms, github: { get: () => r.github } }),
       ...createGitHubSweepActivities({ controllerId: CONTROLLER, client: r.client, namespace: 'default', github: { get: () => r.github }, now: () => Date.now() + r.clockOffset.ms }),
     }),
     { clockOffset: { ms: 0 } },

@@ -77,6 +77,34 @@ describe('ownership', () => {
   });
 });
 
+describe('orphaned machines whose runner is busy', () => {
+  it('are left to finish their job, and deleted by a later sweep once GitHub no longer calls them busy', async () => {
+    const provider = addProvider(rig);
+    const handle = await runningInstance(rig, provider.name);
+    const name = handle.workflowId.slice('runner/'.length);
+    // The machine runs a job when an operator terminates its runner's workflow.
+    rig.github.busy.add(name);
+    await handle.terminate('operator terminated the workflow');
+    await waitUntilListed(rig, name, `ExecutionStatus != 'Running'`);
+
+    const busy = await runSweep(rig, provider.name, 0);
+    expect(busy.deleted).toEqual([]);
+    expect(busy.skipped).toEqual([{ name, reason: 'its runner is busy at GitHub (repo:acme/widgets): deleted once its job is done' }]);
+    expect(provider.fake.instance(name)).toBeDefined();
+
+    // GitHub cannot answer: nothing is known, so nothing is deleted.
+    rig.github.setFault('find', { failTimes: 1 });
+    const unknown = await runSweep(rig, provider.name, 0);
+    expect(unknown.skipped).toEqual([{ name, reason: expect.stringMatching(/^GitHub could not say whether its runner is busy: /) }]);
+    expect(provider.fake.instance(name)).toBeDefined();
+
+    rig.github.busy.delete(name);
+    const done = await runSweep(rig, provider.name, 0);
+    expect(done.deleted).toEqual([{ name, providerId: `fake-${name}`, reason: 'orphaned' }]);
+    expect(provider.fake.instance(name)).toBeUndefined();
+  });
+});
+
 describe('machines no workflow knew', () => {
   it('are skipped inside the grace period and deleted after it, by the creation time the provider reports', async () => {
     const provider = addProvider(rig);
