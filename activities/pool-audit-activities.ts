@@ -9,10 +9,18 @@
  * visibility listing of the pool's open runners, then one describe per runner the
  * listing left out, which in a healthy pool is none or a few just started
  * (visibility lags the server by a moment). The describe, not the listing, decides.
+ *
+ * A runner whose workflow ended while its machine ran a job still has that machine,
+ * and the job on it: counted as gone, its place would go to a new machine beside it,
+ * one more than maxRunners until the job is done. So one GitHub calls busy is not
+ * reported yet; the sweep leaves its machine alone for the same reason, and a later
+ * look reports it once the job is done.
  */
 import { Context, log } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
+import type { GitHubPort } from '../github/port';
+import type { InstanceMemo } from '../workflows/instance-options';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW } from '../workflows/messages';
 import { startedRunnersQuery } from '../workflows/pool-messages';
@@ -30,13 +38,15 @@ export interface FindEndedRunnersResult {
   ended: string[];
   /** Runners the listing left out that were checked one by one. */
   checked: number;
+  /** Ended runners GitHub still calls busy: their machines still run a job. */
+  busy: string[];
 }
 
 /** Describes per pass: a pool whose runners were terminated by the thousand is cleared over a few passes. */
 const MAX_CHECKS_PER_PASS = 1_000;
 const CHECK_CONCURRENCY = 20;
 
-export function createPoolAuditActivities(deps: { client: Client }) {
+export function createPoolAuditActivities(deps: { client: Client; github?: { get(credentials: string): GitHubPort } }) {
   const { client } = deps;
 
   async function openRunners(pool: string): Promise<Set<string>> {
@@ -49,14 +59,28 @@ export function createPoolAuditActivities(deps: { client: Client }) {
     return open;
   }
 
-  /** Closed or gone; a describe that fails otherwise says nothing, and the runner stays counted. */
-  async function hasEnded(name: string): Promise<boolean> {
+  /**
+   * `ended` when closed or gone, `busy` when closed but GitHub says its runner runs a job;
+   * a describe or a GitHub lookup that fails says nothing, and the runner stays counted.
+   */
+  async function outcome(name: string): Promise<'ended' | 'busy' | 'running'> {
+    let memo: Partial<InstanceMemo> | undefined;
     try {
-      return (await client.workflow.getHandle(runnerWorkflowId(name)).describe()).status.name !== 'RUNNING';
+      const description = await client.workflow.getHandle(runnerWorkflowId(name)).describe();
+      if (description.status.name === 'RUNNING') return 'running';
+      memo = description.memo as Partial<InstanceMemo> | undefined;
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return true;
+      if (err instanceof WorkflowNotFoundError) return 'ended';
       log.warn('runner not checked', { runner: name, error: err instanceof Error ? err.message : String(err) });
-      return false;
+      return 'running';
+    }
+    if (!deps.github || !memo?.github) return 'ended';
+    try {
+      const runner = await deps.github.get(memo.github.credentials).findRunnerByName(memo.github.scope, name);
+      return runner?.busy ? 'busy' : 'ended';
+    } catch (err) {
+      log.warn('runner not checked at GitHub', { runner: name, error: err instanceof Error ? err.message : String(err) });
+      return 'running';
     }
   }
 
@@ -68,16 +92,19 @@ export function createPoolAuditActivities(deps: { client: Client }) {
         const counted = await client.workflow.getHandle(args.poolWorkflowId).query(startedRunnersQuery);
         const suspects = counted.filter((name) => !open.has(name)).slice(0, MAX_CHECKS_PER_PASS);
         const ended: string[] = [];
+        const busy: string[] = [];
         let next = 0;
         const lane = async (): Promise<void> => {
           while (next < suspects.length) {
             const name = suspects[next++]!;
-            if (await hasEnded(name)) ended.push(name);
+            const found = await outcome(name);
+            if (found === 'ended') ended.push(name);
+            else if (found === 'busy') busy.push(name);
             Context.current().heartbeat();
           }
         };
         await Promise.all(Array.from({ length: CHECK_CONCURRENCY }, lane));
-        return { ended: ended.sort(), checked: suspects.length };
+        return { ended: ended.sort(), checked: suspects.length, busy: busy.sort() };
       } catch (err) {
         throw toActivityFailure(err);
       }

@@ -61,7 +61,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
       ...createInstanceActivities(options.activities),
       ...createScaleSetActivities({ github: options.activities.github }),
       ...createPoolActivities({ client }),
-      ...createPoolAuditActivities({ client }),
+      ...createPoolAuditActivities({ client, github: options.activities.github }),
       ...createRelayActivities({ client }),
       ...createForceDeleteActivities({ ...options.activities, client }),
       // A deleted pool removes what it left at GitHub; the worker's sweep adds its job routing over these.

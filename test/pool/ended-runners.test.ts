@@ -57,7 +57,7 @@ describe('a pool looking for runners whose workflow ended unreported', () => {
     await pool.result();
   });
 
-  it('frees the capacity a busy runner terminated by hand held', async () => {
+  it('frees the capacity a busy runner terminated by hand held, once GitHub no longer calls it busy', async () => {
     const settings = poolSettings({ minIdleRunners: 1, maxRunners: 1 });
     const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: auditTimings });
     const agents = autoRegister(env.client, pool);
@@ -67,7 +67,15 @@ describe('a pool looking for runners whose workflow ended unreported', () => {
     }, 20_000, 'one idle runner');
     await env.client.workflow.getHandle(runnerWorkflowId(busy!)).signal(jobStartedSignal, { jobId: 4242 });
     await eventually(async () => ((await pool.query(poolStateQuery)).runners.find((r) => r.name === busy)?.runnerStatus === 'active' ? true : undefined), 20_000, 'the runner busy');
+    env.w.github.busy.add(busy!);
     await env.client.workflow.getHandle(runnerWorkflowId(busy!)).terminate('operator removed it by hand');
+
+    // Its machine still runs the job: a new runner beside it would be one more than maxRunners.
+    // The pool looks (GitHub is asked about it, and says busy) and holds its place.
+    await eventually(() => env.w.github.calls.some((c) => c.op === 'find' && c.name === busy && c.outcome === 'busy') || undefined, 10_000, 'GitHub asked');
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(names(await pool.query(poolStateQuery))).toEqual([busy]);
+    env.w.github.busy.delete(busy!);
 
     // At maxRunners 1, a new runner can only come once the terminated one stops counting.
     const [replacement] = await eventually(async () => {

@@ -64,7 +64,9 @@ export class GitHubDouble implements GitHubPort {
   async findRunnerByName(_scope: unknown, name: string): Promise<GitHubRunner | undefined> {
     await this.injected('find', name);
     const runner = this.runners.get(name);
-    return runner && { ...runner, busy: runner.busy || this.busy.has(name) };
+    const found = runner && { ...runner, busy: runner.busy || this.busy.has(name) };
+    this.calls.push({ op: 'find', name, at: Date.now(), outcome: found ? (found.busy ? 'busy' : 'idle') : 'missing' });
+    return found;
   }
 
   async listRunners(): Promise<GitHubRunner[]> {
