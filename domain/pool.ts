@@ -92,10 +92,10 @@ function extraSpecsSizeIssue(extraSpecs: Record<string, unknown>): string | unde
 }
 
 /**
- * The settings a pool is given from now on, through the API or the config file: the pool
- * settings plus the `extraSpecs` size cap. The pool workflow keeps checking its `updatePool`
- * signals against `poolSettingsSchema` alone, so a history that took larger extra specs
- * replays as it ran (see above).
+ * The settings a pool is given from now on, through the API, the config file or an
+ * `updatePool` signal: the pool settings plus the `extraSpecs` size cap. The pool workflow
+ * checks its signals against this only behind a `patched` branch, so a history that took
+ * larger extra specs replays as it ran (see above).
  */
 export const newPoolSettingsSchema = poolSettingsSchema.superRefine((p, ctx) => {
   const issue = extraSpecsSizeIssue(p.extraSpecs);

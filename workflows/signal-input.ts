@@ -6,7 +6,7 @@
 import { log, setDefaultSignalHandler } from '@temporalio/workflow';
 import { INSTANCE_STATUSES, RUNNER_STATUSES } from '../domain/instance-status';
 import { HEALTH_FINDINGS, type HealthFinding } from '../domain/liveness';
-import { poolSettingsSchema, type PoolSettings } from '../domain/pool';
+import { newPoolSettingsSchema, poolSettingsSchema, type PoolSettings } from '../domain/pool';
 import type { HealthReportArgs, JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
 import type { JobProgressArgs, QueuedJob, RunnerChangedArgs } from './pool-messages';
 import type { ScaleSetDemandArgs, UpdateListenerArgs } from './scale-set-messages';
@@ -85,8 +85,9 @@ export function queuedJobsArgs(signal: string, jobs: unknown): QueuedJob[] {
  * New settings for a pool, checked against the same schema the API uses: a signal typed into the
  * Web UI must not leave the pool deciding on a maxRunners that is not a number.
  */
-export function poolSettingsArgs(args: unknown): PoolSettings | undefined {
-  const result = poolSettingsSchema.safeParse(asObject(args).settings);
+/** `capped`: also refuse what the API refuses for new settings (the `extraSpecs` size cap). */
+export function poolSettingsArgs(args: unknown, options: { capped?: boolean } = {}): PoolSettings | undefined {
+  const result = (options.capped ? newPoolSettingsSchema : poolSettingsSchema).safeParse(asObject(args).settings);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   return ignored('updatePool', `settings are not valid pool settings (${issue ? `${issue.path.join('.') || 'settings'}: ${issue.message}` : 'missing'})`, args);

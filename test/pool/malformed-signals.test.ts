@@ -54,6 +54,12 @@ describe('malformed signals', () => {
     await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 2 ? true : undefined), 20_000, 'a runner for the next job');
     expect((await pool.query(poolStateQuery)).settings).toMatchObject({ mode: 'webhook', maxRunners: 3 });
 
+    // Extra specs past the cap the API keeps would make every batch of starts too large: refused.
+    await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4, extraSpecs: { template: 'x'.repeat(20_000) } } });
+    await pool.signal(jobQueuedSignal, { jobId: 43, labels: ['linux'] });
+    await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 3 ? true : undefined), 20_000, 'a runner for the third job');
+    expect((await pool.query(poolStateQuery)).settings).toMatchObject({ maxRunners: 3, extraSpecs: {} });
+
     // A valid update still applies.
     await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4 } });
     await eventually(async () => ((await pool.query(poolStateQuery)).settings.maxRunners === 4 ? true : undefined), 10_000, 'settings updated');

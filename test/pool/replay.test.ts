@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { deletePoolSignal, poolStateQuery } from '../../workflows/pool-messages';
-import { loadHistory, patchIds, replayHistory } from '../support/replay';
+import { loadHistory, patchIds, payload, replayHistory } from '../support/replay';
 import { eventually, useTestWorker } from '../support/temporal';
 import { poolSettings, startPool } from './helpers';
 
@@ -47,6 +47,23 @@ describe('runnerPool histories replay with the current code', () => {
     expect(events.some((e) => e.signalExternalWorkflowExecutionFailedEventAttributes)).toBe(true);
     expect(events.at(-1)!.workflowExecutionTerminatedEventAttributes).toBeTruthy();
     await expect(replayHistory(history, 'pool/silent-runner')).resolves.toBeUndefined();
+  });
+
+  it('a pool that took extra specs past the cap from an updatePool signal (recorded before such signals were refused)', async () => {
+    const history = loadHistory(__dirname, 'extra-specs-past-the-cap-by-signal-before-refused.json');
+    expect(patchIds(history.events)).not.toContain('update-signal-extra-specs-capped');
+    // The settings it took let it start two runners where its own allowed one.
+    const starts = history.events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'startRunners');
+    expect(starts.flatMap((e) => payload<{ runners: unknown[] }>(e.activityTaskScheduledEventAttributes!.input!.payloads![0]).runners)).toHaveLength(2);
+    await expect(replayHistory(history, 'pool/signalled-extra-specs')).resolves.toBeUndefined();
+  });
+
+  it('a pool that took a mode change from an updatePool signal (recorded before such signals were refused)', async () => {
+    const history = loadHistory(__dirname, 'mode-change-by-signal-before-refused.json');
+    expect(patchIds(history.events)).not.toContain('mode-change-refused-in-signal');
+    // The old code went on as a scale-set pool: it started a listener.
+    expect(history.events.some((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toBe(true);
+    await expect(replayHistory(history, 'pool/signalled-mode-change')).resolves.toBeUndefined();
   });
 
   it('a pool with capped decisions run on the current code', async () => {
