@@ -122,7 +122,12 @@ export function createForceDeleteActivities(deps: ForceDeleteDeps) {
   return {
     async forceDeleteMachine(args: ForceDeleteArgs): Promise<ForceDeleteOutcome> {
       const { boundMs, githubRemoved, providerUnconfirmedMs, ...machine } = args;
-      const unregistering = githubRemoved ? Promise.resolve<Attempt>({ ok: true }) : bounded(boundMs, () => removeRunnerAtGitHub(deps.github, machine));
+      // GitHub refusing because the runner is busy removed nothing: the clean-up is told so, and asks again.
+      const unregistering = githubRemoved
+        ? Promise.resolve<Attempt>({ ok: true })
+        : bounded(boundMs, async () => {
+            if ((await removeRunnerAtGitHub(deps.github, machine)) === 'busy') throw new Error('GitHub calls the runner busy; its registration stays');
+          });
 
       if (providerUnconfirmedMs !== undefined) {
         // Known not confirmed: hand over at once, and look up the provider's last word meanwhile.

@@ -39,6 +39,21 @@ describe('forced delete hands an unconfirmed machine to its clean-up workflow', 
     expect(closed.searchAttributes).toMatchObject({ RunnerLeaked: [false], RunnerStatus: ['deleted'] });
   });
 
+  it('has the clean-up ask GitHub again for a registration GitHub called busy when the delete was forced', async () => {
+    const name = uniqueName('cleanup-busy');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    env.w.github.busy.add(name);
+    env.w.fake.setFault('delete', { failTimes: 2, instance: name, message: 'provider busy' });
+    await handle.signal(forceDeleteSignal, { reason: 'operator gave up' });
+    expect(await handle.result()).toMatchObject({ forced: true, leaked: true });
+    env.w.github.busy.delete(name);
+    await env.client.workflow.getHandle(cleanupWorkflowId(name)).result();
+    // One removal by the forced delete (busy), one by the clean-up (now removed).
+    expect(env.w.github.calls.filter((c) => c.op === 'remove' && c.name === name).map((c) => c.outcome)).toEqual(['busy', 'removed']);
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
   it('closes the instance while the provider hangs, and the machine goes once the provider answers', async () => {
     const name = uniqueName('cleanup-hangs');
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
