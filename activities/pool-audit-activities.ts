@@ -26,6 +26,7 @@ import { instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW 
 import { startedRunnersQuery } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 import { toActivityFailure } from './failures';
+import { githubCallsBusy } from './remove-runner';
 
 export interface FindEndedRunnersArgs {
   pool: string;
@@ -60,27 +61,26 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
   }
 
   /**
-   * `ended` when closed or gone, `busy` when closed but GitHub says its runner runs a job;
-   * a describe or a GitHub lookup that fails says nothing, and the runner stays counted.
+   * `ended` when closed or gone, `busy` when closed but GitHub says its runner runs a job, and
+   * `counted` when it runs, or a describe or a GitHub lookup failed and says nothing.
    */
-  async function outcome(name: string): Promise<'ended' | 'busy' | 'running'> {
+  async function outcome(name: string): Promise<'ended' | 'busy' | 'counted'> {
     let memo: Partial<InstanceMemo> | undefined;
     try {
       const description = await client.workflow.getHandle(runnerWorkflowId(name)).describe();
-      if (description.status.name === 'RUNNING') return 'running';
+      if (description.status.name === 'RUNNING') return 'counted';
       memo = description.memo as Partial<InstanceMemo> | undefined;
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return 'ended';
       log.warn('runner not checked', { runner: name, error: err instanceof Error ? err.message : String(err) });
-      return 'running';
+      return 'counted';
     }
     if (!deps.github || !memo?.github) return 'ended';
     try {
-      const runner = await deps.github.get(memo.github.credentials).findRunnerByName(memo.github.scope, name);
-      return runner?.busy ? 'busy' : 'ended';
+      return (await githubCallsBusy(deps.github, memo.github, name)) ? 'busy' : 'ended';
     } catch (err) {
       log.warn('runner not checked at GitHub', { runner: name, error: err instanceof Error ? err.message : String(err) });
-      return 'running';
+      return 'counted';
     }
   }
 

@@ -38,3 +38,11 @@ export async function removeRunnerAtGitHub(clients: GitHubClients, args: RemoveR
     ...(args.githubRunnerId !== undefined ? { runnerId: args.githubRunnerId } : {}),
   });
 }
+
+/**
+ * Whether GitHub says the runner of a workflow that has ended is running a job: its machine is
+ * then still at work, whatever the workflow's end says. Throws when GitHub cannot answer.
+ */
+export async function githubCallsBusy(clients: Pick<GitHubClients, 'get'>, github: InstanceSpec['github'], name: string): Promise<boolean> {
+  return (await clients.get(github.credentials).findRunnerByName(github.scope, name))?.busy === true;
+}

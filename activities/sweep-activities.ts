@@ -22,6 +22,7 @@ import { FAILURE_TYPES, toActivityFailure } from './failures';
 import type { GitHubSweepReport } from './github-sweep-activities';
 import { whileHeartbeating } from './heartbeat';
 import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
+import { githubCallsBusy } from './remove-runner';
 
 export interface SweepArgs {
   provider: string;
@@ -275,8 +276,7 @@ export function createSweepActivities(deps: SweepActivityDeps) {
   async function busyAtGitHub(name: string, closed: ClosedRunner | undefined): Promise<string | undefined> {
     if (!deps.github || !closed?.github || closed.leaked) return undefined;
     try {
-      const runner = await deps.github.get(closed.github.credentials).findRunnerByName(closed.github.scope, name);
-      return runner?.busy ? `its runner is busy at GitHub (${scopeKey(closed.github.scope)}): deleted once its job is done` : undefined;
+      return (await githubCallsBusy(deps.github, closed.github, name)) ? `its runner is busy at GitHub (${scopeKey(closed.github.scope)}): deleted once its job is done` : undefined;
     } catch (err) {
       return `GitHub could not say whether its runner is busy: ${describeError(err)}`;
     }
