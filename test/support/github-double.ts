@@ -16,6 +16,8 @@ export class GitHubDouble implements GitHubPort {
   readonly calls: { op: string; name?: string; at: number; outcome: string }[] = [];
   /** Names of runners GitHub considers busy: removing them answers 422. */
   readonly busy = new Set<string>();
+  /** Runners GitHub calls busy for this many more removals: a job that ends between two asks. */
+  readonly busyForRemovals = new Map<string, number>();
   private nextId = 1;
   private faults: Partial<Record<'credential' | 'remove' | 'find', DoubleFault & { seen: number }>> = {};
 
@@ -54,7 +56,9 @@ export class GitHubDouble implements GitHubPort {
   async removeRunner(req: { name: string; runnerId?: number }): Promise<RemoveRunnerOutcome> {
     await this.injected('remove', req.name);
     let outcome: RemoveRunnerOutcome;
-    if (this.busy.has(req.name)) outcome = 'busy';
+    const busyLeft = this.busyForRemovals.get(req.name) ?? 0;
+    if (busyLeft > 0) this.busyForRemovals.set(req.name, busyLeft - 1);
+    if (this.busy.has(req.name) || busyLeft > 0) outcome = 'busy';
     else if (this.runners.delete(req.name)) outcome = 'removed';
     else outcome = 'not_found';
     this.calls.push({ op: 'remove', name: req.name, at: Date.now(), outcome });
