@@ -48,7 +48,7 @@ import {
   type RunnerPoolInput,
 } from './pool-messages';
 import { PoolScaleSet } from './pool-scale-set';
-import { jobProgressArgs, poolSettingsArgs, queuedJobsArgs, runnerChangedArgs, runnerReportsArgs, scaleSetDemandArgs, warnOfUnknownSignals } from './signal-input';
+import { jobProgressArgs, queuedJobsArgs, runnerChangedArgs, runnerReportsArgs, scaleSetDemandArgs, warnOfUnknownSignals } from './signal-input';
 import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
 
@@ -154,6 +154,10 @@ function isNotFoundFailure(err: unknown): boolean {
 }
 
 export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
+  // Loaded here rather than imported: every workflow the worker creates evaluates the modules
+  // imported at the top, and runners have no use for zod. Resolved before this task issues any
+  // command or sets any handler (signals wait for their handler), so histories replay the same.
+  const { poolSettingsArgs } = await import(/* webpackMode: "eager" */ './pool-settings-input');
   // Pools whose history predates re-asking silent leavers replay without its timers.
   // Pools begun before starts were marked write off only runners that have reported.
   const startedCounts = patched('count-started-runners-as-existing');

@@ -6,20 +6,19 @@
 import { log, setDefaultSignalHandler } from '@temporalio/workflow';
 import { INSTANCE_STATUSES, RUNNER_STATUSES } from '../domain/instance-status';
 import { HEALTH_FINDINGS, type HealthFinding } from '../domain/liveness';
-import { newPoolSettingsSchema, poolSettingsSchema, type PoolSettings } from '../domain/pool';
 import type { HealthReportArgs, JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
 import type { JobProgressArgs, QueuedJob, RunnerChangedArgs } from './pool-messages';
 import type { ScaleSetDemandArgs, UpdateListenerArgs } from './scale-set-messages';
 
 const REPORTABLE = ['installing', 'idle', 'failed'] as const;
 
-function asObject(value: unknown): Record<string, unknown> {
+export function asObject(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
 const isPositiveInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-const ignored = (signal: string, why: string, args: unknown): undefined => {
+export const ignored = (signal: string, why: string, args: unknown): undefined => {
   log.warn(`ignored ${signal} signal: ${why}`, { got: JSON.stringify(args)?.slice(0, 200) });
   return undefined;
 };
@@ -79,18 +78,6 @@ export function queuedJobsArgs(signal: string, jobs: unknown): QueuedJob[] {
     });
   }
   return valid;
-}
-
-/**
- * New settings for a pool, checked against the same schema the API uses: a signal typed into the
- * Web UI must not leave the pool deciding on a maxRunners that is not a number.
- */
-/** `capped`: also refuse what the API refuses for new settings (the `extraSpecs` size cap). */
-export function poolSettingsArgs(args: unknown, options: { capped?: boolean } = {}): PoolSettings | undefined {
-  const result = (options.capped ? newPoolSettingsSchema : poolSettingsSchema).safeParse(asObject(args).settings);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  return ignored('updatePool', `settings are not valid pool settings (${issue ? `${issue.path.join('.') || 'settings'}: ${issue.message}` : 'missing'})`, args);
 }
 
 export function jobProgressArgs(args: unknown): JobProgressArgs | undefined {
