@@ -28,7 +28,7 @@ export const MAX_RUNNERS_PER_POOL = 5_000;
  * A pool's settings as operators write them (durations as "10m" or milliseconds).
  *
  * The pool workflow checks every `updatePool` signal against this schema too
- * (workflows/signal-input.ts), also when it replays a history. A change that refuses
+ * (workflows/pool-settings-input.ts), also when it replays a history. A change that refuses
  * settings it used to accept makes a running pool replay an old update as ignored, which
  * is other commands for the same history: such a change goes with a `patched` branch in
  * that check that keeps the old schema for runs begun before it.
