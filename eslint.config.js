@@ -24,4 +24,27 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { paths: nodeBuiltins.map((name) => ({ name, message: 'No Node built-ins in workflow code.' })) }],
     },
   },
+  {
+    // The worker evaluates the workflow modules again for every workflow it creates (every runner,
+    // and every runner replayed after eviction): zod and the schemas built with it cost a runner a
+    // sixth of its workflow thread time and most of its memory (bench/README.md). Only the pool's
+    // updatePool check loads them, when the pool starts.
+    files: ['workflows/**/*.ts'],
+    ignores: ['workflows/pool-settings-input.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'zod', allowTypeImports: true, message: 'zod is loaded only by workflows/pool-settings-input.ts.' }],
+          patterns: [
+            {
+              group: ['**/domain/pool', '**/domain/duration', '**/domain/timings'],
+              allowTypeImports: true,
+              message: 'This module builds zod schemas: import its types only; the updatePool check loads it (workflows/pool-settings-input.ts).',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );
