@@ -146,12 +146,32 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   let reportedRunning = input.resume !== undefined;
   const reports = new Set<Promise<void>>();
   /**
+   * An ephemeral runner whose job is done deletes its machine at once, mostly within the
+   * workflow task that heard the job end. Told "leaving" and then "deleted" a moment later, the
+   * pool would take two signals and two workflow tasks where the second says all it needs:
+   * busy and leaving hold capacity alike and neither takes a job. So "leaving" waits for the
+   * inline delete attempt, and is sent only if that attempt does not remove the machine
+   * (the activity then takes over, which may take long) or a forced delete cuts in.
+   */
+  let leavingReportHeld = false;
+  function holdLeavingReport(): void {
+    // (patched: runners that reported leaving first replay so.)
+    if (input.notifyPool && record.status === 'running' && !isLeaving(record.status, record.runnerStatus) && patched('ephemeral-runner-reports-deleted-without-leaving')) leavingReportHeld = true;
+  }
+  function releaseLeavingReport(): void {
+    if (!leavingReportHeld) return;
+    leavingReportHeld = false;
+    notifyPool();
+  }
+
+  /**
    * Only changes the pool decides on are reported (idle, busy, leaving, gone): every report
    * costs a workflow task on both sides, and under a burst those add up.
    */
   function notifyPool(): void {
     if (!input.notifyPool) return;
     const phase = poolPhase(record.status, record.runnerStatus);
+    if (phase === 'leaving' && leavingReportHeld) return;
     // The agent can report idle before the create activity returns: the pool must still hear that the machine runs.
     const nowRunning = record.status === 'running' && !reportedRunning && (phase === 'idle' || phase === 'busy');
     if (phase === reportedPhase && !nowRunning) return;
@@ -226,6 +246,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     }
     record.jobId = job.jobId;
     jobFinished = true;
+    if (input.spec.ephemeral) holdLeavingReport();
     // An ephemeral runner takes one job and then unregisters itself from GitHub; a static one is idle again.
     setRunnerStatus(input.spec.ephemeral ? 'terminated' : 'idle');
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.jobCompleted });
@@ -466,11 +487,16 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
    */
   async function deleteOnce(): Promise<void> {
     const args = deleteArgs();
-    if (!patched('inline-delete-attempt')) return remove.deleteInstance(args);
+    if (!patched('inline-delete-attempt')) {
+      releaseLeavingReport();
+      return remove.deleteInstance(args);
+    }
     try {
       if ((await removeInline.deleteInstanceInline(args)).inline) return;
+      releaseLeavingReport();
     } catch (err) {
       if (isCancellation(err) || !retryable(err, DELETE_NON_RETRYABLE)) throw err;
+      releaseLeavingReport();
       // Only slow: the activity asks again at once. A failure waits the first backoff, as the
       // activity's own retries would between two attempts (and, like theirs, is not kept as the
       // runner's last error: the delete goes on, and the failure stays in the history's marker).
@@ -489,6 +515,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
    */
   async function forcedDelete(reason: string): Promise<void> {
     record.forced = true;
+    // The forced step may hand the machine over instead of deleting it: the pool hears of it now.
+    releaseLeavingReport();
     if (record.status !== 'pending_force_delete') moveTo('pending_force_delete', reason);
     moveTo('deleting', 'forced');
     if (!createAttempted) {

@@ -9,16 +9,35 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
+import type { ReportToPoolArgs } from '../../activities/pool-activities';
+import { isLeaving } from '../../domain/instance-status';
 import { FakeProvider, type FakeFaultPlan } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal } from '../../workflows/messages';
-import { instanceInput, uniqueName, useTestWorker } from '../support/temporal';
+import { eventually, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
 import { EventType, eventsOf, scheduledActivities, startInstance, waitForStatus, withFault } from './helpers';
 
 const INLINE_BOUND_MS = 600;
 const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-inline-delete-'));
 const quick: ProviderPort = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS, inlineDeleteTimeoutMs: INLINE_BOUND_MS });
-const env = useTestWorker({ fakeDir, providers: new Map([['fake', quick]]) });
+/** What runners told their pool, in the order they told it (a stand-in for the report's signal). */
+const poolReports: ReportToPoolArgs[] = [];
+const env = useTestWorker({
+  fakeDir,
+  providers: new Map([['fake', quick]]),
+  extraActivities: {
+    reportToPool: async (args: ReportToPoolArgs) => {
+      poolReports.push(args);
+    },
+  },
+});
+
+/** The phases a runner reported to its pool, as the pool reads them. */
+function phasesReported(name: string): string[] {
+  return poolReports
+    .filter((r) => r.report.name === name)
+    .map(({ report }) => (report.status === 'deleted' ? 'deleted' : isLeaving(report.status, report.runnerStatus) ? 'leaving' : report.runnerStatus === 'active' ? 'busy' : report.runnerStatus));
+}
 
 /** Workflow tasks the runner took from the one that heard its job completed to its close. */
 async function tasksAfterJobCompleted(handle: WorkflowHandle): Promise<number> {
@@ -28,8 +47,8 @@ async function tasksAfterJobCompleted(handle: WorkflowHandle): Promise<number> {
 }
 
 /** Starts an ephemeral runner and takes it through one job, so that it leaves. */
-async function runOneJob(name: string): Promise<WorkflowHandle> {
-  const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+async function runOneJob(name: string, options: { notifyPool?: boolean } = {}): Promise<WorkflowHandle> {
+  const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, options.notifyPool ? { notifyPool: true, pool: uniqueName('told-pool') } : {}));
   await waitForStatus(handle, 'running');
   await handle.signal(runnerStatusSignal, { status: 'idle' });
   await handle.signal(jobStartedSignal, { jobId: 7 });
@@ -103,6 +122,40 @@ describe('inline first delete attempt', () => {
       expect(result.transitions.at(-1)?.reason).toContain('retries it until the machine is gone');
     });
     // The provider answers again: the clean-up workflow gets the machine deleted.
+    for (let i = 0; i < 100 && env.w.fake.instance(name) !== undefined; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
+  it('tells its pool the runner is gone without first saying it is leaving when the inline delete removes the machine', async () => {
+    const name = uniqueName('inline-del-told');
+    const handle = await runOneJob(name, { notifyPool: true });
+    expect(await handle.result()).toMatchObject({ status: 'deleted', forced: false });
+    expect(phasesReported(name)).toEqual(['idle', 'busy', 'deleted']);
+    expect(poolReports.filter((r) => r.report.name === name).map((r) => r.report.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('says it is leaving once the inline delete is cut off, before the activity takes over', async () => {
+    const name = uniqueName('inline-del-told-slow');
+    await withDeleteFault(name, { delayMs: INLINE_BOUND_MS * 3 }, async () => {
+      const handle = await runOneJob(name, { notifyPool: true });
+      // The pool hears of it while the activity still deletes, not only when the machine is gone.
+      await eventually(() => (phasesReported(name).includes('leaving') ? true : undefined), 10_000, 'the leaving report');
+      expect(env.w.fake.instance(name)).toBeDefined();
+      expect(await handle.result()).toMatchObject({ status: 'deleted', forced: false });
+      expect(phasesReported(name)).toEqual(['idle', 'busy', 'leaving', 'deleted']);
+      expect(await scheduledActivities(handle)).toEqual(['deleteInstance']);
+    });
+  });
+
+  it('says it is leaving when a forceDelete cuts in while the inline delete hangs', async () => {
+    const name = uniqueName('inline-del-told-forced');
+    await withDeleteFault(name, { hang: true }, async () => {
+      const handle = await runOneJob(name, { notifyPool: true });
+      await waitForStatus(handle, 'deleting');
+      await handle.signal(forceDeleteSignal, { reason: 'delete hangs' });
+      expect(await handle.result()).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+      expect(phasesReported(name)).toEqual(['idle', 'busy', 'leaving', 'deleted']);
+    });
     for (let i = 0; i < 100 && env.w.fake.instance(name) !== undefined; i++) await new Promise((r) => setTimeout(r, 100));
     expect(env.w.fake.instance(name)).toBeUndefined();
   });

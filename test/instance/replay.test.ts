@@ -72,4 +72,16 @@ describe('runnerInstance histories replay with the current code', () => {
     expect(jobs).toEqual(['jobStarted:1', 'jobStarted:2', 'jobCompleted:1', 'jobCompleted:2']);
     await expect(replayHistory(history, 'runner/late-completion')).resolves.toBeUndefined();
   });
+
+  it('an ephemeral runner that told its pool it was leaving before its inline delete (recorded before that report waited for the delete)', async () => {
+    const history = loadHistory(__dirname, 'ephemeral-runner-reported-leaving-before-its-inline-delete.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('ephemeral-runner-reports-deleted-without-leaving');
+    const completedAt = Number(events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'jobCompleted')!.eventId);
+    // After the job's end: busy and leaving side by side with the inline delete, then deleted.
+    // The current code holds leaving back until the delete's outcome is known.
+    const after = activitySteps(events).filter((s) => s.eventId > completedAt);
+    expect(after.map((s) => s.type)).toEqual(['reportToPool', 'reportToPool', 'deleteInstanceInline', 'reportToPool']);
+    await expect(replayHistory(history, 'runner/ephemeral-told-pool')).resolves.toBeUndefined();
+  });
 });
