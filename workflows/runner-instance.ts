@@ -487,21 +487,20 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
    */
   async function deleteOnce(): Promise<void> {
     const args = deleteArgs();
-    if (!patched('inline-delete-attempt')) {
-      releaseLeavingReport();
-      return remove.deleteInstance(args);
-    }
+    if (!patched('inline-delete-attempt')) return remove.deleteInstance(args);
     try {
       if ((await removeInline.deleteInstanceInline(args)).inline) return;
-      releaseLeavingReport();
     } catch (err) {
-      if (isCancellation(err) || !retryable(err, DELETE_NON_RETRYABLE)) throw err;
+      // Whatever comes next (the activity, a forced delete, a failed workflow) outlasts the
+      // inline attempt: the pool hears now that the runner is leaving.
       releaseLeavingReport();
+      if (isCancellation(err) || !retryable(err, DELETE_NON_RETRYABLE)) throw err;
       // Only slow: the activity asks again at once. A failure waits the first backoff, as the
       // activity's own retries would between two attempts (and, like theirs, is not kept as the
       // runner's last error: the delete goes on, and the failure stays in the history's marker).
       if (!cutOff(err)) await sleep(t.deleteInitialIntervalMs);
     }
+    releaseLeavingReport();
     return remove.deleteInstance(args);
   }
 
