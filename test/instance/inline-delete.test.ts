@@ -56,6 +56,11 @@ async function runOneJob(name: string, options: { notifyPool?: boolean } = {}): 
   return handle;
 }
 
+/** Gives the machine's clean-up up to 10 s once the provider answers again. */
+async function untilMachineGone(name: string): Promise<void> {
+  for (let i = 0; i < 100 && env.w.fake.instance(name) !== undefined; i++) await new Promise((r) => setTimeout(r, 100));
+}
+
 const withDeleteFault = (name: string, plan: Omit<FakeFaultPlan, 'instance'>, check: () => Promise<void>) => withFault(env.w.fake, 'delete', name, plan, check);
 
 const deleteOutcomes = (name: string) =>
@@ -122,7 +127,7 @@ describe('inline first delete attempt', () => {
       expect(result.transitions.at(-1)?.reason).toContain('retries it until the machine is gone');
     });
     // The provider answers again: the clean-up workflow gets the machine deleted.
-    for (let i = 0; i < 100 && env.w.fake.instance(name) !== undefined; i++) await new Promise((r) => setTimeout(r, 100));
+    await untilMachineGone(name);
     expect(env.w.fake.instance(name)).toBeUndefined();
   });
 
@@ -156,7 +161,7 @@ describe('inline first delete attempt', () => {
       expect(await handle.result()).toMatchObject({ status: 'deleted', forced: true, leaked: true });
       expect(phasesReported(name)).toEqual(['idle', 'busy', 'leaving', 'deleted']);
     });
-    for (let i = 0; i < 100 && env.w.fake.instance(name) !== undefined; i++) await new Promise((r) => setTimeout(r, 100));
+    await untilMachineGone(name);
     expect(env.w.fake.instance(name)).toBeUndefined();
   });
 });
