@@ -606,7 +606,14 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       await gracefulDelete(unregister);
     });
   } catch (err) {
-    if (!isCancellation(err)) throw err;
+    if (!isCancellation(err)) {
+      // A failure that no retry will fix (a provider taken out of the configuration) fails the
+      // workflow, and a report still in flight would be dropped with it: the pool would go on
+      // counting the runner as it last heard (busy, say) until its audit finds the failed
+      // workflow. (patched: runners that failed before it replay their failure as it was.)
+      if (patched('failed-runner-sends-its-last-reports')) await Promise.all([...reports]);
+      throw err;
+    }
     // A cancelled workflow (e.g. `temporal workflow cancel`) is treated like a forced delete:
     // ending without cleaning up is how machines leak.
     force ??= { reason: 'workflow cancelled' };

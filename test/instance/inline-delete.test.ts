@@ -7,7 +7,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import type { ReportToPoolArgs } from '../../activities/pool-activities';
 import { isLeaving } from '../../domain/instance-status';
@@ -22,9 +22,11 @@ const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-inline-delete-'));
 const quick: ProviderPort = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS, inlineDeleteTimeoutMs: INLINE_BOUND_MS });
 /** What runners told their pool, in the order they told it (a stand-in for the report's signal). */
 const poolReports: ReportToPoolArgs[] = [];
+/** The worker's configured providers, read at each call: a test can take one out of the configuration. */
+const providers = new Map<string, ProviderPort>([['fake', quick]]);
 const env = useTestWorker({
   fakeDir,
-  providers: new Map([['fake', quick]]),
+  providers,
   extraActivities: {
     reportToPool: async (args: ReportToPoolArgs) => {
       poolReports.push(args);
@@ -47,11 +49,15 @@ async function tasksAfterJobCompleted(handle: WorkflowHandle): Promise<number> {
 }
 
 /** Starts an ephemeral runner and takes it through one job, so that it leaves. */
-async function runOneJob(name: string, options: { notifyPool?: boolean } = {}): Promise<WorkflowHandle> {
-  const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, options.notifyPool ? { notifyPool: true, pool: uniqueName('told-pool') } : {}));
+async function runOneJob(name: string, options: { notifyPool?: boolean; provider?: string; beforeJobEnds?: () => void } = {}): Promise<WorkflowHandle> {
+  const overrides = { ...(options.notifyPool ? { notifyPool: true, pool: uniqueName('told-pool') } : {}), ...(options.provider ? { provider: options.provider } : {}) };
+  const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, overrides));
   await waitForStatus(handle, 'running');
   await handle.signal(runnerStatusSignal, { status: 'idle' });
   await handle.signal(jobStartedSignal, { jobId: 7 });
+  // The busy report is out before the job ends, so what follows is the job's end alone.
+  if (options.notifyPool) await eventually(() => (phasesReported(name).includes('busy') ? true : undefined), 10_000, 'the busy report');
+  options.beforeJobEnds?.();
   await handle.signal(jobCompletedSignal, { jobId: 7, conclusion: 'success' });
   return handle;
 }
@@ -163,5 +169,27 @@ describe('inline first delete attempt', () => {
     });
     await untilMachineGone(name);
     expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+
+  it('says it is leaving when the provider refuses the delete for good, and the workflow fails with the reason', async () => {
+    // The provider was taken out of the worker's configuration while the runner ran: no
+    // attempt will ever delete the machine, so the workflow fails, and the pool must not go
+    // on counting the runner as busy until its audit finds the failed workflow.
+    const name = uniqueName('inline-del-refused');
+    providers.set('vanishing', quick);
+    const handle = await runOneJob(name, { notifyPool: true, provider: 'vanishing', beforeJobEnds: () => providers.delete('vanishing') });
+    const failure = await handle.result().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    const causes: string[] = [];
+    for (let e: unknown = failure; e instanceof Error; e = e.cause) causes.push(e.message);
+    expect(causes.join(' <- ')).toContain('provider "vanishing" is not configured on this worker');
+    await eventually(() => (phasesReported(name).includes('leaving') ? true : undefined), 10_000, 'the leaving report');
+    expect(phasesReported(name)).toEqual(['idle', 'busy', 'leaving']);
+    expect(await scheduledActivities(handle)).toEqual([]);
+    // Nothing deleted it: the machine is still there for the sweep to find.
+    expect(env.w.fake.instance(name)).toBeDefined();
   });
 });
