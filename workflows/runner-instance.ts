@@ -165,11 +165,17 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   }
 
   /**
+   * Set once a forced delete has told the pool the runner is gone: every way out of a forced
+   * delete ends in "deleted", so nothing after that tells the pool anything else.
+   */
+  let deletedAnnounced = false;
+
+  /**
    * Only changes the pool decides on are reported (idle, busy, leaving, gone): every report
    * costs a workflow task on both sides, and under a burst those add up.
    */
   function notifyPool(): void {
-    if (!input.notifyPool) return;
+    if (!input.notifyPool || deletedAnnounced) return;
     const phase = poolPhase(record.status, record.runnerStatus);
     if (phase === 'leaving' && leavingReportHeld) return;
     // The agent can report idle before the create activity returns: the pool must still hear that the machine runs.
@@ -177,11 +183,15 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (phase === reportedPhase && !nowRunning) return;
     reportedPhase = phase;
     reportedRunning = record.status === 'running';
+    sendReport(record.status);
+  }
+
+  function sendReport(status: InstanceStatus): void {
     reportSeq += 1;
     const report = {
       name: input.name,
       seq: reportSeq,
-      status: record.status,
+      status,
       runnerStatus: record.runnerStatus,
       ...(record.jobId !== undefined ? { jobId: record.jobId } : {}),
     };
@@ -193,8 +203,22 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     reports.add(sent);
   }
 
+  /**
+   * A forced delete ends "deleted" whatever the provider does: the machine is gone, or handed to
+   * its clean-up, which the pool does not count either. Said at the start, the report travels
+   * beside the forced step instead of after it, which takes one signal's round trip off the
+   * forced close, and "leaving" need not be said first.
+   */
+  function announceDeleted(): void {
+    leavingReportHeld = false;
+    reportedPhase = 'deleted';
+    deletedAnnounced = true;
+    sendReport('deleted');
+  }
+
   /** The current phase once more, under a new sequence number, for a pool that missed it. */
   function reportAgain(): void {
+    if (deletedAnnounced) return sendReport('deleted');
     reportedPhase = 'starting';
     notifyPool();
   }
@@ -514,8 +538,10 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
    */
   async function forcedDelete(reason: string): Promise<void> {
     record.forced = true;
+    // (patched: runners whose forced delete reported after the forced step replay so.)
+    if (input.notifyPool && patched('forced-delete-reports-deleted-at-once')) announceDeleted();
     // The forced step may hand the machine over instead of deleting it: the pool hears of it now.
-    releaseLeavingReport();
+    else releaseLeavingReport();
     if (record.status !== 'pending_force_delete') moveTo('pending_force_delete', reason);
     moveTo('deleting', 'forced');
     if (!createAttempted) {

@@ -14,14 +14,14 @@ import { isLeaving } from '../../domain/instance-status';
 import { FakeProvider, type FakeFaultPlan } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal } from '../../workflows/messages';
-import { eventually, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
+import { eventually, FAST_TIMINGS, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
 import { EventType, eventsOf, scheduledActivities, startInstance, waitForStatus, withFault } from './helpers';
 
 const INLINE_BOUND_MS = 600;
 const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-inline-delete-'));
 const quick: ProviderPort = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS, inlineDeleteTimeoutMs: INLINE_BOUND_MS });
-/** What runners told their pool, in the order they told it (a stand-in for the report's signal). */
-const poolReports: ReportToPoolArgs[] = [];
+/** What runners told their pool, in the order they told it, and when (a stand-in for the report's signal). */
+const poolReports: (ReportToPoolArgs & { at: number })[] = [];
 /** The worker's configured providers, read at each call: a test can take one out of the configuration. */
 const providers = new Map<string, ProviderPort>([['fake', quick]]);
 const env = useTestWorker({
@@ -29,7 +29,7 @@ const env = useTestWorker({
   providers,
   extraActivities: {
     reportToPool: async (args: ReportToPoolArgs) => {
-      poolReports.push(args);
+      poolReports.push({ ...args, at: Date.now() });
     },
   },
 });
@@ -39,6 +39,12 @@ function phasesReported(name: string): string[] {
   return poolReports
     .filter((r) => r.report.name === name)
     .map(({ report }) => (report.status === 'deleted' ? 'deleted' : isLeaving(report.status, report.runnerStatus) ? 'leaving' : report.runnerStatus === 'active' ? 'busy' : report.runnerStatus));
+}
+
+/** When the runner's first report of a phase reached the pool's stand-in. */
+function reportedAt(name: string, phase: string): number {
+  const i = phasesReported(name).indexOf(phase);
+  return poolReports.filter((r) => r.report.name === name)[i]!.at;
 }
 
 /** Workflow tasks the runner took from the one that heard its job completed to its close. */
@@ -191,5 +197,24 @@ describe('inline first delete attempt', () => {
     expect(await scheduledActivities(handle)).toEqual([]);
     // Nothing deleted it: the machine is still there for the sweep to find.
     expect(env.w.fake.instance(name)).toBeDefined();
+  });
+
+  it('a forced delete tells its pool the runner is gone at once, beside the forced step, without saying it is leaving first', async () => {
+    const name = uniqueName('forced-told-at-once');
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { notifyPool: true, pool: uniqueName('told-pool') }));
+    await waitForStatus(handle, 'running');
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    await eventually(() => (phasesReported(name).includes('idle') ? true : undefined), 10_000, 'the idle report');
+    await withDeleteFault(name, { hang: true }, async () => {
+      await handle.signal(forceDeleteSignal, { reason: 'operator' });
+      expect(await handle.result()).toMatchObject({ status: 'deleted', forced: true, leaked: true });
+    });
+    expect(phasesReported(name)).toEqual(['idle', 'deleted']);
+    // On a hanging provider the forced step takes its whole bound before it hands the machine
+    // over; the report went out beside it, not after it.
+    const closedAt = (await handle.describe()).closeTime!.getTime();
+    expect(closedAt - reportedAt(name, 'deleted')).toBeGreaterThan(FAST_TIMINGS.forceDeleteAttemptTimeoutMs / 2);
+    await untilMachineGone(name);
+    expect(env.w.fake.instance(name)).toBeUndefined();
   });
 });

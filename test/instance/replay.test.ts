@@ -84,4 +84,15 @@ describe('runnerInstance histories replay with the current code', () => {
     expect(after.map((s) => s.type)).toEqual(['reportToPool', 'reportToPool', 'deleteInstanceInline', 'reportToPool']);
     await expect(replayHistory(history, 'runner/ephemeral-told-pool')).resolves.toBeUndefined();
   });
+
+  it('a runner whose forced delete told its pool after the forced step (recorded before the report went beside it)', async () => {
+    const history = loadHistory(__dirname, 'forced-runner-reported-after-its-forced-step.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('forced-delete-reports-deleted-at-once');
+    const forcedAt = Number(events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'forceDelete')!.eventId);
+    // Leaving, then the forced step, then deleted. The current code says deleted at once, beside the step.
+    const after = activitySteps(events).filter((s) => s.eventId > forcedAt);
+    expect(after.map((s) => s.type)).toEqual(['reportToPool', 'forceDeleteMachine', 'reportToPool']);
+    await expect(replayHistory(history, 'runner/forced-told-pool')).resolves.toBeUndefined();
+  });
 });
