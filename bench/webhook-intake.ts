@@ -11,10 +11,15 @@
  * the intake alone; `--max-runners` lets the pool make runners meanwhile.
  * Afterwards it checks every job reached its place (pool queue or unmatched record).
  *
- *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms] [--pace 20ms]
+ *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms] [--pace 20ms] [--warm-up 3]
  *
  * The table also gives the p99 of each second of the burst, which shows where
  * in it the tail lies.
+ *
+ * By default the burst meets a stack that has just started, as a burst right
+ * after a deploy would. --warm-up N first sends N seconds of deliveries at
+ * 50/s (not counted; its p99 is printed on its own line) and then waits 2 s,
+ * so the burst meets a stack that has served traffic and is quiet again.
  *
  * By default the API and the worker share one process, as `npm start` runs them;
  * --processes gives each a process of its own, as a larger deployment does.
@@ -35,6 +40,8 @@ import { createPool, removePool, startBenchStack, startProcessBenchStack, stopBe
 
 const P99_TARGET_MS = 50;
 const GITHUB_TIMEOUT_MS = 10_000;
+const WARM_UP_RATE = 50;
+const WARM_UP_QUIET_MS = 2_000;
 
 /** GitHub's published `workflow_job` `queued` example (api.github.com flavour). */
 function officialQueuedExample(): Record<string, unknown> & { workflow_job: Record<string, unknown>; repository: Record<string, unknown> } {
@@ -49,7 +56,8 @@ async function main(): Promise<void> {
   const rate = intArg('rate', 500);
   const seconds = intArg('seconds', 10);
   const maxRunners = intArg('max-runners', 0, { allowZero: true });
-  exitAfter(240_000 + seconds * 2_000, 'webhook-intake');
+  const warmUpSeconds = intArg('warm-up', 0, { allowZero: true });
+  exitAfter(240_000 + (seconds + warmUpSeconds) * 2_000, 'webhook-intake');
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const processes = process.argv.includes('--processes');
@@ -64,10 +72,8 @@ async function main(): Promise<void> {
     const firstId = 7_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
     const matchingIds = new Set<number>();
     const unmatchedIds = new Set<number>();
-    const requests: OpenLoopRequest[] = Array.from({ length: total }, (_, i) => {
-      const id = firstId + i;
-      const matching = i % 2 === 0;
-      (matching ? matchingIds : unmatchedIds).add(id);
+    /** The example as job `id`: every other one for the bench pool, the rest for no pool. */
+    const delivery = (id: number, matching: boolean): OpenLoopRequest => {
       const payload = {
         ...example,
         workflow_job: {
@@ -80,6 +86,12 @@ async function main(): Promise<void> {
         repository: { ...example.repository, full_name: matching ? pool.repository : 'octo-org/elsewhere' },
       };
       return { headers: { 'x-github-event': 'workflow_job', 'x-github-delivery': randomUUID() }, body: JSON.stringify(payload) };
+    };
+    const requests: OpenLoopRequest[] = Array.from({ length: total }, (_, i) => {
+      const id = firstId + i;
+      const matching = i % 2 === 0;
+      (matching ? matchingIds : unmatchedIds).add(id);
+      return delivery(id, matching);
     });
     console.log(`webhook-intake: ${total} signed queued deliveries at ${rate}/s for ${seconds} s (half matching pool ${pool.name}, max ${maxRunners} runners) on ${temporal.address}`);
     // In one process the API shares its thread with the worker's activities and the simulator: a busy event loop delays every answer.
@@ -91,8 +103,13 @@ async function main(): Promise<void> {
       'bench process (the sender, and in one process the API and worker)': process.pid,
       ...('processes' in stack ? { 'worker process': stack.workers[0]?.child.pid, 'API process': stack.apis[0]?.child.pid } : {}),
     };
+    const url = `${apiUrl}/webhooks/github`;
+    const warmUpRequests = Array.from({ length: WARM_UP_RATE * warmUpSeconds }, (_, i) => delivery(firstId + total + i, i % 2 === 0));
+    const warmUp = warmUpSeconds > 0 ? await openLoop({ url, secret: webhookSecret, rate: WARM_UP_RATE, seconds: warmUpSeconds, timeoutMs: GITHUB_TIMEOUT_MS, requests: warmUpRequests }) : undefined;
+    // A burst comes after a quiet spell: what the warm-up set going (a relay, a pool's tasks) settles first.
+    if (warmUp) await new Promise((resolve) => setTimeout(resolve, WARM_UP_QUIET_MS));
     const cpuBefore = cpuSnapshot(pids);
-    const result = await openLoop({ url: `${apiUrl}/webhooks/github`, secret: webhookSecret, rate, seconds, timeoutMs: GITHUB_TIMEOUT_MS, requests });
+    const result = await openLoop({ url, secret: webhookSecret, rate, seconds, timeoutMs: GITHUB_TIMEOUT_MS, requests });
 
     loopDelay.disable();
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(pids));
@@ -125,6 +142,7 @@ async function main(): Promise<void> {
     const server5xx = Object.entries(result.statuses).filter(([s]) => s.startsWith('5')).reduce((a, [, n]) => a + n, 0);
     const p99 = percentile(lat, 99);
     const figures: Figure[] = [
+      ...(warmUp ? [{ figure: `warm-up before the burst (not counted): ${warmUp.sent} at ${WARM_UP_RATE}/s, p99`, value: ms(percentile(warmUp.latenciesMs, 99)) }] : []),
       { figure: 'deliveries sent', value: `${result.sent} in ${ms(result.elapsedMs)}` },
       { figure: 'answers by status', value: Object.entries(result.statuses).map(([s, n]) => `${s}: ${n}`).join(', ') },
       { figure: 'latency p50', value: over(percentile(lat, 50)) },
