@@ -94,9 +94,6 @@ async function main(): Promise<void> {
       return delivery(id, matching);
     });
     console.log(`webhook-intake: ${total} signed queued deliveries at ${rate}/s for ${seconds} s (half matching pool ${pool.name}, max ${maxRunners} runners) on ${temporal.address}`);
-    // In one process the API shares its thread with the worker's activities and the simulator: a busy event loop delays every answer.
-    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
-    loopDelay.enable();
     const apiUrl = 'processes' in stack ? stack.apis[0]!.url! : stack.api.url;
     const webhookSecret = stack.webhookSecret;
     const pids = {
@@ -108,6 +105,9 @@ async function main(): Promise<void> {
     const warmUp = warmUpSeconds > 0 ? await openLoop({ url, secret: webhookSecret, rate: WARM_UP_RATE, seconds: warmUpSeconds, timeoutMs: GITHUB_TIMEOUT_MS, requests: warmUpRequests }) : undefined;
     // A burst comes after a quiet spell: what the warm-up set going (a relay, a pool's tasks) settles first.
     if (warmUp) await new Promise((resolve) => setTimeout(resolve, WARM_UP_QUIET_MS));
+    // In one process the API shares its thread with the worker's activities and the simulator: a busy event loop delays every answer.
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     const cpuBefore = cpuSnapshot(pids);
     const result = await openLoop({ url, secret: webhookSecret, rate, seconds, timeoutMs: GITHUB_TIMEOUT_MS, requests });
 
