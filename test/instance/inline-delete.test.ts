@@ -41,6 +41,11 @@ function phasesReported(name: string): string[] {
     .map(({ report }) => (report.status === 'deleted' ? 'deleted' : isLeaving(report.status, report.runnerStatus) ? 'leaving' : report.runnerStatus === 'active' ? 'busy' : report.runnerStatus));
 }
 
+/** Waits up to 10 s for the runner to report a phase. */
+async function untilReported(name: string, phase: string): Promise<void> {
+  await eventually(() => (phasesReported(name).includes(phase) ? true : undefined), 10_000, `the ${phase} report`);
+}
+
 /** When the runner's first report of a phase reached the pool's stand-in. */
 function reportedAt(name: string, phase: string): number {
   const i = phasesReported(name).indexOf(phase);
@@ -62,7 +67,7 @@ async function runOneJob(name: string, options: { notifyPool?: boolean; provider
   await handle.signal(runnerStatusSignal, { status: 'idle' });
   await handle.signal(jobStartedSignal, { jobId: 7 });
   // The busy report is out before the job ends, so what follows is the job's end alone.
-  if (options.notifyPool) await eventually(() => (phasesReported(name).includes('busy') ? true : undefined), 10_000, 'the busy report');
+  if (options.notifyPool) await untilReported(name, 'busy');
   options.beforeJobEnds?.();
   await handle.signal(jobCompletedSignal, { jobId: 7, conclusion: 'success' });
   return handle;
@@ -156,7 +161,7 @@ describe('inline first delete attempt', () => {
     await withDeleteFault(name, { delayMs: INLINE_BOUND_MS * 3 }, async () => {
       const handle = await runOneJob(name, { notifyPool: true });
       // The pool hears of it while the activity still deletes, not only when the machine is gone.
-      await eventually(() => (phasesReported(name).includes('leaving') ? true : undefined), 10_000, 'the leaving report');
+      await untilReported(name, 'leaving');
       expect(env.w.fake.instance(name)).toBeDefined();
       expect(await handle.result()).toMatchObject({ status: 'deleted', forced: false });
       expect(phasesReported(name)).toEqual(['idle', 'busy', 'leaving', 'deleted']);
@@ -192,7 +197,7 @@ describe('inline first delete attempt', () => {
     const causes: string[] = [];
     for (let e: unknown = failure; e instanceof Error; e = e.cause) causes.push(e.message);
     expect(causes.join(' <- ')).toContain('provider "vanishing" is not configured on this worker');
-    await eventually(() => (phasesReported(name).includes('leaving') ? true : undefined), 10_000, 'the leaving report');
+    await untilReported(name, 'leaving');
     expect(phasesReported(name)).toEqual(['idle', 'busy', 'leaving']);
     expect(await scheduledActivities(handle)).toEqual([]);
     // Nothing deleted it: the machine is still there for the sweep to find.
@@ -204,7 +209,7 @@ describe('inline first delete attempt', () => {
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { notifyPool: true, pool: uniqueName('told-pool') }));
     await waitForStatus(handle, 'running');
     await handle.signal(runnerStatusSignal, { status: 'idle' });
-    await eventually(() => (phasesReported(name).includes('idle') ? true : undefined), 10_000, 'the idle report');
+    await untilReported(name, 'idle');
     await withDeleteFault(name, { hang: true }, async () => {
       await handle.signal(forceDeleteSignal, { reason: 'operator' });
       expect(await handle.result()).toMatchObject({ status: 'deleted', forced: true, leaked: true });
