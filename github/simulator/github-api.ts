@@ -122,8 +122,14 @@ function validateJitBody(body: unknown): { name: string; runnerGroupId: number; 
 
 const inAnHour = (): string => new Date(Date.now() + 3_600_000).toISOString();
 
-/** What the App's webhook endpoints read and redeliver: the simulator's webhook sender. */
+/**
+ * What the webhook endpoints read and redeliver: the simulator's webhook sender. Its one
+ * webhook is listed as the App's, and as every repository's and organisation's, each of
+ * those seeing only the deliveries of its own repositories.
+ */
 export interface SimHookDeliveries {
+  readonly hookId: number;
+  readonly target: { url?: string; urls?: string[] };
   readonly attempts: readonly DeliveryAttempt[];
   redeliverAttempt(attemptId: number): boolean;
 }
@@ -158,11 +164,11 @@ export class SimGitHubApi {
    * Newest first, `per_page` at a time (30 by default, at most 100), paged by an opaque
    * `cursor` given in the `Link` header's next link, as GitHub pages this listing.
    */
-  private listDeliveries(req: ApiRequest): SimResponse {
+  private listDeliveries(req: ApiRequest, inScope: (a: DeliveryAttempt) => boolean = () => true): SimResponse {
     const perPage = Math.min(100, Math.max(1, Number(req.query.get('per_page') ?? 30) || 30));
     const cursor = req.query.get('cursor');
     const before = cursor && /^v1_\d+$/.test(cursor) ? Number(cursor.slice(3)) : Number.POSITIVE_INFINITY;
-    const newestFirst = [...(this.hookDeliveries?.attempts ?? [])].reverse().filter((a) => a.id < before);
+    const newestFirst = [...(this.hookDeliveries?.attempts ?? [])].reverse().filter((a) => a.id < before && inScope(a));
     const page = newestFirst.slice(0, perPage);
     const headers: Record<string, string> = {};
     if (newestFirst.length > perPage) {
@@ -172,6 +178,46 @@ export class SimGitHubApi {
       headers.link = `<${next.toString()}>; rel="next"`;
     }
     return { status: 200, body: page.map(deliveryItem), headers };
+  }
+
+  /** The webhook as a repository (`Webhook`) or an organisation (`Org Hook`) lists it. */
+  private hookJson(scope: GitHubScope, req: ApiRequest): Record<string, unknown> | undefined {
+    const hooks = this.hookDeliveries;
+    const target = hooks?.target.url ?? hooks?.target.urls?.[0];
+    if (!hooks || !target) return undefined;
+    const base = `${this.serverUrl()}${new URL(req.url).pathname.replace(/\/hooks.*$/, '')}/hooks/${hooks.hookId}`;
+    const at = new Date(0).toISOString();
+    return {
+      type: scope.kind === 'org' ? 'Organization' : 'Repository',
+      id: hooks.hookId,
+      name: 'web',
+      active: true,
+      events: ['workflow_job'],
+      config: { url: target, content_type: 'json', insecure_ssl: '0' },
+      updated_at: at,
+      created_at: at,
+      url: base,
+      ping_url: `${base}/pings`,
+      deliveries_url: `${base}/deliveries`,
+      ...(scope.kind === 'repo' ? { test_url: `${base}/test`, last_response: { code: null, status: 'unused', message: null } } : {}),
+    };
+  }
+
+  /** A repository's or organisation's webhook: its deliveries are those of its own repositories. */
+  private hookRequest(scope: GitHubScope, req: ApiRequest): SimResponse {
+    const inScope = (a: DeliveryAttempt): boolean => {
+      const repository = a.repository?.toLowerCase() ?? '';
+      return scope.kind === 'repo' ? repository === `${scope.owner}/${scope.repo}`.toLowerCase() : scope.kind === 'org' && repository.startsWith(`${scope.org.toLowerCase()}/`);
+    };
+    if (req.op.name === 'list-hooks') {
+      const hook = this.hookJson(scope, req);
+      return { status: 200, body: hook ? [hook] : [] };
+    }
+    if (String(this.hookDeliveries?.hookId) !== req.params.hook_id) return githubError(404, 'Not Found');
+    if (req.op.name === 'list-hook-deliveries') return this.listDeliveries(req, inScope);
+    const id = Number(req.params.delivery_id);
+    const attempt = this.hookDeliveries?.attempts.find((a) => a.id === id);
+    return attempt && inScope(attempt) && this.hookDeliveries?.redeliverAttempt(id) ? { status: 202, body: {} } : githubError(404, 'Not Found');
   }
 
   handle(req: ApiRequest): SimResponse {
@@ -221,6 +267,10 @@ export class SimGitHubApi {
         return this.runs.listRuns(req.params.owner ?? '', req.params.repo ?? '', req.query, req.url);
       case 'list-jobs-for-workflow-run':
         return this.runs.listJobs(req.params.owner ?? '', req.params.repo ?? '', Number(req.params.run_id), req.query, req.url);
+      case 'list-hooks':
+      case 'list-hook-deliveries':
+      case 'redeliver-hook-delivery':
+        return this.hookRequest(scope, req);
     }
   }
 

@@ -18,7 +18,10 @@ export type OperationName =
   | 'list-workflow-runs'
   | 'list-jobs-for-workflow-run'
   | 'list-webhook-deliveries'
-  | 'redeliver-webhook-delivery';
+  | 'redeliver-webhook-delivery'
+  | 'list-hooks'
+  | 'list-hook-deliveries'
+  | 'redeliver-hook-delivery';
 
 export interface ServedOperation {
   name: OperationName;
@@ -69,6 +72,18 @@ export const SERVED_OPERATIONS: readonly ServedOperation[] = [
   // The App's own webhook: its recent deliveries, and sending a failed one again.
   { name: 'list-webhook-deliveries', scope: 'app', method: 'GET', template: '/app/hook/deliveries', description: 'api.github.com' },
   { name: 'redeliver-webhook-delivery', scope: 'app', method: 'POST', template: '/app/hook/deliveries/{delivery_id}/attempts', description: 'api.github.com' },
+  // A repository's or an organisation's webhooks (what token credentials have instead of an App's): the same three steps.
+  ...(['repo', 'org'] as const).flatMap((scope) => [
+    { name: 'list-hooks' as const, scope, method: 'GET' as const, template: `${SCOPE_PREFIXES[scope]}/hooks`, description: 'api.github.com' as const },
+    { name: 'list-hook-deliveries' as const, scope, method: 'GET' as const, template: `${SCOPE_PREFIXES[scope]}/hooks/{hook_id}/deliveries`, description: 'api.github.com' as const },
+    {
+      name: 'redeliver-hook-delivery' as const,
+      scope,
+      method: 'POST' as const,
+      template: `${SCOPE_PREFIXES[scope]}/hooks/{hook_id}/deliveries/{delivery_id}/attempts`,
+      description: 'api.github.com' as const,
+    },
+  ]),
 ];
 
 export const operationKey = (op: Pick<ServedOperation, 'method' | 'template'>): string => `${op.method} ${op.template}`;

@@ -45,8 +45,19 @@ export interface DeliveryAttempt {
   status: string;
   event: string;
   action: string;
+  /** The event's repository (`owner/name`), so a repository's or organisation's webhook lists only its own. */
+  repository?: string;
   /** Kept so the attempt can be sent again. */
   body: string;
+}
+
+function repositoryOf(body: string): { repository?: string } {
+  try {
+    const name = (JSON.parse(body) as { repository?: { full_name?: unknown } }).repository?.full_name;
+    return typeof name === 'string' ? { repository: name } : {};
+  } catch {
+    return {};
+  }
 }
 
 export function signWebhookBody(secret: string, body: string): { sha256: string; sha1: string } {
@@ -63,7 +74,8 @@ export class WebhookSender {
   private readonly perKey = new Map<string, Promise<void>>();
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
-  private readonly hookId = 400_000_000 + Math.floor(Math.random() * 1_000_000);
+  /** The webhook's id, as GitHub lists it (`x-github-hook-id`). */
+  readonly hookId = 400_000_000 + Math.floor(Math.random() * 1_000_000);
   private deliveries = 0;
   /** Failed deliveries, kept so they can be redelivered as GitHub's "redeliver" does. */
   private readonly failedDeliveries = new Map<string, { event: string; action: string; body: string }>();
@@ -156,6 +168,7 @@ export class WebhookSender {
       status,
       event,
       action,
+      ...repositoryOf(body),
       body,
     });
   }
