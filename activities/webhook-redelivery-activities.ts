@@ -1,23 +1,49 @@
 /**
- * One pass over a GitHub App's recent webhook deliveries: the attempts since the last
- * pass are read (newest first, a page of 100 per call), failed `workflow_job`
- * deliveries are asked for again on a doubling backoff, and the state of those still
- * failing goes back in the result for the next pass. Its cost is one listing call per
- * 100 new attempts and one call per redelivery, whatever the number of runners.
+ * One pass over recent webhook deliveries: the attempts since the last pass are read
+ * (newest first, a page of 100 per call), failed `workflow_job` deliveries are asked
+ * for again on a doubling backoff, and the state of those still failing goes back in
+ * the result for the next pass.
+ *
+ * A GitHub App has one webhook of its own. Token credentials have none; their events
+ * come through webhooks of the repositories and organisations their pools register in,
+ * so the pass follows each of those that delivers to runnerflow. Which ones is looked
+ * up again every `hookRefreshMs`, not on every pass: finding them costs a query per pool
+ * and a call per scope. A pass then costs one listing call per webhook (per 100 new
+ * attempts) and one call per redelivery, whatever the number of runners.
  *
  * Safe to redo: the intake de-duplicates deliveries by GUID, and a pass that fails
  * half-way is followed by one that starts again from the last completed state.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context, log } from '@temporalio/activity';
-import { absorbAttempts, dueDeliveries, nextAttemptAt, type FailingDelivery, type RedeliveryOptions, type RedeliveryState } from '../domain/webhook-redelivery';
-import type { WebhookDeliveriesPort, WebhookDelivery } from '../github/port';
+import { Client } from '@temporalio/client';
+import { PoolDirectory } from '../api/pool-directory';
+import {
+  absorbAttempts,
+  dueDeliveries,
+  isRunnerflowHook,
+  nextAttemptAt,
+  type DeliveryStreamState,
+  type FailingDelivery,
+  type HookStreamState,
+  type RedeliveryOptions,
+  type RedeliveryState,
+} from '../domain/webhook-redelivery';
+import { scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
+import { poolStateQuery } from '../workflows/pool-messages';
 import { toActivityFailure } from './failures';
 
 export interface RedeliveryArgs extends RedeliveryOptions {
   credentials: string;
-  /** How far back the first pass (one with no state) looks. */
+  /** How far back the first pass (one with no state) looks, and the first look at a webhook found later. */
   lookbackMs: number;
+  /**
+   * Token credentials: runnerflow's webhook URL. The pass follows the webhooks that deliver
+   * there on the scopes of the pools using these credentials. Absent for an App's own webhook.
+   */
+  webhookUrl?: string;
+  /** Token credentials: how often the pools' scopes and their webhooks are looked up again. */
+  hookRefreshMs?: number;
   state?: RedeliveryState;
 }
 
@@ -31,19 +57,53 @@ export interface RedeliveryReport {
   givenUp: string[];
   /** Deliveries still followed. */
   failing: number;
-  /** The listing stopped at its page bound before reaching the last pass's newest attempt. */
+  /** A listing stopped at its page bound before reaching the last pass's newest attempt. */
   truncated: boolean;
+  /** Token credentials: the webhooks followed, e.g. `repo:acme/app hook 123`. */
+  hooks?: string[];
   failed: { target: string; error: string }[];
   state: RedeliveryState;
 }
 
-/** Pages read per pass: 2,000 attempts, several minutes of a very busy organisation's webhooks. */
-const MAX_PAGES = 20;
+export interface WebhookRedeliveryDeps {
+  /** An App's own webhook, for App credentials. */
+  hooks?: (credentials: string) => WebhookDeliveriesPort;
+  /** Repositories' and organisations' webhooks, for token credentials. */
+  scopeHooks?: (credentials: string) => ScopeWebhooksPort;
+  /** Token credentials: the scopes of the pools that use them (`poolScopesFrom` reads them from Temporal). */
+  poolScopes?: (credentials: string) => Promise<{ scopes: GitHubScope[]; failed: { target: string; error: string }[] }>;
+}
 
-export function createWebhookRedeliveryActivities(deps: { hooks?: (credentials: string) => WebhookDeliveriesPort }) {
-  async function newAttempts(port: WebhookDeliveriesPort, args: RedeliveryArgs): Promise<{ attempts: WebhookDelivery[]; truncated: boolean }> {
-    const since = Date.now() - args.lookbackMs;
-    const isNew = (d: WebhookDelivery): boolean => (args.state?.newestId !== undefined ? d.id > args.state.newestId : Date.parse(d.deliveredAt) >= since);
+/** Pages read per webhook and pass: 2,000 attempts, several minutes of a very busy organisation's webhooks. */
+const MAX_PAGES = 20;
+const DEFAULT_HOOK_REFRESH_MS = 10 * 60_000;
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
+const hookName = (stream: Pick<HookStreamState, 'scope' | 'hookId'>): string => `${scopeKey(stream.scope)} hook ${stream.hookId}`;
+
+/** The scopes of the running pools (of this installation's task queue) that use the credentials: a query per pool. */
+export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs = 5_000): NonNullable<WebhookRedeliveryDeps['poolScopes']> {
+  const directory = new PoolDirectory(client, 0, taskQueue);
+  return async (credentials) => {
+    const scopes = new Map<string, GitHubScope>();
+    const failed: { target: string; error: string }[] = [];
+    for (const entry of await directory.fetch()) {
+      if (!entry.memo) continue;
+      try {
+        // The memo lacks the credentials; the pool's own state has them.
+        const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(entry.workflowId).query(poolStateQuery));
+        if (settings.github.credentials === credentials) scopes.set(scopeKey(settings.github.scope), settings.github.scope);
+      } catch (err) {
+        failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
+      }
+    }
+    return { scopes: [...scopes.values()], failed };
+  };
+}
+
+export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
+  async function newAttempts(port: WebhookDeliveriesPort, stream: DeliveryStreamState, lookbackMs: number): Promise<{ attempts: WebhookDelivery[]; truncated: boolean }> {
+    const since = Date.now() - lookbackMs;
+    const isNew = (d: WebhookDelivery): boolean => (stream.newestId !== undefined ? d.id > stream.newestId : Date.parse(d.deliveredAt) >= since);
     const attempts: WebhookDelivery[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
@@ -58,42 +118,115 @@ export function createWebhookRedeliveryActivities(deps: { hooks?: (credentials: 
     return { attempts, truncated: true };
   }
 
+  /** One webhook's pass: read what is new, then ask again for what is due. Returns the stream's next state. */
+  async function followStream(port: WebhookDeliveriesPort, stream: DeliveryStreamState, args: RedeliveryArgs, report: RedeliveryReport): Promise<DeliveryStreamState> {
+    const { attempts, truncated } = await newAttempts(port, stream, args.lookbackMs);
+    const { state, dropped } = absorbAttempts(stream, attempts, args);
+    report.examined += attempts.length;
+    report.truncated ||= truncated;
+    report.givenUp.push(...dropped.map((d) => d.guid));
+    const now = Date.now();
+    const { due, givenUp } = dueDeliveries(state, now, args);
+    const done = new Set<FailingDelivery>(givenUp);
+    for (const f of givenUp) {
+      report.givenUp.push(f.guid);
+      log.warn('webhook delivery given up after its redeliveries failed', { guid: f.guid, event: f.event, action: f.action, firstFailedAt: f.firstFailedAt, redeliveries: f.redeliveries });
+    }
+    for (const f of due) {
+      try {
+        const outcome = await port.redeliverWebhook(f.attemptId);
+        Context.current().heartbeat();
+        if (outcome === 'gone') {
+          done.add(f);
+          report.givenUp.push(f.guid);
+          log.warn('webhook delivery no longer kept by GitHub; not asked for again', { guid: f.guid, event: f.event, action: f.action, firstFailedAt: f.firstFailedAt });
+          continue;
+        }
+        f.redeliveries += 1;
+        f.nextAt = nextAttemptAt(f.redeliveries, now, args);
+        report.redelivered.push(f.guid);
+        log.info('failed webhook delivery asked for again', { guid: f.guid, event: f.event, action: f.action, redeliveries: f.redeliveries });
+      } catch (err) {
+        // Left due: the next pass asks again.
+        report.failed.push({ target: f.guid, error: errorText(err) });
+      }
+    }
+    state.failing = state.failing.filter((f) => !done.has(f));
+    report.failing += state.failing.length;
+    return state;
+  }
+
+  /**
+   * The webhooks that deliver to runnerflow on the scopes of the credentials' pools, each
+   * carrying what was followed on it before. A scope whose listing fails keeps the webhooks
+   * it had, so a passing GitHub error forgets nothing.
+   */
+  async function findHooks(port: ScopeWebhooksPort, args: RedeliveryArgs & { webhookUrl: string }, known: HookStreamState[], report: RedeliveryReport): Promise<HookStreamState[]> {
+    const found = await deps.poolScopes!(args.credentials);
+    report.failed.push(...found.failed);
+    const previous = new Map(known.map((s) => [hookName(s), s]));
+    const streams: HookStreamState[] = [];
+    for (const scope of found.scopes) {
+      // An enterprise's webhooks cannot be read with a token; its organisations' can.
+      if (scope.kind === 'enterprise') continue;
+      const hookScope: HookScope = scope;
+      try {
+        for (const hook of await port.listWebhooks(hookScope)) {
+          if (!isRunnerflowHook(hook, args.webhookUrl)) continue;
+          const stream = { scope: hookScope, hookId: hook.id };
+          streams.push(previous.get(hookName(stream)) ?? { ...stream, failing: [] });
+        }
+        Context.current().heartbeat();
+      } catch (err) {
+        report.failed.push({ target: `${scopeKey(scope)} webhooks`, error: errorText(err) });
+        streams.push(...known.filter((s) => scopeKey(s.scope) === scopeKey(scope)));
+      }
+    }
+    if (found.failed.length > 0) {
+      // A pool that could not be asked may be the one using a scope: its webhooks stay until it can be.
+      const looked = new Set(found.scopes.map(scopeKey));
+      streams.push(...known.filter((s) => !looked.has(scopeKey(s.scope))));
+    }
+    const kept = new Set(streams.map(hookName));
+    for (const gone of known.filter((s) => !kept.has(hookName(s)))) {
+      log.warn('webhook no longer followed: no pool of these credentials uses its scope, or it no longer delivers to runnerflow', { credentials: args.credentials, hook: hookName(gone), failing: gone.failing.length });
+    }
+    return streams;
+  }
+
+  async function followScopeHooks(args: RedeliveryArgs & { webhookUrl: string }, report: RedeliveryReport): Promise<RedeliveryState> {
+    const port = deps.scopeHooks?.(args.credentials);
+    if (!port || !deps.poolScopes) throw ApplicationFailure.nonRetryable(`no repository or organisation webhooks for credentials "${args.credentials}" on this worker`, 'InvalidRedeliveryArgs');
+    const now = Date.now();
+    const previous = args.state?.hooks;
+    const refreshDue = !previous || now - previous.listedAt >= (args.hookRefreshMs ?? DEFAULT_HOOK_REFRESH_MS);
+    const streams = refreshDue ? await findHooks(port, args, previous?.streams ?? [], report) : previous.streams;
+    const next: HookStreamState[] = [];
+    for (const stream of streams) {
+      try {
+        const state = await followStream(port.webhookDeliveries(stream.scope, stream.hookId), stream, args, report);
+        next.push({ scope: stream.scope, hookId: stream.hookId, ...state });
+      } catch (err) {
+        // One webhook's failure (deleted since, rate limit) must not hold back the others.
+        report.failed.push({ target: hookName(stream), error: errorText(err) });
+        next.push(stream);
+      }
+    }
+    report.hooks = next.map(hookName);
+    return { failing: [], hooks: { listedAt: refreshDue ? now : previous.listedAt, streams: next } };
+  }
+
   return {
     async redeliverFailedWebhooks(args: RedeliveryArgs): Promise<RedeliveryReport> {
-      const port = deps.hooks?.(args.credentials);
-      if (!port) throw ApplicationFailure.nonRetryable(`no webhook deliveries for credentials "${args.credentials}" on this worker`, 'InvalidRedeliveryArgs');
       try {
-        const { attempts, truncated } = await newAttempts(port, args);
-        const { state, dropped } = absorbAttempts(args.state ?? { failing: [] }, attempts, args);
-        const report: RedeliveryReport = { credentials: args.credentials, examined: attempts.length, redelivered: [], givenUp: dropped.map((d) => d.guid), failing: 0, truncated, failed: [], state };
-        const now = Date.now();
-        const { due, givenUp } = dueDeliveries(state, now, args);
-        const done = new Set<FailingDelivery>(givenUp);
-        for (const f of givenUp) {
-          report.givenUp.push(f.guid);
-          log.warn('webhook delivery given up after its redeliveries failed', { guid: f.guid, event: f.event, action: f.action, firstFailedAt: f.firstFailedAt, redeliveries: f.redeliveries });
+        const report: RedeliveryReport = { credentials: args.credentials, examined: 0, redelivered: [], givenUp: [], failing: 0, truncated: false, failed: [], state: { failing: [] } };
+        if (args.webhookUrl !== undefined) {
+          report.state = await followScopeHooks({ ...args, webhookUrl: args.webhookUrl }, report);
+          return report;
         }
-        for (const f of due) {
-          try {
-            const outcome = await port.redeliverWebhook(f.attemptId);
-            Context.current().heartbeat();
-            if (outcome === 'gone') {
-              done.add(f);
-              report.givenUp.push(f.guid);
-              log.warn('webhook delivery no longer kept by GitHub; not asked for again', { guid: f.guid, event: f.event, action: f.action, firstFailedAt: f.firstFailedAt });
-              continue;
-            }
-            f.redeliveries += 1;
-            f.nextAt = nextAttemptAt(f.redeliveries, now, args);
-            report.redelivered.push(f.guid);
-            log.info('failed webhook delivery asked for again', { guid: f.guid, event: f.event, action: f.action, redeliveries: f.redeliveries });
-          } catch (err) {
-            // Left due: the next pass asks again.
-            report.failed.push({ target: f.guid, error: err instanceof Error ? err.message : String(err) });
-          }
-        }
-        state.failing = state.failing.filter((f) => !done.has(f));
-        report.failing = state.failing.length;
+        const port = deps.hooks?.(args.credentials);
+        if (!port) throw ApplicationFailure.nonRetryable(`no webhook deliveries for credentials "${args.credentials}" on this worker`, 'InvalidRedeliveryArgs');
+        report.state = await followStream(port, args.state ?? { failing: [] }, args, report);
         return report;
       } catch (err) {
         throw toActivityFailure(err);

@@ -240,13 +240,22 @@ export const configSchema = z
       })
       .default({ enabled: true, interval: 60_000, githubInterval: 5 * 60_000, jitter: 15_000 }),
     /**
-     * Failed webhook deliveries asked for again (docs/self-healing.md): per GitHub App
-     * credentials, a pass every `interval` over the App's deliveries since the last one.
+     * Failed webhook deliveries asked for again (docs/self-healing.md): per credentials, a
+     * pass every `interval` over the deliveries since the last one: an App's own webhook, or
+     * for token credentials the webhooks of their pools' repositories and organisations that
+     * deliver to `webhookUrl`.
      */
     redelivery: z
       .object({
         enabled: z.boolean().default(true),
         interval: durationMs.default(60_000),
+        /**
+         * Token credentials: runnerflow's webhook URL as GitHub delivers to it (defaults to
+         * `<api.publicUrl>/webhooks/github`). Only webhooks delivering there are followed.
+         */
+        webhookUrl: z.string().url().optional(),
+        /** Token credentials: how often the pools' scopes and their webhooks are looked up again. */
+        hookRefresh: durationMs.default(10 * 60_000),
         /** How far back the first pass looks (GitHub keeps three days). */
         lookback: durationMs.default(60 * 60_000),
         /** A failed delivery is asked for again this long after it failed, then doubling up to `maxDelay`. */
@@ -260,7 +269,7 @@ export const configSchema = z
         if (r.lookback > 3 * 24 * 3_600_000) ctx.addIssue({ code: 'custom', path: ['lookback'], message: 'must be at most 3d (GitHub keeps deliveries three days)' });
         if (r.maxDelay < r.firstDelay) ctx.addIssue({ code: 'custom', path: ['maxDelay'], message: 'must be at least firstDelay' });
       })
-      .default({ enabled: true, interval: 60_000, lookback: 60 * 60_000, firstDelay: 30_000, maxDelay: 30 * 60_000, maxAttempts: 8 }),
+      .default({ enabled: true, interval: 60_000, hookRefresh: 10 * 60_000, lookback: 60 * 60_000, firstDelay: 30_000, maxDelay: 30 * 60_000, maxAttempts: 8 }),
     /** Pools created at start when they do not exist yet. */
     pools: z.array(newPoolSettingsSchema).default([]),
   })

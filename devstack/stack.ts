@@ -38,6 +38,8 @@ export interface DevStackOptions {
    * the per-credentials schedules of parallel stacks apart; pools must name it.
    */
   githubAppCredentials?: string;
+  /** The token credentials' name (`default` unless given); a unique one keeps their redelivery schedule apart. */
+  githubTokenCredentials?: string;
   listen?: string;
   simulator?: GitHubSimulatorOptions;
   workflowBundlePath?: string;
@@ -86,6 +88,7 @@ export interface StackConfigInput {
   simulatedProvider?: string;
   /** GitHub App credentials under this name instead of a token (see DevStackOptions). */
   githubAppCredentials?: string;
+  githubTokenCredentials?: string;
   extra?: Record<string, unknown>;
 }
 
@@ -93,6 +96,9 @@ export interface StackConfigInput {
 export function stackConfig(input: StackConfigInput): Record<string, unknown> {
   const extra = input.extra ?? {};
   return {
+    // Token credentials are named `default` in every such stack, so their redelivery schedule would be one
+    // shared by parallel stacks on a server: off unless asked for (App credentials get a name of their own).
+    ...(input.githubAppCredentials || input.githubTokenCredentials ? {} : { redelivery: { enabled: false } }),
     ...extra,
     temporal: { address: input.temporalAddress, namespace: input.namespace ?? 'default', taskQueue: input.taskQueue },
     api: {
@@ -106,7 +112,7 @@ export function stackConfig(input: StackConfigInput): Record<string, unknown> {
       credentials: [
         input.githubAppCredentials
           ? { name: input.githubAppCredentials, apiUrl: input.githubUrl, auth: { type: 'app', appId: 1, installationId: 1, privateKey: { env: 'RUNNERFLOW_SIMULATOR_APP_KEY' } } }
-          : { name: 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } },
+          : { name: input.githubTokenCredentials ?? 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } },
       ],
     },
     // The simulated provider is not built from config; declaring it lets pools name it.
@@ -130,6 +136,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       ...(options.listen ? { listen: options.listen } : {}),
       ...(machinesDir ? { machinesDir, simulatedProvider: simulatedName } : {}),
       ...(options.githubAppCredentials ? { githubAppCredentials: options.githubAppCredentials } : {}),
+      ...(options.githubTokenCredentials ? { githubTokenCredentials: options.githubTokenCredentials } : {}),
       ...(options.config ? { extra: options.config } : {}),
     }),
     'dev stack config',

@@ -8,7 +8,7 @@
  * Free of I/O so the rules can be read and tested in one place; the activity lists
  * the attempts and makes the calls.
  */
-import type { WebhookDelivery } from '../github/port';
+import type { HookScope, ScopeWebhook, WebhookDelivery } from '../github/port';
 
 /** The events the intake acts on: only these are worth asking for again. */
 export const REDELIVERED_EVENTS: readonly string[] = ['workflow_job'];
@@ -37,11 +37,54 @@ export interface FailingDelivery {
   nextAt: number;
 }
 
-/** Carried from one pass to the next (the schedule hands each run the last one's result). */
-export interface RedeliveryState {
+/** One webhook's deliveries as a pass leaves them. */
+export interface DeliveryStreamState {
   /** The newest attempt already looked at: the next pass reads only newer ones. */
   newestId?: number;
   failing: FailingDelivery[];
+}
+
+/** A repository's or organisation's webhook that delivers to runnerflow (token credentials). */
+export interface HookStreamState extends DeliveryStreamState {
+  scope: HookScope;
+  hookId: number;
+}
+
+/**
+ * Carried from one pass to the next (the schedule hands each run the last one's result).
+ * For App credentials the top level is the App's webhook; for token credentials `hooks`
+ * holds one stream per webhook found on the scopes of their pools.
+ */
+export interface RedeliveryState extends DeliveryStreamState {
+  hooks?: {
+    /** When the pools' scopes and their webhooks were last listed (epoch ms). */
+    listedAt: number;
+    streams: HookStreamState[];
+  };
+}
+
+/**
+ * Whether a repository's or organisation's webhook is runnerflow's: active, sending
+ * `workflow_job`, and delivering to runnerflow's own URL. Another webhook on the same
+ * repository (a chat integration, a second runnerflow installation) is not ours to send again.
+ */
+export function isRunnerflowHook(hook: ScopeWebhook, webhookUrl: string): boolean {
+  if (!hook.active || !hook.url) return false;
+  if (!hook.events.includes('workflow_job') && !hook.events.includes('*')) return false;
+  return sameUrl(hook.url, webhookUrl);
+}
+
+function sameUrl(a: string, b: string): boolean {
+  try {
+    const strip = (u: string): string => {
+      const url = new URL(u);
+      url.hash = '';
+      return url.href.replace(/\/+$/, '');
+    };
+    return strip(a) === strip(b);
+  } catch {
+    return false;
+  }
 }
 
 const succeeded = (d: WebhookDelivery): boolean => d.statusCode >= 200 && d.statusCode < 300;
@@ -51,7 +94,7 @@ const succeeded = (d: WebhookDelivery): boolean => d.statusCode >= 200 && d.stat
  * succeeded (at last) is no longer followed; a failed one is, from its newest attempt.
  * Returns the deliveries given up because too many were followed.
  */
-export function absorbAttempts(state: RedeliveryState, attempts: readonly WebhookDelivery[], options: RedeliveryOptions): { state: RedeliveryState; dropped: FailingDelivery[] } {
+export function absorbAttempts(state: DeliveryStreamState, attempts: readonly WebhookDelivery[], options: RedeliveryOptions): { state: DeliveryStreamState; dropped: FailingDelivery[] } {
   const failing = new Map(state.failing.map((f) => [f.guid, { ...f }]));
   let newestId = state.newestId;
   for (const attempt of [...attempts].sort((a, b) => a.id - b.id)) {
@@ -83,7 +126,7 @@ export function absorbAttempts(state: RedeliveryState, attempts: readonly Webhoo
 }
 
 /** Deliveries due for a redelivery now, and those that have had all theirs. */
-export function dueDeliveries(state: RedeliveryState, now: number, options: RedeliveryOptions): { due: FailingDelivery[]; givenUp: FailingDelivery[] } {
+export function dueDeliveries(state: DeliveryStreamState, now: number, options: RedeliveryOptions): { due: FailingDelivery[]; givenUp: FailingDelivery[] } {
   const due: FailingDelivery[] = [];
   const givenUp: FailingDelivery[] = [];
   for (const f of state.failing) {

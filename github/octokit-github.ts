@@ -23,6 +23,9 @@ import {
   type RemoveRunnerOutcome,
   type RunnerCredential,
   type RunnerCredentialRequest,
+  type HookScope,
+  type ScopeWebhook,
+  type ScopeWebhooksPort,
   type WebhookDeliveriesPort,
   type WebhookDelivery,
 } from './port';
@@ -90,7 +93,7 @@ function withSelfHosted(labels: string[]): string[] {
   return labels.some((l) => l.toLowerCase() === 'self-hosted') ? labels : ['self-hosted', ...labels];
 }
 
-export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort {
+export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWebhooksPort {
   readonly webUrl?: string;
   private readonly octokit: Octokit;
   private readonly logger: GitHubLogger;
@@ -200,7 +203,32 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort {
 
   async listWebhookDeliveries(req: { cursor?: string }): Promise<{ deliveries: WebhookDelivery[]; nextCursor?: string }> {
     this.requireApp('list_webhook_deliveries');
-    const res = await this.request('list_webhook_deliveries', 'GET /app/hook/deliveries', { per_page: PAGE_SIZE, ...(req.cursor ? { cursor: req.cursor } : {}) });
+    return this.deliveriesPage('list_webhook_deliveries', 'GET /app/hook/deliveries', {}, req.cursor);
+  }
+
+  async redeliverWebhook(deliveryId: number): Promise<'redelivered' | 'gone'> {
+    this.requireApp('redeliver_webhook');
+    return this.redeliver('redeliver_webhook', 'POST /app/hook/deliveries/{delivery_id}/attempts', { delivery_id: deliveryId });
+  }
+
+  async listWebhooks(scope: HookScope): Promise<ScopeWebhook[]> {
+    const route = scopeRoute(scope);
+    const res = await this.request('list_webhooks', `GET ${route.prefix}/hooks`, { ...route.params, per_page: PAGE_SIZE });
+    const hooks = res.data as { id: number; active: boolean; events: string[]; config?: { url?: string } }[];
+    return hooks.map((h) => ({ id: h.id, active: h.active, events: h.events, ...(h.config?.url ? { url: h.config.url } : {}) }));
+  }
+
+  webhookDeliveries(scope: HookScope, hookId: number): WebhookDeliveriesPort {
+    const route = scopeRoute(scope);
+    const params = { ...route.params, hook_id: hookId };
+    return {
+      listWebhookDeliveries: (req) => this.deliveriesPage('list_hook_deliveries', `GET ${route.prefix}/hooks/{hook_id}/deliveries`, params, req.cursor),
+      redeliverWebhook: (deliveryId) => this.redeliver('redeliver_hook_delivery', `POST ${route.prefix}/hooks/{hook_id}/deliveries/{delivery_id}/attempts`, { ...params, delivery_id: deliveryId }),
+    };
+  }
+
+  private async deliveriesPage(operation: string, endpoint: string, params: Record<string, unknown>, cursor: string | undefined): Promise<{ deliveries: WebhookDelivery[]; nextCursor?: string }> {
+    const res = await this.request(operation, endpoint, { ...params, per_page: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
     const items = res.data as { id: number; guid: string; delivered_at: string; redelivery: boolean; status_code: number; event: string; action: string | null }[];
     // GitHub pages this listing by an opaque cursor, handed out in the next link.
     const next = /<([^>]+)>;\s*rel="next"/.exec(String(res.headers.link ?? ''))?.[1];
@@ -211,10 +239,9 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort {
     };
   }
 
-  async redeliverWebhook(deliveryId: number): Promise<'redelivered' | 'gone'> {
-    this.requireApp('redeliver_webhook');
+  private async redeliver(operation: string, endpoint: string, params: Record<string, unknown>): Promise<'redelivered' | 'gone'> {
     // 404: no such attempt (older than GitHub keeps); 422: GitHub will not send it again.
-    const res = await this.request('redeliver_webhook', 'POST /app/hook/deliveries/{delivery_id}/attempts', { delivery_id: deliveryId }, [404, 422]);
+    const res = await this.request(operation, endpoint, params, [404, 422]);
     return res.status === 404 || res.status === 422 ? 'gone' : 'redelivered';
   }
 

@@ -91,7 +91,7 @@ export interface GitHubPort {
   listRunnerDownloads(scope: GitHubScope): Promise<import('../providers/port.js').RunnerTool[]>;
 }
 
-/** One attempt at delivering one of the App's webhooks, as GitHub lists them. */
+/** One attempt at delivering one of a webhook's events, as GitHub lists them. */
 export interface WebhookDelivery {
   /** The attempt's id: what a redelivery names. A redelivery is an attempt of its own. */
   id: number;
@@ -106,15 +106,39 @@ export interface WebhookDelivery {
 }
 
 /**
- * A GitHub App's own webhook: GitHub does not retry a failed delivery by itself, but
- * keeps the attempts of the last three days and sends one again when asked. Reached
- * with the App's JWT, so only App credentials have it.
+ * One webhook's deliveries: GitHub does not retry a failed delivery by itself, but keeps
+ * the attempts of the last three days and sends one again when asked. A GitHub App's own
+ * webhook is reached with the App's JWT; a repository's or organisation's through
+ * `ScopeWebhooksPort`.
  */
 export interface WebhookDeliveriesPort {
   /** One page of attempts, newest first; `nextCursor` continues with older ones. */
   listWebhookDeliveries(req: { cursor?: string }): Promise<{ deliveries: WebhookDelivery[]; nextCursor?: string }>;
   /** `gone` when GitHub no longer has the attempt, or will not send it again. */
   redeliverWebhook(deliveryId: number): Promise<'redelivered' | 'gone'>;
+}
+
+/** The scopes that have webhooks of their own: an enterprise's are not reachable with a token. */
+export type HookScope = Exclude<GitHubScope, { kind: 'enterprise' }>;
+
+/** A repository's or organisation's webhook, as GitHub lists it. */
+export interface ScopeWebhook {
+  id: number;
+  active: boolean;
+  /** `*` stands for every event. */
+  events: string[];
+  /** Where GitHub delivers (`config.url`). */
+  url?: string;
+}
+
+/**
+ * Token credentials have no App webhook: runnerflow's webhook is one a repository or an
+ * organisation has, and its deliveries are read and sent again through its hook id.
+ */
+export interface ScopeWebhooksPort {
+  /** One call per scope (a repository or organisation has at most a few dozen webhooks). */
+  listWebhooks(scope: HookScope): Promise<ScopeWebhook[]>;
+  webhookDeliveries(scope: HookScope, hookId: number): WebhookDeliveriesPort;
 }
 
 /**

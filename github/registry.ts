@@ -8,7 +8,7 @@ import type { GitHubCredentialsConfig, RunnerflowConfig } from '../config/schema
 import { ActionsServiceClient } from './actions/client';
 import type { ActionsServicePort } from './actions/port';
 import { OctokitGitHub, type GitHubAuth, type GitHubLogger } from './octokit-github';
-import { scopeKey, type GitHubPort, type GitHubScope, type WebhookDeliveriesPort } from './port';
+import { scopeKey, type GitHubPort, type GitHubScope, type ScopeWebhooksPort, type WebhookDeliveriesPort } from './port';
 
 export interface GitHubRegistry {
   get(credentialsName: string): GitHubPort;
@@ -16,6 +16,8 @@ export interface GitHubRegistry {
   actions?(credentialsName: string, scope: GitHubScope): ActionsServicePort;
   /** The App's webhook deliveries, for App credentials. */
   hooks?(credentialsName: string): WebhookDeliveriesPort;
+  /** Repositories' and organisations' webhooks, for token credentials. */
+  scopeHooks?(credentialsName: string): ScopeWebhooksPort;
 }
 
 /** A registration token through the REST port: what the Actions-service exchange starts from. */
@@ -80,6 +82,7 @@ export function createGitHubRegistry(
       return client;
     },
     hooks: (credentialsName) => octokitFor(credentialsName),
+    scopeHooks: (credentialsName) => octokitFor(credentialsName),
     get: (credentialsName) => octokitFor(credentialsName),
   };
   return registry;

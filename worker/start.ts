@@ -21,7 +21,7 @@ import { createRunnerflowWorker } from './create-worker';
 import { ensureSearchAttributes } from './search-attributes';
 import { ensureLivenessSchedules } from './liveness-schedule';
 import { ensureRedeliverySchedules } from './redelivery-schedule';
-import { createWebhookRedeliveryActivities } from '../activities/webhook-redelivery-activities';
+import { createWebhookRedeliveryActivities, poolScopesFrom } from '../activities/webhook-redelivery-activities';
 import { ensureSweepSchedules } from './sweep-schedule';
 import { connectTemporal } from '../api/temporal/connection';
 
@@ -99,7 +99,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
         jobs: new TemporalJobSink({ client, taskQueue: config.temporal.taskQueue, pools: new PoolDirectory(client, 5_000, config.temporal.taskQueue), logger: options.logger ?? silentLogger, queryTimeoutMs: 5_000 }),
       }),
       ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace }),
-      ...createWebhookRedeliveryActivities(options.github.hooks ? { hooks: (name) => options.github.hooks!(name) } : {}),
+      ...createWebhookRedeliveryActivities({
+        ...(options.github.hooks ? { hooks: (name: string) => options.github.hooks!(name) } : {}),
+        ...(options.github.scopeHooks ? { scopeHooks: (name: string) => options.github.scopeHooks!(name) } : {}),
+        poolScopes: poolScopesFrom(client, config.temporal.taskQueue),
+      }),
     },
   });
   const running = worker.run().finally(async () => {

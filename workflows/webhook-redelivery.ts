@@ -1,5 +1,5 @@
 /**
- * webhookRedelivery: one pass over a GitHub App's failed webhook deliveries, started
+ * webhookRedelivery: one pass over a credentials' failed webhook deliveries, started
  * by the schedule `redelivery/<credentials>` (or by hand). The work is one activity;
  * the workflow makes each pass and what it asked for again visible in the Web UI.
  */
@@ -15,8 +15,9 @@ const { redeliverFailedWebhooks } = proxyActivities<WebhookRedeliveryActivities>
   retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 3, nonRetryableErrorTypes: ['InvalidRedeliveryArgs'] },
 });
 
-export async function webhookRedelivery(input: Omit<RedeliveryArgs, 'state'>): Promise<RedeliveryReport> {
+export async function webhookRedelivery(input: RedeliveryArgs): Promise<RedeliveryReport> {
   // A scheduled run is handed the last completed run's result: it goes on from where that one stopped.
-  const state = (workflowInfo().lastResult as RedeliveryReport | undefined)?.state;
+  // A run started by hand goes on from the state it is given, if any.
+  const state = (workflowInfo().lastResult as RedeliveryReport | undefined)?.state ?? input.state;
   return redeliverFailedWebhooks({ ...input, ...(state ? { state } : {}) });
 }

@@ -25,6 +25,8 @@ export interface E2EStackOptions {
   simulatedProvider?: string;
   /** GitHub App credentials under this name instead of a token named `default`. */
   githubAppCredentials?: string;
+  /** Token credentials under this name instead of `default`. */
+  githubTokenCredentials?: string;
 }
 
 export async function startE2EStack(simulator: { jobDurationMs?: number } = {}, options: E2EStackOptions = {}): Promise<DevStack & { machines: FakeProviderControl }> {
@@ -34,6 +36,7 @@ export async function startE2EStack(simulator: { jobDurationMs?: number } = {}, 
     machines: 'simulated',
     ...(options.simulatedProvider ? { simulatedProvider: options.simulatedProvider } : {}),
     ...(options.githubAppCredentials ? { githubAppCredentials: options.githubAppCredentials } : {}),
+    ...(options.githubTokenCredentials ? { githubTokenCredentials: options.githubTokenCredentials } : {}),
     workflowBundlePath: inject('workflowBundlePath'),
     config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false }, liveness: { enabled: false }, ...options.config },
     simulator: { onError: () => undefined, webhookConcurrency: 8, ...simulator },

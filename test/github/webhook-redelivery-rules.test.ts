@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { absorbAttempts, dueDeliveries, nextAttemptAt, type RedeliveryOptions } from '../../domain/webhook-redelivery';
-import type { WebhookDelivery } from '../../github/port';
+import { absorbAttempts, dueDeliveries, isRunnerflowHook, nextAttemptAt, type RedeliveryOptions } from '../../domain/webhook-redelivery';
+import type { ScopeWebhook, WebhookDelivery } from '../../github/port';
 
 const options: RedeliveryOptions = { firstDelayMs: 30_000, maxDelayMs: 300_000, maxAttempts: 3 };
 const T0 = Date.parse('2026-11-25T10:00:00Z');
@@ -57,5 +57,28 @@ describe('which failed webhook deliveries are asked for again', () => {
     const { state, dropped } = absorbAttempts({ failing: [] }, attempts, options);
     expect(state.failing).toHaveLength(1_000);
     expect(dropped.map((d) => d.guid)).toEqual(['g1', 'g2', 'g3', 'g4', 'g5']);
+  });
+});
+
+describe("which repository and organisation webhooks are runnerflow's", () => {
+  const ours = 'https://runners.example.com/webhooks/github';
+  const hook = (extra: Partial<ScopeWebhook> = {}): ScopeWebhook => ({ id: 1, active: true, events: ['workflow_job'], url: ours, ...extra });
+
+  it('an active webhook that sends workflow_job (or every event) to our URL', () => {
+    expect(isRunnerflowHook(hook(), ours)).toBe(true);
+    expect(isRunnerflowHook(hook({ events: ['*'] }), ours)).toBe(true);
+    // The same URL written differently: a trailing slash, an upper-case host, a fragment.
+    expect(isRunnerflowHook(hook({ url: 'https://RUNNERS.example.com/webhooks/github/#x' }), ours)).toBe(true);
+  });
+
+  it('not one that is inactive, sends other events, or delivers elsewhere', () => {
+    expect(isRunnerflowHook(hook({ active: false }), ours)).toBe(false);
+    expect(isRunnerflowHook(hook({ events: ['push', 'pull_request'] }), ours)).toBe(false);
+    // Another installation, or a chat integration on the same repository: not ours to send again.
+    expect(isRunnerflowHook(hook({ url: 'https://staging.example.com/webhooks/github' }), ours)).toBe(false);
+    expect(isRunnerflowHook(hook({ url: 'https://runners.example.com/webhooks/github?installation=2' }), ours)).toBe(false);
+    const { url: _none, ...withoutUrl } = hook();
+    expect(isRunnerflowHook(withoutUrl, ours)).toBe(false);
+    expect(isRunnerflowHook(hook({ url: 'not a url' }), ours)).toBe(false);
   });
 });

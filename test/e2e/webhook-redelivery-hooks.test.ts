@@ -1,0 +1,77 @@
+/**
+ * Token credentials have no App webhook: their events come through the webhooks of the
+ * repositories and organisations their pools register in. A `queued` that found the API
+ * down is asked for again through the webhook that failed to deliver it.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
+import type { RedeliveryReport } from '../../activities/webhook-redelivery-activities';
+import { eventually, uniqueName } from '../support/temporal';
+import { api, e2ePool, useE2EStack, type E2EStack } from './stack';
+
+const credentials = uniqueName('token').toLowerCase();
+const stack = useE2EStack(
+  { jobDurationMs: 300 },
+  {
+    githubTokenCredentials: credentials,
+    // The webhook URL is the API's (the stack sets api.publicUrl); webhooks are looked up again every second.
+    config: { redelivery: { interval: '1s', hookRefresh: '1s', firstDelay: '500ms', maxDelay: '2s', maxAttempts: 5 } },
+  },
+);
+
+afterAll(async () => {
+  // The schedule lives in the server, not in the stack: without a worker its runs would pile up.
+  await stack.client?.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
+});
+
+async function completedReports(s: E2EStack): Promise<RedeliveryReport[]> {
+  const description = await s.client.schedule.getHandle(redeliveryScheduleId(credentials)).describe();
+  const results: RedeliveryReport[] = [];
+  for (const action of description.info.recentActions) {
+    const handle = s.client.workflow.getHandle(action.action.workflow.workflowId, action.action.workflow.firstExecutionRunId);
+    if ((await handle.describe()).status.name === 'COMPLETED') results.push((await handle.result()) as RedeliveryReport);
+  }
+  return results;
+}
+
+describe('failed webhook deliveries with token credentials', () => {
+  it("jobs whose queued webhooks found the API down get their runners, through their repository's and organisation's webhooks", async () => {
+    const repoPool = e2ePool('hooked', { github: { credentials, scope: { kind: 'repo', owner: 'acme', repo: 'hooked' } } });
+    const orgPool = e2ePool('hooked-org', { labels: ['self-hosted', 'linux', 'hooked-org'], github: { credentials, scope: { kind: 'org', org: 'hooked-org' } } });
+    for (const pool of [repoPool, orgPool]) expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const apiHook = `${stack.api.url}/webhooks/github`;
+
+    // The API is out of reach while the jobs are queued: GitHub records the deliveries as failed and leaves them.
+    stack.sim.setWebhook({ url: 'http://127.0.0.1:9/webhooks/github' });
+    const repoJob = stack.sim.queueJob({ repository: 'acme/hooked', labels: ['self-hosted', 'linux', 'hooked'] });
+    const orgJob = stack.sim.queueJob({ repository: 'hooked-org/app', labels: ['self-hosted', 'linux', 'hooked-org'] });
+    await stack.sim.webhooksIdle();
+    const failedQueued = stack.sim.deliveries().filter((d) => d.action === 'queued' && d.status === 'error');
+    expect(failedQueued).toHaveLength(2);
+    stack.sim.setWebhook({ url: apiHook });
+
+    for (const [job, pool] of [
+      [repoJob, repoPool],
+      [orgJob, orgPool],
+    ] as const) {
+      const done = await eventually(() => {
+        const j = stack.sim.jobs().find((x) => x.id === job.id);
+        return j?.status === 'completed' ? j : undefined;
+      }, 45_000, `job ${job.id} run on a runner of pool ${pool.name}`);
+      expect(done.runnerName).toMatch(new RegExp(`^${pool.name}-`));
+    }
+    // The same deliveries (one GUID each), sent again at runnerflow's request, reached the API.
+    for (const failed of failedQueued) expect(stack.sim.deliveries().filter((d) => d.id === failed.id).map((d) => d.status)).toContain(200);
+
+    // The passes name the two webhooks they follow, and carry each one's state to the next pass.
+    const reports = await eventually(async () => {
+      const results = await completedReports(stack);
+      const asked = new Set(results.flatMap((r) => r.redelivered));
+      return failedQueued.every((f) => asked.has(f.id)) ? results : undefined;
+    }, 20_000, 'passes that asked for both deliveries again');
+    const last = reports.at(-1)!;
+    expect(last.hooks?.map((h) => h.replace(/ hook \d+$/, '')).sort()).toEqual(['org:hooked-org', 'repo:acme/hooked']);
+    expect(last.state.hooks?.streams.every((s) => (s.newestId ?? 0) > 0)).toBe(true);
+    expect(last.failed).toEqual([]);
+  });
+});
