@@ -24,6 +24,8 @@ export interface ProcessStackOptions {
   simulatedProvider?: string;
   /** Extra config (timings, controllerId, sweep, ...). */
   config?: Record<string, unknown>;
+  /** The token credentials' name (`default` unless given); a unique one keeps their redelivery schedule apart. */
+  githubTokenCredentials?: string;
   simulator?: GitHubSimulatorOptions;
   workflowBundlePath?: string;
 }
@@ -59,6 +61,7 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
       githubUrl: sim.url,
       machinesDir,
       ...(options.simulatedProvider ? { simulatedProvider: options.simulatedProvider } : {}),
+      ...(options.githubTokenCredentials ? { githubTokenCredentials: options.githubTokenCredentials } : {}),
       extra,
     });
     writeFileSync(path, JSON.stringify(config, null, 2));

@@ -10,6 +10,8 @@
 import { measureOutcome, type RunOutcome } from '../../devstack/outcome';
 import { processStackRequest, startProcessStack, type ProcessStack } from '../../devstack/process-stack';
 import type { SimFault } from '../../github/simulator/faults';
+import type { SentDelivery } from '../../github/simulator/webhook-sender';
+import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
 import type { PoolSettingsInput } from '../../domain/pool';
 import { stateQuery } from '../../workflows/messages';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
@@ -46,7 +48,10 @@ export interface ChaosReport {
     providerDeleteHangs: number;
     webhooksLost: number;
     webhooksDuplicated: number;
-    failedDeliveriesRedelivered: number;
+    /** Webhook deliveries that failed (the API could not hand them to Temporal while it restarted, say). */
+    failedDeliveries: number;
+    /** Of those, answered later: runnerflow asked GitHub for them again. */
+    failedDeliveriesAnswered: number;
   };
   /** GitHub API calls the campaign cost, against the simulated installation's hourly limit. */
   github: { apiCalls: number; hourlyLimit: number; callsDuringPrimaryRateLimit: number; byOperation: Record<string, number> };
@@ -83,12 +88,14 @@ const TIMINGS = {
 };
 /** Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within seconds. */
 const LIVENESS = { interval: '2s', githubInterval: '3s', jitter: '500ms' };
+/** Failed deliveries asked for again within seconds, so those of the server's restart are back while jobs still run. */
+const REDELIVERY = { interval: '2s', hookRefresh: '10s', firstDelay: '2s', maxDelay: '8s', maxAttempts: 8 };
 /** How long GitHub keeps a job busy after its runner's machine died before it fails it. */
 const JOB_GIVE_UP_MS = 4_000;
 
 /** GitHub faults the driver picks from; each lasts a few requests or deliveries. */
 function githubFault(random: SeededRandom): SimFault {
-  const kind = random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks'] as const);
+  const kind = random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks'] as const);
   switch (kind) {
     case 'server-error':
       return { kind, status: random.pick([500, 502, 503] as const), operation: '*', times: random.int(1, 4) };
@@ -98,6 +105,9 @@ function githubFault(random: SeededRandom): SimFault {
       return { kind, action: random.pick(['queued', 'in_progress', 'completed'] as const), times: 1 };
     case 'duplicate-webhooks':
       return { kind, times: random.int(1, 3) };
+    case 'unreachable-webhooks':
+      // The API out of reach for a few deliveries: GitHub keeps them failed until runnerflow asks for them again.
+      return { kind, times: random.int(1, 4) };
   }
 }
 
@@ -119,8 +129,11 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     providerDeleteHangs: 0,
     webhooksLost: 0,
     webhooksDuplicated: 0,
-    failedDeliveriesRedelivered: 0,
+    failedDeliveries: 0,
+    failedDeliveriesAnswered: 0,
   };
+  // Credentials of the campaign's own: their redelivery schedule is per credentials name, and the suite's server is shared.
+  const credentials = uniqueName('chaos-token').toLowerCase();
 
   const stack = await startProcessStack({
     temporalAddress: options.temporalAddress,
@@ -130,14 +143,15 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
     // A provider name of its own: sweep and liveness schedules are per provider, and the suite's server is shared.
     simulatedProvider: provider,
-    config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' }, liveness: LIVENESS },
+    githubTokenCredentials: credentials,
+    config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' }, liveness: LIVENESS, redelivery: REDELIVERY },
     simulator: { jobDurationMs: 500, webhookConcurrency: 8, rateLimit: GITHUB_HOURLY_LIMIT },
   });
   const jobIds = new Set<number>();
   try {
     const pool: PoolSettingsInput = {
       name: uniqueName('chaos').toLowerCase().slice(0, 40),
-      github: { credentials: 'default', scope: { kind: 'repo', owner: 'chaos', repo: 'app' } },
+      github: { credentials, scope: { kind: 'repo', owner: 'chaos', repo: 'app' } },
       labels: ['self-hosted', 'linux', LABEL],
       provider,
       // Idle runners take jobs whose `queued` webhook was lost, as they would on GitHub.
@@ -187,6 +201,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const simStats = stack.sim.stats();
     injected.webhooksLost = simStats.webhooks.lost;
     injected.webhooksDuplicated = simStats.webhooks.duplicated;
+    Object.assign(injected, failedDeliveries(stack.sim.deliveries()));
     const github = { apiCalls: simStats.totalApiCalls, hourlyLimit: GITHUB_HOURLY_LIMIT, callsDuringPrimaryRateLimit: simStats.callsDuringPrimaryRateLimit, byOperation: { ...simStats.callsByOperation } };
     const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
     const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name)) };
@@ -194,7 +209,22 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, github, outcome };
   } finally {
     await stack.stop();
+    // The schedule lives in the server, not in the stack.
+    await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
   }
+}
+
+/** Deliveries with a failed attempt, and how many of them a later attempt (a redelivery) got answered. */
+function failedDeliveries(log: readonly SentDelivery[]): Pick<ChaosReport['injected'], 'failedDeliveries' | 'failedDeliveriesAnswered'> {
+  const failed = new Set<string>();
+  const answered = new Set<string>();
+  for (const d of log) {
+    if (d.status === 'lost') continue;
+    if (typeof d.status === 'number' && d.status >= 200 && d.status < 300) {
+      if (failed.has(d.id)) answered.add(d.id);
+    } else failed.add(d.id);
+  }
+  return { failedDeliveries: failed.size, failedDeliveriesAnswered: answered.size };
 }
 
 /** What an open workflow is waiting for, for the report. */
@@ -292,9 +322,7 @@ class ChaosDriver {
     this.options.log('chaos: restarting the Temporal server');
     await this.options.restartTemporal!();
     this.injected.temporalRestarts = 1;
-    // Deliveries that failed while the server was down are redelivered, as an operator does after an outage.
-    await sleep(2_000);
-    this.injected.failedDeliveriesRedelivered += this.stack.sim.redeliverFailedWebhooks();
+    // Deliveries that failed while the server was down are left to runnerflow's redelivery schedule.
     this.options.log('chaos: Temporal server back');
   }
 

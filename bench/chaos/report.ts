@@ -21,7 +21,12 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'provider create / delete failures', value: `${injected.providerCreateFaults} / ${injected.providerDeleteFaults}` },
     { figure: 'provider deletes that hung', value: String(injected.providerDeleteHangs) },
     { figure: 'webhooks lost / duplicated', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated}` },
-    { figure: 'failed deliveries redelivered after the restart', value: String(injected.failedDeliveriesRedelivered) },
+    {
+      figure: 'failed webhook deliveries answered later (runnerflow asked again)',
+      value: `${injected.failedDeliveriesAnswered}/${injected.failedDeliveries}`,
+      target: 'every one',
+      met: injected.failedDeliveriesAnswered === injected.failedDeliveries,
+    },
     { figure: 'GitHub API calls (of the hourly limit)', value: `${report.github.apiCalls} (of ${report.github.hourlyLimit}); ${report.github.callsDuringPrimaryRateLimit} sent while limited` },
     { figure: 'GitHub API calls by operation', value: Object.entries(report.github.byOperation).sort((a, b) => b[1] - a[1]).map(([op, n]) => `${op} ${n}`).join(', ') },
     { figure: 'elapsed', value: `${Math.round(report.elapsedMs / 1000)} s` },

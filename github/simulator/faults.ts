@@ -18,6 +18,8 @@ export type SimFault =
   | ({ kind: 'secondary-rate-limit'; retryAfterSeconds?: number | null; status?: 403 | 429; times?: number } & OperationFilter)
   | ({ kind: 'lose-webhooks'; times?: number } & WebhookFilter)
   | ({ kind: 'duplicate-webhooks'; times?: number } & WebhookFilter)
+  /** The receiver cannot be reached (an outage, a partition): the attempt is recorded as failed, and can be redelivered. */
+  | ({ kind: 'unreachable-webhooks'; times?: number } & WebhookFilter)
   /** Actions service: session creation answers 409 as if another listener held the scale set. */
   | { kind: 'session-conflict'; times?: number }
   /** Actions service: the presented admin or queue token is refused with 401 (it expired). */
@@ -38,6 +40,7 @@ export const FAULT_KINDS: readonly SimFault['kind'][] = [
   'secondary-rate-limit',
   'lose-webhooks',
   'duplicate-webhooks',
+  'unreachable-webhooks',
   'session-conflict',
   'expire-token',
   'lose-session',
@@ -85,7 +88,7 @@ export class FaultPlan {
     return fault as Extract<SimFault, { kind: K }> & { resetAtEpochSeconds?: number };
   }
 
-  forWebhook(kind: 'lose-webhooks' | 'duplicate-webhooks', action: string): boolean {
+  forWebhook(kind: 'lose-webhooks' | 'duplicate-webhooks' | 'unreachable-webhooks', action: string): boolean {
     this.expire();
     const fault = this.faults.find((f) => f.kind === kind && (!('action' in f) || !f.action || f.action === action));
     if (!fault) return false;

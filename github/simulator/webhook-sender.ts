@@ -102,11 +102,12 @@ export class WebhookSender {
     }
     const copies = this.faults.forWebhook('duplicate-webhooks', action) ? 2 : 1;
     if (copies === 2) this.stats.duplicated += 1;
+    const unreachable = this.faults.forWebhook('unreachable-webhooks', action);
     const job = payload.workflow_job as { id?: unknown } | undefined;
     const key = job?.id !== undefined ? `job:${String(job.id)}` : 'other';
     for (let i = 0; i < copies; i++) {
       const previous = this.perKey.get(key) ?? Promise.resolve();
-      const next = previous.then(() => this.withSlot(() => this.deliver(id, event, action, body)));
+      const next = previous.then(() => this.withSlot(() => this.deliver(id, event, action, body, false, unreachable && i === 0)));
       this.perKey.set(key, next);
       void next.finally(() => {
         if (this.perKey.get(key) === next) this.perKey.delete(key);
@@ -180,7 +181,7 @@ export class WebhookSender {
     return urls[this.deliveries % urls.length];
   }
 
-  private async deliver(id: string, event: string, action: string, body: string, redelivery = false): Promise<void> {
+  private async deliver(id: string, event: string, action: string, body: string, redelivery = false, unreachable = false): Promise<void> {
     const { secret } = this.target;
     const url = this.nextUrl();
     if (!url) return;
@@ -200,6 +201,7 @@ export class WebhookSender {
     const startedAt = Date.now();
     try {
       // GitHub gives up on a receiver after 10 seconds.
+      if (unreachable) throw new Error(`connect ECONNREFUSED ${new URL(url).host} (fault: unreachable-webhooks)`);
       const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
       await res.arrayBuffer();
       this.log.push({ id, event, action, status: res.status, url });

@@ -53,3 +53,40 @@ it('spreads deliveries round robin over several receivers and redelivers the fai
   expect([...healthy.deliveries, ...flaky.deliveries].filter((id) => id === failed[0]!.id)).toHaveLength(2);
   expect(sim.redeliverFailedWebhooks()).toBe(0);
 });
+
+it("lists a repository's and an organisation's webhook with only their own deliveries; an unreachable receiver's delivery is kept for redelivery", async () => {
+  const hook = await receiver();
+  receivers.push(hook);
+  sim = await startGitHubSimulator({ onError: () => undefined, webhookUrl: hook.url });
+  const call = async (method: string, path: string): Promise<{ status: number; json: unknown }> => {
+    const res = await fetch(sim!.url + path, { method, headers: { authorization: 'Bearer sim-token', accept: 'application/vnd.github+json' } });
+    const text = await res.text();
+    return { status: res.status, json: text ? (JSON.parse(text) as unknown) : undefined };
+  };
+
+  sim.setFault({ kind: 'unreachable-webhooks', action: 'queued', times: 1 });
+  sim.queueJob({ repository: 'octo-org/app', labels: ['nobody-has-this'] });
+  sim.queueJob({ repository: 'octo-org/other', labels: ['nobody-has-this'] });
+  sim.queueJob({ repository: 'elsewhere/app', labels: ['nobody-has-this'] });
+  await sim.webhooksIdle();
+  expect(hook.deliveries).toHaveLength(2);
+
+  const [listed] = (await call('GET', '/repos/octo-org/app/hooks')).json as { id: number; config: { url: string }; events: string[] }[];
+  expect(listed).toMatchObject({ config: { url: hook.url }, events: ['workflow_job'] });
+  const deliveries = async (path: string) => ((await call('GET', `${path}/hooks/${listed!.id}/deliveries`)).json as { id: number; guid: string; status_code: number }[]) ?? [];
+  const ofRepo = await deliveries('/repos/octo-org/app');
+  expect(ofRepo.map((d) => d.status_code)).toEqual([0]);
+  expect((await deliveries('/repos/octo-org/other')).map((d) => d.status_code)).toEqual([200]);
+  expect(await deliveries('/orgs/octo-org')).toHaveLength(2);
+  expect(await deliveries('/orgs/elsewhere')).toHaveLength(1);
+  // Another hook id, or a delivery of another repository: not found.
+  expect((await call('GET', `/repos/octo-org/app/hooks/${listed!.id + 1}/deliveries`)).status).toBe(404);
+  const other = (await deliveries('/repos/octo-org/other'))[0]!;
+  expect((await call('POST', `/repos/octo-org/app/hooks/${listed!.id}/deliveries/${other.id}/attempts`)).status).toBe(404);
+
+  // The failed delivery, asked for again through the repository's webhook, reaches the receiver under its GUID.
+  expect((await call('POST', `/repos/octo-org/app/hooks/${listed!.id}/deliveries/${ofRepo[0]!.id}/attempts`)).status).toBe(202);
+  await sim.webhooksIdle();
+  expect(hook.deliveries).toContain(ofRepo[0]!.guid);
+  expect((await deliveries('/repos/octo-org/app')).map((d) => d.status_code)).toEqual([200, 0]);
+});
