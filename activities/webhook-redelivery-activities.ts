@@ -31,6 +31,7 @@ import {
 } from '../domain/webhook-redelivery';
 import { scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
 import { poolStateQuery } from '../workflows/pool-messages';
+import { webhookRedeliveries, webhookRedeliveryLastRun } from '../observability/metrics';
 import { toActivityFailure } from './failures';
 
 export interface RedeliveryArgs extends RedeliveryOptions {
@@ -98,6 +99,15 @@ export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs
     }
     return { scopes: [...scopes.values()], failed };
   };
+}
+
+/** What operators alert on: a delivery given up is an event lost for good; redeliveries mean GitHub could not reach runnerflow. */
+function countPass(report: RedeliveryReport): void {
+  const { credentials } = report;
+  webhookRedeliveries.inc({ credentials, outcome: 'redelivered' }, report.redelivered.length);
+  webhookRedeliveries.inc({ credentials, outcome: 'given_up' }, report.givenUp.length);
+  webhookRedeliveries.inc({ credentials, outcome: 'failed' }, report.failed.length);
+  webhookRedeliveryLastRun.set({ credentials }, Date.now() / 1000);
 }
 
 export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
@@ -222,11 +232,12 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
         const report: RedeliveryReport = { credentials: args.credentials, examined: 0, redelivered: [], givenUp: [], failing: 0, truncated: false, failed: [], state: { failing: [] } };
         if (args.webhookUrl !== undefined) {
           report.state = await followScopeHooks({ ...args, webhookUrl: args.webhookUrl }, report);
-          return report;
+        } else {
+          const port = deps.hooks?.(args.credentials);
+          if (!port) throw ApplicationFailure.nonRetryable(`no webhook deliveries for credentials "${args.credentials}" on this worker`, 'InvalidRedeliveryArgs');
+          report.state = await followStream(port, args.state ?? { failing: [] }, args, report);
         }
-        const port = deps.hooks?.(args.credentials);
-        if (!port) throw ApplicationFailure.nonRetryable(`no webhook deliveries for credentials "${args.credentials}" on this worker`, 'InvalidRedeliveryArgs');
-        report.state = await followStream(port, args.state ?? { failing: [] }, args, report);
+        countPass(report);
         return report;
       } catch (err) {
         throw toActivityFailure(err);

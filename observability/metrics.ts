@@ -115,3 +115,17 @@ export const sweepLastRun = new Gauge({
   labelNames: ['provider'],
   registers: [registry],
 });
+
+export const webhookRedeliveries = new Counter({
+  name: 'runnerflow_webhook_redeliveries_total',
+  help: 'What the redelivery schedule did, by credentials and outcome: redelivered (a failed delivery asked for again), given_up (an event lost for good), failed (a call to GitHub or Temporal failed; the next pass tries again)',
+  labelNames: ['credentials', 'outcome'],
+  registers: [registry],
+});
+
+export const webhookRedeliveryLastRun = new Gauge({
+  name: 'runnerflow_webhook_redelivery_last_run_timestamp_seconds',
+  help: 'When a redelivery pass over the credentials\' webhooks last completed (Unix time)',
+  labelNames: ['credentials'],
+  registers: [registry],
+});

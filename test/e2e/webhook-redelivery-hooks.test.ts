@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
 import type { RedeliveryReport } from '../../activities/webhook-redelivery-activities';
+import { sampleSum, scrape } from '../support/prometheus-text';
 import { eventually, uniqueName } from '../support/temporal';
 import { api, e2ePool, useE2EStack, type E2EStack } from './stack';
 
@@ -73,5 +74,11 @@ describe('failed webhook deliveries with token credentials', () => {
     expect(last.hooks?.map((h) => h.replace(/ hook \d+$/, '')).sort()).toEqual(['org:hooked-org', 'repo:acme/hooked']);
     expect(last.state.hooks?.streams.every((s) => (s.newestId ?? 0) > 0)).toBe(true);
     expect(last.failed).toEqual([]);
+
+    // What operators alert on: the redeliveries are counted per credentials, and the last pass is timed.
+    const families = await scrape(`${stack.api.url}/metrics`);
+    expect(sampleSum(families.get('runnerflow_webhook_redeliveries_total'), { credentials, outcome: 'redelivered' })).toBeGreaterThanOrEqual(2);
+    expect(sampleSum(families.get('runnerflow_webhook_redeliveries_total'), { credentials, outcome: 'given_up' })).toBe(0);
+    expect(sampleSum(families.get('runnerflow_webhook_redelivery_last_run_timestamp_seconds'), { credentials })).toBeGreaterThan(Date.now() / 1000 - 60);
   });
 });

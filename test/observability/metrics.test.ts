@@ -28,6 +28,8 @@ const EXPECTED_LABELS: Record<string, string[]> = {
   runnerflow_webhook_deliveries_total: ['event', 'result'],
   runnerflow_github_requests_total: ['operation', 'outcome'],
   runnerflow_github_rate_limit_remaining: ['credentials', 'resource'],
+  runnerflow_webhook_redeliveries_total: ['credentials', 'outcome'],
+  runnerflow_webhook_redelivery_last_run_timestamp_seconds: ['credentials'],
 };
 
 describe('GET /metrics', () => {
