@@ -1,7 +1,8 @@
-/** The dashboard's views (everything at a glance, the orphan sweep) and "sweep now". */
+/** The dashboard's views (everything at a glance, the orphan sweep, webhook redelivery) and "sweep now". */
 import { z } from 'zod';
 import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { poolOverview } from '../dashboard/pool-overview';
+import { credentialsRedelivery } from '../dashboard/redelivery-runs';
 import { providerSweep, sweepNow } from '../dashboard/sweep-runs';
 import { conflict, notFound } from '../http/errors';
 import { parseQuery } from '../http/query';
@@ -10,7 +11,8 @@ import type { Route } from '../http/router';
 import type { Services } from '../services';
 import { isNotFound } from '../temporal/errors';
 
-const sweepsQuery = z.object({ runs: z.coerce.number().int().min(1).max(20).default(5) });
+/** How many of a schedule's last runs to show. */
+const recentRunsQuery = z.object({ runs: z.coerce.number().int().min(1).max(20).default(5) });
 
 async function unmatchedCount(services: Services): Promise<number> {
   const handle = services.deps.client.workflow.getHandle(unmatchedJobsWorkflowId(services.deps.taskQueue));
@@ -46,16 +48,34 @@ export const overviewRoutes: Route<Services>[] = [
   },
   {
     method: 'GET',
+    path: '/api/v1/redeliveries',
+    auth: 'admin',
+    doc: {
+      tag: 'overview',
+      summary:
+        "Each credentials' redelivery schedule (redelivery/<credentials>): paused or not (and why), next run, and what its last passes did: failed webhook deliveries asked for again, given up, still followed, and the webhooks followed",
+      query: recentRunsQuery,
+      responses: { 200: 'The redelivery schedules, one per configured credentials', 400: 'runs is not a whole number from 1 to 20' },
+    },
+    async handle({ url, services }) {
+      const { runs } = parseQuery(url, recentRunsQuery);
+      const { config, client } = services.deps;
+      const redeliveries = await services.bounded(() => Promise.all(config.github.credentials.map((c) => credentialsRedelivery(client, c.name, runs))));
+      return json({ redeliveries });
+    },
+  },
+  {
+    method: 'GET',
     path: '/api/v1/sweeps',
     auth: 'admin',
     doc: {
       tag: 'overview',
       summary: "Each provider's orphan sweep schedule (sweep/<provider>): paused or not, next run, and the results of its last runs",
-      query: sweepsQuery,
+      query: recentRunsQuery,
       responses: { 200: 'The sweeps, one per configured provider', 400: 'runs is not a whole number from 1 to 20' },
     },
     async handle({ url, services }) {
-      const { runs } = parseQuery(url, sweepsQuery);
+      const { runs } = parseQuery(url, recentRunsQuery);
       const { config, client } = services.deps;
       const sweeps = await services.bounded(() => Promise.all(config.providers.map((p) => providerSweep(client, p.name, runs))));
       return json({ sweeps });

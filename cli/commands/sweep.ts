@@ -1,5 +1,6 @@
 import { printJson, type Command } from '../command';
 import { formatTable } from '../table';
+import type { ScheduleView } from '../../api/dashboard/schedule-runs';
 import type { ProviderSweep, SweepRun } from '../../api/dashboard/sweep-runs';
 
 interface SweepNow {
@@ -9,17 +10,18 @@ interface SweepNow {
 }
 
 /** "5m", "1h", "1h30m": the interval as people write it in the config. */
-function every(ms: number | undefined): string {
+export function every(ms: number | undefined): string {
   if (ms === undefined || !Number.isFinite(ms)) return '';
   const s = Math.round(ms / 1000);
   const parts: [number, string][] = [[Math.floor(s / 3600), 'h'], [Math.floor((s % 3600) / 60), 'm'], [s % 60, 's']];
   return parts.filter(([n]) => n > 0).map(([n, unit]) => `${n}${unit}`).join('') || '0s';
 }
 
-function schedule(sweep: ProviderSweep): string {
-  if (!sweep.scheduled) return 'no schedule (no worker has started with this provider)';
-  if (sweep.paused) return `paused${sweep.note ? `: ${sweep.note}` : ''}`;
-  return `every ${every(sweep.intervalMs)}`;
+/** A schedule's state in a word or two: `every 5m`, `paused: why`, or `missing` when no worker has made it. */
+export function scheduleText(view: ScheduleView<unknown>, missing: string): string {
+  if (!view.scheduled) return missing;
+  if (view.paused) return `paused${view.note ? `: ${view.note}` : ''}`;
+  return `every ${every(view.intervalMs)}`;
 }
 
 function outcome(run: SweepRun | undefined): string {
@@ -40,7 +42,7 @@ export const sweepCommands: Record<string, Command> = {
       ctx.out(
         formatTable(
           ['PROVIDER', 'SCHEDULE', 'NEXT RUN', 'LAST RUN', 'STATUS', 'RESULT'],
-          sweeps.map((s) => [s.provider, schedule(s), s.nextRunAt, s.runs[0]?.scheduledAt, s.runs[0]?.status, outcome(s.runs[0])]),
+          sweeps.map((s) => [s.provider, scheduleText(s, 'no schedule (no worker has started with this provider)'), s.nextRunAt, s.runs[0]?.scheduledAt, s.runs[0]?.status, outcome(s.runs[0])]),
         ),
       );
     },

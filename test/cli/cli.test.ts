@@ -329,6 +329,17 @@ describe('runnerflow CLI', () => {
     }
   });
 
+  it("lists each credentials' webhook redelivery, saying when no worker has made its schedule", async () => {
+    // The API's config has token credentials `default` and no public URL: no worker makes their schedule.
+    const listed = await cli(['redelivery', 'list']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^CREDENTIALS\s+SCHEDULE\s+NEXT RUN\s+LAST RUN\s+STATUS\s+RESULT$/m);
+    expect(listed.stdout).toMatch(/^default\s+no schedule \(no worker has started with these credentials\)/m);
+    const json = JSON.parse((await cli(['redelivery', 'list', '--json'])).stdout) as unknown;
+    expect(json).toEqual([{ credentials: 'default', scheduleId: 'redelivery/default', scheduled: false, runs: [] }]);
+    expect((await cli(['redelivery', 'list', 'extra'])).code).toBe(2);
+  });
+
   it('completes commands and options in bash, and documents its exit codes', async () => {
     const script = await cli(['completion', 'bash']);
     expect(script.code).toBe(0);
@@ -340,7 +351,8 @@ describe('runnerflow CLI', () => {
           (err, stdout) => (err ? fail(err) : done(stdout.trim())),
         ),
       );
-    expect(await complete(['runnerflow', ''])).toBe('pool runner jobs sweep completion');
+    expect(await complete(['runnerflow', ''])).toBe('pool runner jobs sweep redelivery completion');
+    expect(await complete(['runnerflow', 'redelivery', ''])).toBe('list');
     expect(await complete(['runnerflow', 'runner', 'w'])).toBe('watch');
     expect(await complete(['runnerflow', '--url', 'http://x', 'runner', 'delete', 'r1', '--b'])).toBe('--bypass-busy');
     expect(await complete(['runnerflow', 'jobs', ''])).toBe('unmatched');

@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
 import type { RedeliveryReport } from '../../activities/webhook-redelivery-activities';
+import type { CredentialsRedelivery } from '../../api/dashboard/redelivery-runs';
 import { sampleSum, scrape } from '../support/prometheus-text';
 import { eventually, uniqueName } from '../support/temporal';
 import { api, e2ePool, useE2EStack, type E2EStack } from './stack';
@@ -74,6 +75,16 @@ describe('failed webhook deliveries with token credentials', () => {
     expect(last.hooks?.map((h) => h.replace(/ hook \d+$/, '')).sort()).toEqual(['org:hooked-org', 'repo:acme/hooked']);
     expect(last.state.hooks?.streams.every((s) => (s.newestId ?? 0) > 0)).toBe(true);
     expect(last.failed).toEqual([]);
+
+    // What operators read: the schedule and its last passes, through the API.
+    const view = await api(stack, 'GET', '/api/v1/redeliveries?runs=20');
+    expect(view.status).toBe(200);
+    const { redeliveries } = view.body as { redeliveries: CredentialsRedelivery[] };
+    const ours = redeliveries.find((r) => r.credentials === credentials)!;
+    expect(ours).toMatchObject({ scheduleId: redeliveryScheduleId(credentials), scheduled: true, paused: false, intervalMs: 1_000 });
+    expect(ours.runs.reduce((n, r) => n + (r.result?.redelivered ?? 0), 0)).toBeGreaterThanOrEqual(2);
+    expect(ours.runs.find((r) => r.result)?.result?.hooks).toHaveLength(2);
+    expect((await api(stack, 'GET', '/api/v1/redeliveries?runs=0')).status).toBe(400);
 
     // What operators alert on: the redeliveries are counted per credentials, and the last pass is timed.
     const families = await scrape(`${stack.api.url}/metrics`);
