@@ -236,6 +236,16 @@ export function unmatchedView(jobs) {
 }
 
 /**
+ * A schedule's state in a few words: paused (and why), or how often it runs and when next.
+ * @param {{ scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number, nextRunAt?: string }} view
+ */
+function scheduleState(view) {
+  if (!view.scheduled) return 'no schedule (a worker creates it at start)';
+  if (view.paused) return `paused${view.note ? `: ${view.note}` : ''}`;
+  return `every ${duration(view.intervalMs ?? NaN)}${view.nextRunAt ? `, next in ${duration(Date.parse(view.nextRunAt) - Date.now())}` : ''}`;
+}
+
+/**
  * @typedef {{ workflowId: string, runId: string, scheduledAt: string, status: string, closedAt?: string, error?: string,
  *   result?: { listed: number, owned: number, deleted: number, skipped: number, failed: number, deletedNames: string[] } }} SweepRun
  * @typedef {{ provider: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number, nextRunAt?: string, runs: SweepRun[] }} Sweep
@@ -245,11 +255,7 @@ export function unmatchedView(jobs) {
 export function sweepsView(sweeps, actions) {
   if (sweeps.length === 0) return empty('No providers are configured.');
   return sweeps.map((sweep) => {
-    const state = !sweep.scheduled
-      ? 'no schedule (a worker creates it at start)'
-      : sweep.paused
-        ? `paused${sweep.note ? `: ${sweep.note}` : ''}`
-        : `every ${duration(sweep.intervalMs ?? NaN)}${sweep.nextRunAt ? `, next in ${duration(Date.parse(sweep.nextRunAt) - Date.now())}` : ''}`;
+    const state = scheduleState(sweep);
     const runs =
       sweep.runs.length === 0
         ? empty('No runs yet.')
@@ -285,6 +291,62 @@ export function sweepsView(sweeps, actions) {
         ' ',
         sweep.scheduled &&
           h('button', { type: 'button', class: 'secondary', 'aria-label': `Sweep provider ${sweep.provider} now`, onclick: () => actions.sweepNow(sweep.provider) }, 'Sweep now'),
+      ),
+      runs,
+    );
+  });
+}
+
+/**
+ * @typedef {{ workflowId: string, runId: string, scheduledAt: string, status: string, error?: string,
+ *   result?: { examined: number, redelivered: number, givenUp: number, failing: number, hooks?: string[], truncated: boolean,
+ *     failures: { target: string, error: string }[] } }} RedeliveryRun
+ * @typedef {{ credentials: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number,
+ *   nextRunAt?: string, runs: RedeliveryRun[] }} Redelivery
+ * @param {Redelivery[]} redeliveries
+ */
+export function redeliveriesView(redeliveries) {
+  if (redeliveries.length === 0) return empty('No GitHub credentials are configured.');
+  return redeliveries.map((r) => {
+    const runs =
+      r.runs.length === 0
+        ? empty('No passes yet.')
+        : table(
+            ['Scheduled', 'Status', 'Read', 'Asked again', 'Given up', 'Still failing', 'Webhooks', 'Links'],
+            r.runs.map((run) =>
+              h(
+                'tr',
+                {},
+                h('td', {}, clock(run.scheduledAt)),
+                h(
+                  'td',
+                  {},
+                  badge(run.status, 'run'),
+                  run.error && h('div', { class: 'error small' }, run.error),
+                  ...(run.result?.failures ?? []).map((f) => h('div', { class: 'error small' }, `${f.target}: ${f.error}`)),
+                ),
+                h('td', {}, run.result ? `${run.result.examined}${run.result.truncated ? '+' : ''}` : '–'),
+                h('td', {}, count(run.result?.redelivered)),
+                h('td', {}, count(run.result?.givenUp)),
+                h('td', {}, count(run.result?.failing)),
+                // An App's own webhook, or the repository and organisation webhooks a token's pools use.
+                h('td', { title: run.result?.hooks?.join('\n') ?? '' }, run.result ? (run.result.hooks ? String(run.result.hooks.length) : 'App') : '–'),
+                h('td', {}, temporalLink(workflowUrl(run.workflowId, run.runId), `redelivery pass ${run.workflowId}`)),
+              ),
+            ),
+            `Last passes of ${r.scheduleId}`,
+          );
+    return h(
+      'div',
+      { class: 'sweep', role: 'group', 'aria-label': `Webhook redelivery for credentials ${r.credentials}` },
+      h(
+        'h3',
+        {},
+        h('code', {}, r.scheduleId),
+        ' ',
+        h('span', { class: 'muted' }, scheduleState(r)),
+        ' ',
+        r.scheduled && temporalLink(scheduleUrl(r.scheduleId), `schedule ${r.scheduleId}`),
       ),
       runs,
     );

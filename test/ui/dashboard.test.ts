@@ -3,21 +3,31 @@
  * against the whole stack: the GitHub simulator, the API serving /ui, a worker
  * and simulated machines.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { forceDeleteSignal, runnerWorkflowId, type InstanceState } from '../../workflows/messages';
 import { jobsQueuedSignal, poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
+import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
 import { api, e2ePool, useE2EStack, type E2EStack } from '../e2e/stack';
 import { eventually, uniqueName } from '../support/temporal';
 import { openDashboard, poolRow, runnerRow, showPool, useBrowser } from './browser';
 
-// A provider name of this file's own: its sweep schedule is made here, and schedules are per provider name.
+// A provider name and credentials of this file's own: sweep schedules are per provider name, redelivery schedules per credentials.
 const PROVIDER = uniqueName('simulated');
-const stack = useE2EStack({ jobDurationMs: 300 }, { simulatedProvider: PROVIDER });
+const CREDENTIALS = uniqueName('token').toLowerCase();
+const stack = useE2EStack(
+  { jobDurationMs: 300 },
+  { simulatedProvider: PROVIDER, githubTokenCredentials: CREDENTIALS, config: { redelivery: { interval: '2s', hookRefresh: '2s', firstDelay: '500ms', maxDelay: '2s' } } },
+);
 const browser = useBrowser();
 
+afterAll(async () => {
+  // The schedule lives in the server, not in the stack.
+  await stack.client?.schedule.getHandle(redeliveryScheduleId(CREDENTIALS)).delete().catch(() => undefined);
+});
+
 async function createPool(repo: string, overrides: Parameters<typeof e2ePool>[1] = {}): Promise<string> {
-  const pool = e2ePool(repo, { provider: PROVIDER, ...overrides });
+  const pool = e2ePool(repo, { provider: PROVIDER, github: { credentials: CREDENTIALS, scope: { kind: 'repo', owner: 'acme', repo } }, ...overrides });
   const res = await api(stack, 'POST', '/api/v1/pools', pool);
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return pool.name;
@@ -194,5 +204,25 @@ describe('dashboard', () => {
     } finally {
       await stack.client.schedule.getHandle(scheduleId).delete();
     }
+  });
+
+  it("shows each credentials' webhook redelivery, and a failed delivery asked for again", async () => {
+    const repo = 'redelivered';
+    await createPool(repo, { maxRunners: 0 });
+    const page = await openDashboard(browser, stack);
+    const group = page.getByRole('group', { name: `Webhook redelivery for credentials ${CREDENTIALS}` });
+    await group.getByText('every 2s', { exact: false }).waitFor();
+
+    // runnerflow is out of reach for one delivery: GitHub records it as failed until it is asked for again.
+    stack.sim.setFault({ kind: 'unreachable-webhooks', action: 'queued', times: 1 });
+    stack.sim.queueJob({ repository: `acme/${repo}`, labels: ['self-hosted', 'linux', repo] });
+    const passes = group.getByRole('table', { name: `Last passes of ${redeliveryScheduleId(CREDENTIALS)}` });
+    // Columns: scheduled, status, read, asked again, given up, still failing, webhooks.
+    const asked = passes.getByRole('row').filter({ has: page.getByRole('cell').nth(3).filter({ hasText: /^1$/ }) });
+    await asked.first().waitFor({ timeout: 30_000 });
+    const cells = await asked.first().getByRole('cell').allTextContents();
+    expect(cells.slice(1, 7)).toEqual(['completed', expect.stringMatching(/^\d+$/), '1', '0', expect.stringMatching(/^\d+$/), expect.stringMatching(/^[1-9]\d*$/)]);
+    // The webhooks followed are those of the scopes of this file's pools, this one's among them.
+    expect((await asked.first().getByRole('cell').nth(6).getAttribute('title'))?.split('\n')).toContainEqual(expect.stringMatching(new RegExp(`^repo:acme/${repo} hook \\d+$`)));
   });
 });
