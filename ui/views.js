@@ -246,6 +246,32 @@ function scheduleState(view) {
 }
 
 /**
+ * One schedule: its id, state and Temporal link in a heading, an action beside them, its runs below.
+ * @param {string} label
+ * @param {{ scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number, nextRunAt?: string }} view
+ * @param {Node | false | undefined} action
+ * @param {Node | Node[]} runs
+ */
+function scheduleGroup(label, view, action, runs) {
+  return h(
+    'div',
+    { class: 'sweep', role: 'group', 'aria-label': label },
+    h(
+      'h3',
+      {},
+      h('code', {}, view.scheduleId),
+      ' ',
+      h('span', { class: 'muted' }, scheduleState(view)),
+      ' ',
+      view.scheduled && temporalLink(scheduleUrl(view.scheduleId), `schedule ${view.scheduleId}`),
+      ' ',
+      action,
+    ),
+    runs,
+  );
+}
+
+/**
  * @typedef {{ workflowId: string, runId: string, scheduledAt: string, status: string, closedAt?: string, error?: string,
  *   result?: { listed: number, owned: number, deleted: number, skipped: number, failed: number, deletedNames: string[] } }} SweepRun
  * @typedef {{ provider: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number, nextRunAt?: string, runs: SweepRun[] }} Sweep
@@ -255,7 +281,6 @@ function scheduleState(view) {
 export function sweepsView(sweeps, actions) {
   if (sweeps.length === 0) return empty('No providers are configured.');
   return sweeps.map((sweep) => {
-    const state = scheduleState(sweep);
     const runs =
       sweep.runs.length === 0
         ? empty('No runs yet.')
@@ -277,21 +302,11 @@ export function sweepsView(sweeps, actions) {
             ),
             `Last runs of sweep/${sweep.provider}`,
           );
-    return h(
-      'div',
-      { class: 'sweep', role: 'group', 'aria-label': `Sweep of provider ${sweep.provider}` },
-      h(
-        'h3',
-        {},
-        h('code', {}, sweep.scheduleId),
-        ' ',
-        h('span', { class: 'muted' }, state),
-        ' ',
-        sweep.scheduled && temporalLink(scheduleUrl(sweep.scheduleId), `schedule ${sweep.scheduleId}`),
-        ' ',
-        sweep.scheduled &&
-          h('button', { type: 'button', class: 'secondary', 'aria-label': `Sweep provider ${sweep.provider} now`, onclick: () => actions.sweepNow(sweep.provider) }, 'Sweep now'),
-      ),
+    return scheduleGroup(
+      `Sweep of provider ${sweep.provider}`,
+      sweep,
+      sweep.scheduled &&
+        h('button', { type: 'button', class: 'secondary', 'aria-label': `Sweep provider ${sweep.provider} now`, onclick: () => actions.sweepNow(sweep.provider) }, 'Sweep now'),
       runs,
     );
   });
@@ -336,19 +351,6 @@ export function redeliveriesView(redeliveries) {
             ),
             `Last passes of ${r.scheduleId}`,
           );
-    return h(
-      'div',
-      { class: 'sweep', role: 'group', 'aria-label': `Webhook redelivery for credentials ${r.credentials}` },
-      h(
-        'h3',
-        {},
-        h('code', {}, r.scheduleId),
-        ' ',
-        h('span', { class: 'muted' }, scheduleState(r)),
-        ' ',
-        r.scheduled && temporalLink(scheduleUrl(r.scheduleId), `schedule ${r.scheduleId}`),
-      ),
-      runs,
-    );
+    return scheduleGroup(`Webhook redelivery for credentials ${r.credentials}`, r, undefined, runs);
   });
 }
