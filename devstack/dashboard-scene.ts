@@ -44,7 +44,12 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     temporalAddress,
     taskQueue: `dashboard-scene-${Date.now()}`,
     machines: 'simulated',
-    config: { sweep: { enabled: true, interval: '15s', gracePeriod: '5s' }, timings: { forceDeleteAttemptTimeout: 300 } },
+    config: {
+      sweep: { enabled: true, interval: '15s', gracePeriod: '5s' },
+      // The scene has a server of its own, so the token credentials' redelivery schedule may run.
+      redelivery: { enabled: true, interval: '5s', hookRefresh: '5s', firstDelay: '1s', maxDelay: '5s' },
+      timings: { forceDeleteAttemptTimeout: 300 },
+    },
     simulator: { onError: () => undefined, webhookConcurrency: 4 },
   });
   const machines = new Control(stack.machinesDir!);
@@ -85,6 +90,15 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     return sweeps.some((s) => s.runs.some((r) => (r.result?.failed ?? 0) > 0)) ? true : undefined;
   }, 90_000);
   log('sweep run recorded');
+  // A delivery that found runnerflow out of reach, asked for again by the redelivery schedule.
+  stack.sim.setFault({ kind: 'unreachable-webhooks', action: 'queued', times: 1 });
+  stack.sim.queueJob({ repository: 'acme/models', labels: ['self-hosted', 'linux', 'models'], name: 'train' });
+  await until('a redelivery pass that asked for a failed delivery again', async () => {
+    const res = await apiRequest(stack, 'GET', '/api/v1/redeliveries');
+    const redeliveries = (res.body as { redeliveries: { runs: { result?: { redelivered: number } }[] }[] }).redeliveries;
+    return redeliveries.some((r) => r.runs.some((run) => (run.result?.redelivered ?? 0) > 0)) ? true : undefined;
+  }, 60_000);
+  log('redelivery recorded');
 
   return {
     stack,

@@ -57,6 +57,11 @@ async function main(): Promise<void> {
       await shoot(page, 'edit-size', false);
       await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
 
+      const redelivery = page.getByRole('region', { name: 'Webhook redelivery' });
+      await redelivery.getByRole('row').nth(1).waitFor();
+      await redelivery.screenshot({ path: join(DOCS, 'dashboard-redelivery.png') });
+      log(`wrote ${join(DOCS, 'dashboard-redelivery.png')}`);
+
       await page.getByRole('button', { name: 'Sweep provider simulated now' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Sweep now' }).waitFor();
       await shoot(page, 'sweep-now', false);
