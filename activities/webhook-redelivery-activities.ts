@@ -32,6 +32,7 @@ import {
 import { scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
 import { poolStateQuery } from '../workflows/pool-messages';
 import { webhookRedeliveries, webhookRedeliveryLastRun } from '../observability/metrics';
+import { scrubSecrets } from '../observability/secret-scrub';
 import { toActivityFailure } from './failures';
 
 export interface RedeliveryArgs extends RedeliveryOptions {
@@ -78,7 +79,8 @@ export interface WebhookRedeliveryDeps {
 /** Pages read per webhook and pass: 2,000 attempts, several minutes of a very busy organisation's webhooks. */
 const MAX_PAGES = 20;
 const DEFAULT_HOOK_REFRESH_MS = 10 * 60_000;
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
+/** Reports go into workflow history: a token an error message may carry is scrubbed first. */
+const errorText = (err: unknown): string => scrubSecrets(err instanceof Error ? err.message : String(err)).slice(0, 300);
 const hookName = (stream: Pick<HookStreamState, 'scope' | 'hookId'>): string => `${scopeKey(stream.scope)} hook ${stream.hookId}`;
 
 /** The scopes of the running pools (of this installation's task queue) that use the credentials: a query per pool. */
@@ -177,7 +179,7 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
     const previous = new Map(known.map((s) => [hookName(s), s]));
     const streams: HookStreamState[] = [];
     for (const scope of found.scopes) {
-      // An enterprise's webhooks cannot be read with a token; its organisations' can.
+      // An enterprise has no webhooks a token can read.
       if (scope.kind === 'enterprise') continue;
       const hookScope: HookScope = scope;
       try {
