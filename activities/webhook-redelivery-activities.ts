@@ -26,6 +26,7 @@ import {
   type DeliveryStreamState,
   type FailingDelivery,
   type HookStreamState,
+  type ListingGap,
   type RedeliveryOptions,
   type RedeliveryState,
 } from '../domain/webhook-redelivery';
@@ -59,7 +60,7 @@ export interface RedeliveryReport {
   givenUp: string[];
   /** Deliveries still followed. */
   failing: number;
-  /** A listing stopped at its page bound before reaching the last pass's newest attempt. */
+  /** Older attempts are left for the next passes: a listing reached its page bound before what it had seen. */
   truncated: boolean;
   /** Token credentials: the webhooks followed, e.g. `repo:acme/app hook 123`. */
   hooks?: string[];
@@ -78,6 +79,9 @@ export interface WebhookRedeliveryDeps {
 
 /** Pages read per webhook and pass: 2,000 attempts, several minutes of a very busy organisation's webhooks. */
 const MAX_PAGES = 20;
+/** Gaps a webhook's listing may carry: 20 passes' worth of attempts not yet caught up with. */
+const MAX_GAPS = 20;
+const MAX_GAP_FAILURES = 3;
 const DEFAULT_HOOK_REFRESH_MS = 10 * 60_000;
 /** Reports go into workflow history: a token an error message may carry is scrubbed first. */
 const errorText = (err: unknown): string => scrubSecrets(err instanceof Error ? err.message : String(err)).slice(0, 300);
@@ -113,29 +117,67 @@ function countPass(report: RedeliveryReport): void {
 }
 
 export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
-  async function newAttempts(port: WebhookDeliveriesPort, stream: DeliveryStreamState, lookbackMs: number): Promise<{ attempts: WebhookDelivery[]; truncated: boolean }> {
-    const since = Date.now() - lookbackMs;
-    const isNew = (d: WebhookDelivery): boolean => (stream.newestId !== undefined ? d.id > stream.newestId : Date.parse(d.deliveredAt) >= since);
+  /** Reads pages from `cursor` (the newest when absent) while `wanted` holds, within the pass's page budget; `next` when the budget ran out first. */
+  async function readPages(port: WebhookDeliveriesPort, cursor: string | undefined, wanted: (d: WebhookDelivery) => boolean, budget: { pages: number }): Promise<{ attempts: WebhookDelivery[]; next?: string }> {
     const attempts: WebhookDelivery[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
+    while (budget.pages > 0) {
+      budget.pages -= 1;
       const { deliveries, nextCursor } = await port.listWebhookDeliveries(cursor ? { cursor } : {});
       Context.current().heartbeat();
-      const fresh = deliveries.filter(isNew);
+      const fresh = deliveries.filter(wanted);
       attempts.push(...fresh);
-      // Newest first: a page that reaches what was seen before is the last one needed.
-      if (fresh.length < deliveries.length || !nextCursor) return { attempts, truncated: false };
+      // Newest first: a page that reaches what is not wanted (seen before, or too old) is the last one needed.
+      if (fresh.length < deliveries.length || !nextCursor) return { attempts };
       cursor = nextCursor;
     }
-    return { attempts, truncated: true };
+    return { attempts, ...(cursor ? { next: cursor } : {}) };
+  }
+
+  /**
+   * What came since the last pass, newest first, then older attempts earlier passes left
+   * unread, oldest gap first. A listing the page budget cuts short leaves a gap for the next
+   * pass instead of skipping what it did not reach.
+   */
+  async function newAttempts(port: WebhookDeliveriesPort, stream: DeliveryStreamState, lookbackMs: number, report: RedeliveryReport): Promise<{ attempts: WebhookDelivery[]; gaps: ListingGap[] }> {
+    const budget = { pages: MAX_PAGES };
+    const sinceMs = Date.now() - lookbackMs;
+    const wanted = (gap: Omit<ListingGap, 'cursor'>) => (d: WebhookDelivery): boolean => (gap.untilId !== undefined ? d.id > gap.untilId : Date.parse(d.deliveredAt) >= (gap.sinceMs ?? sinceMs));
+    const bound = stream.newestId !== undefined ? { untilId: stream.newestId } : { sinceMs };
+    const top = await readPages(port, undefined, wanted(bound), budget);
+    const attempts = [...top.attempts];
+    const gaps: ListingGap[] = [];
+    for (const gap of stream.gaps ?? []) {
+      if (budget.pages === 0) {
+        gaps.push(gap);
+        continue;
+      }
+      try {
+        const rest = await readPages(port, gap.cursor, wanted(gap), budget);
+        attempts.push(...rest.attempts);
+        if (rest.next) gaps.push({ cursor: rest.next, ...(gap.untilId !== undefined ? { untilId: gap.untilId } : {}), ...(gap.sinceMs !== undefined ? { sinceMs: gap.sinceMs } : {}) });
+      } catch (err) {
+        // The newest attempts are read whatever becomes of a gap. A cursor GitHub keeps refusing
+        // (expired, say) would stop every later pass: after a few tries it is given up, and said so.
+        const failures = (gap.failures ?? 0) + 1;
+        report.failed.push({ target: 'older deliveries', error: `${failures < MAX_GAP_FAILURES ? 'not read this pass' : 'given up'}: ${errorText(err)}` });
+        if (failures < MAX_GAP_FAILURES) gaps.push({ ...gap, failures });
+        budget.pages = 0;
+      }
+    }
+    if (top.next) gaps.push({ cursor: top.next, ...bound });
+    // Bounded, since the state travels in every run's result; the oldest go first.
+    for (const skipped of gaps.splice(0, Math.max(0, gaps.length - MAX_GAPS))) {
+      report.failed.push({ target: 'older deliveries', error: `not read: GitHub listed more attempts than ${MAX_GAPS} passes of ${MAX_PAGES} pages could catch up with (from cursor ${skipped.cursor})` });
+    }
+    return { attempts, gaps };
   }
 
   /** One webhook's pass: read what is new, then ask again for what is due. Returns the stream's next state. */
   async function followStream(port: WebhookDeliveriesPort, stream: DeliveryStreamState, args: RedeliveryArgs, report: RedeliveryReport): Promise<DeliveryStreamState> {
-    const { attempts, truncated } = await newAttempts(port, stream, args.lookbackMs);
-    const { state, dropped } = absorbAttempts(stream, attempts, args);
+    const { attempts, gaps } = await newAttempts(port, stream, args.lookbackMs, report);
+    const { state, dropped } = absorbAttempts({ ...stream, gaps }, attempts, args);
     report.examined += attempts.length;
-    report.truncated ||= truncated;
+    report.truncated ||= gaps.length > 0;
     report.givenUp.push(...dropped.map((d) => d.guid));
     const now = Date.now();
     const { due, givenUp } = dueDeliveries(state, now, args);

@@ -37,11 +37,26 @@ export interface FailingDelivery {
   nextAt: number;
 }
 
+/**
+ * Older attempts a listing left unread when it reached its page bound (a busy
+ * organisation's minute can hold more deliveries than a pass reads): later passes
+ * read on from `cursor` until they reach `untilId` (or, on a first look, `sinceMs`).
+ */
+export interface ListingGap {
+  cursor: string;
+  untilId?: number;
+  sinceMs?: number;
+  /** Passes in a row whose reading on from `cursor` failed. */
+  failures?: number;
+}
+
 /** One webhook's deliveries as a pass leaves them. */
 export interface DeliveryStreamState {
   /** The newest attempt already looked at: the next pass reads only newer ones. */
   newestId?: number;
   failing: FailingDelivery[];
+  /** Oldest first. */
+  gaps?: ListingGap[];
 }
 
 /** A repository's or organisation's webhook that delivers to runnerflow (token credentials). */
@@ -122,7 +137,7 @@ export function absorbAttempts(state: DeliveryStreamState, attempts: readonly We
   }
   const all = [...failing.values()].sort((a, b) => a.attemptId - b.attemptId);
   const dropped = all.splice(0, Math.max(0, all.length - MAX_FAILING));
-  return { state: { ...(newestId !== undefined ? { newestId } : {}), failing: all }, dropped };
+  return { state: { ...(newestId !== undefined ? { newestId } : {}), failing: all, ...(state.gaps?.length ? { gaps: state.gaps } : {}) }, dropped };
 }
 
 /** Deliveries due for a redelivery now, and those that have had all theirs. */
