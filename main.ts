@@ -129,8 +129,7 @@ async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>>
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const github = createGitHubRegistry(config, env, rootLogger.child({ component: 'github' }));
   const api = await serveApi({ loaded, client, github, logger: rootLogger.child({ component: 'api' }) });
-  if (!config.api.publicUrl) config.api.publicUrl = api.url;
-  const worker = await startWorker({ loaded, github, instanceTokenKey: resolveSecret(config.api.instanceTokenSecret, env)!, log: say, logger: rootLogger.child({ component: 'worker' }) });
+  const worker = await startWorker({ loaded, github, instanceTokenKey: resolveSecret(config.api.instanceTokenSecret, env)!, apiUrl: api.url, log: say, logger: rootLogger.child({ component: 'worker' }) });
   await seedPools(client, loaded, config.pools);
   banner(api.url, adminTokenSource(config), config.temporal.webUiUrl);
   return async () => {

@@ -149,7 +149,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
 
   const api = await serveApi({ loaded, client, github, logger });
   sim.setWebhook({ url: `${api.url}/webhooks/github`, secret: env.RUNNERFLOW_WEBHOOK_SECRET });
-  config.api.publicUrl = api.url;
+  // Where the simulator delivers: the webhook a token's redelivery follows, when the stack runs it.
+  config.redelivery.webhookUrl ??= `${api.url}/webhooks/github`;
 
   let providers: Map<string, ProviderPort> | undefined;
   const simulatedEntry = config.providers.find((p) => p.name === simulatedName);
@@ -158,6 +159,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   const worker = await startWorker({
     loaded,
     github,
+    apiUrl: api.url,
     instanceTokenKey: env.RUNNERFLOW_INSTANCE_TOKEN_SECRET!,
     ...(providers ? { providers } : {}),
     ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),

@@ -42,10 +42,17 @@ export interface StartWorkerOptions {
   log?: (message: string) => void;
   /** Where the sweep's re-routing of lost jobs logs what it did (silent when not given). */
   logger?: Logger;
+  /**
+   * Where instances call back when the config names no `api.publicUrl`: the address of an API
+   * this process serves on a port it picked. Not written into the config, which would make it
+   * look like an address GitHub delivers to.
+   */
+  apiUrl?: string;
 }
 
-export function callbackBaseUrl(loaded: LoadedConfig): string {
-  return (loaded.config.api.publicUrl ?? `http://${loaded.config.api.listen}`).replace(/\/+$/, '');
+function callbackBaseUrl(options: StartWorkerOptions): string {
+  const { api } = options.loaded.config;
+  return (api.publicUrl ?? options.apiUrl ?? `http://${api.listen}`).replace(/\/+$/, '');
 }
 
 export async function startWorker(options: StartWorkerOptions): Promise<StartedWorker> {
@@ -73,7 +80,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
   }
 
   const providers = options.providers ?? createProviders(config, options.loaded.env);
-  const base = callbackBaseUrl(options.loaded);
+  const base = callbackBaseUrl(options);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const worker = await createRunnerflowWorker({
     connection,

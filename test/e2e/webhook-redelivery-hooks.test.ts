@@ -16,7 +16,7 @@ const stack = useE2EStack(
   { jobDurationMs: 300 },
   {
     githubTokenCredentials: credentials,
-    // The webhook URL is the API's (the stack sets api.publicUrl); webhooks are looked up again every second.
+    // The webhook URL is where the stack's simulator delivers, the API's; webhooks are looked up again every second.
     config: { redelivery: { interval: '1s', hookRefresh: '1s', firstDelay: '500ms', maxDelay: '2s', maxAttempts: 5 } },
   },
 );
