@@ -208,9 +208,9 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
     return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, github, outcome };
   } finally {
-    await stack.stop();
-    // The schedule lives in the server, not in the stack.
+    // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
+    await stack.stop();
   }
 }
 
