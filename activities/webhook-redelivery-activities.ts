@@ -87,22 +87,31 @@ const DEFAULT_HOOK_REFRESH_MS = 10 * 60_000;
 const errorText = (err: unknown): string => scrubSecrets(err instanceof Error ? err.message : String(err)).slice(0, 300);
 const hookName = (stream: Pick<HookStreamState, 'scope' | 'hookId'>): string => `${scopeKey(stream.scope)} hook ${stream.hookId}`;
 
+/** Pools asked at once: many pools, or a few that do not answer, stay well inside a pass's heartbeat. */
+const POOL_QUERIES_AT_ONCE = 16;
+
 /** The scopes of the running pools (of this installation's task queue) that use the credentials: a query per pool. */
 export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs = 5_000): NonNullable<WebhookRedeliveryDeps['poolScopes']> {
   const directory = new PoolDirectory(client, 0, taskQueue);
   return async (credentials) => {
     const scopes = new Map<string, GitHubScope>();
     const failed: { target: string; error: string }[] = [];
-    for (const entry of await directory.fetch()) {
-      if (!entry.memo) continue;
-      try {
-        // The memo lacks the credentials; the pool's own state has them.
-        const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(entry.workflowId).query(poolStateQuery));
-        if (settings.github.credentials === credentials) scopes.set(scopeKey(settings.github.scope), settings.github.scope);
-      } catch (err) {
-        failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
+    const pools = (await directory.fetch()).filter((entry) => entry.memo);
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < pools.length) {
+        const entry = pools[next++]!;
+        try {
+          // The memo lacks the credentials; the pool's own state has them.
+          const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(entry.workflowId).query(poolStateQuery));
+          if (settings.github.credentials === credentials) scopes.set(scopeKey(settings.github.scope), settings.github.scope);
+        } catch (err) {
+          failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
+        }
+        Context.current().heartbeat();
       }
-    }
+    };
+    await Promise.all(Array.from({ length: POOL_QUERIES_AT_ONCE }, lane));
     return { scopes: [...scopes.values()], failed };
   };
 }
