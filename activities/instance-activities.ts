@@ -12,6 +12,7 @@ import type { BootstrapInstance, MachineListing, ProviderCallContext, ProviderIn
 import { isNotFound, listMachines } from '../providers/port';
 import { runnerWorkflowId, type InstanceSpec, type RunnerInstanceInput } from '../workflows/messages';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { eachConcurrently } from '../domain/concurrency';
 import { mintedIn, type MintedCredential } from '../domain/minted-credential';
 import { actionsClientFor, removeRunnerAtGitHub, type GitHubClients, type RemoveRunnerArgs } from './remove-runner';
 import { whileHeartbeating } from './heartbeat';
@@ -175,15 +176,15 @@ const POOL_LISTINGS_AT_ONCE = 4;
  */
 export async function listPoolsWithSpecs(target: ProviderPort, requests: readonly PoolListingRequest[], ctx: ProviderCallContext): Promise<Map<PoolListingRequest, MachineListing>> {
   const listings = new Map<PoolListingRequest, MachineListing>();
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < requests.length && !ctx.signal?.aborted) {
-      const request = requests[next++]!;
+  await eachConcurrently(
+    requests,
+    POOL_LISTINGS_AT_ONCE,
+    async (request) => {
       const listingCtx = { ...ctx, ...(request.extraSpecs ? { extraSpecs: request.extraSpecs } : {}) };
       listings.set(request, await listMachines(target, [request.poolId], listingCtx).catch((error: unknown) => ({ machines: [], listings: 0, failed: [{ poolId: request.poolId, error }] })));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(POOL_LISTINGS_AT_ONCE, Math.max(1, requests.length)) }, lane));
+    },
+    ctx.signal,
+  );
   if (ctx.signal?.aborted) throw ctx.signal.reason;
   return listings;
 }

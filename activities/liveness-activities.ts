@@ -22,6 +22,7 @@ import type { InstanceMemo } from '../workflows/instance-options';
 import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
 import { poolWorkflowId } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
+import { eachConcurrently } from '../domain/concurrency';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { whileHeartbeating } from './heartbeat';
 import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
@@ -102,13 +103,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   }
 
   /** Runs `work` over `items`, a bounded number at a time, so many pools or a mass finding (a whole zone gone) do not flood the frontend. */
-  async function eachConcurrently<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < items.length) await work(items[next++]!);
-    };
-    await Promise.all(Array.from({ length: Math.max(1, deps.signalConcurrency ?? 20) }, lane));
-  }
+  const inLanes = <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => eachConcurrently(items, deps.signalConcurrency ?? 20, work);
 
   /**
    * A pool counts its runners and asks them to leave when it is deleted; a runner
@@ -125,7 +120,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       else byPool.set(pool, [name]);
     }
     const orphans: { name: string; pool: string }[] = [];
-    await eachConcurrently([...byPool], async ([pool, names]) => {
+    await inLanes([...byPool], async ([pool, names]) => {
       try {
         if ((await client.workflow.getHandle(poolWorkflowId(pool)).describe()).status.name === 'RUNNING') return;
       } catch (err) {
@@ -136,7 +131,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       }
       for (const name of names) orphans.push({ name, pool });
     });
-    await eachConcurrently(orphans, async ({ name, pool }) => {
+    await inLanes(orphans, async ({ name, pool }) => {
       try {
         await client.workflow.getHandle(runnerWorkflowId(name)).signal(deleteSignal, { reason: `pool ${pool} no longer exists` });
         report.orphaned.push({ name, pool });
@@ -148,7 +143,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   }
 
   async function signalAll(reports: { name: string; args: HealthReportArgs }[], report: LivenessReport): Promise<void> {
-    await eachConcurrently(reports, async (next) => {
+    await inLanes(reports, async (next) => {
       try {
         await client.workflow.getHandle(runnerWorkflowId(next.name)).signal(healthReportSignal, next.args);
         report.signalled.push({ name: next.name, finding: next.args.finding });
@@ -204,7 +199,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   async function listWithExtraSpecs(target: ProviderPort, instances: LiveInstance[], report: LivenessReport, signal: AbortSignal): Promise<(name: string) => Seen> {
     const requests = new Map<string, PoolListingRequest>();
     const requestOf = new Map<string, PoolListingRequest>();
-    await eachConcurrently(instances, async ({ name, machinePool }) => {
+    await inLanes(instances, async ({ name, machinePool }) => {
       if (!machinePool) return;
       let extraSpecs: Record<string, unknown> | undefined;
       try {

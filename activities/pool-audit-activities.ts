@@ -19,6 +19,7 @@
 import { Context, log } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
+import { eachConcurrently } from '../domain/concurrency';
 import type { GitHubPort } from '../github/port';
 import type { InstanceMemo } from '../workflows/instance-options';
 import { andQuery, quote } from '../api/temporal/visibility';
@@ -93,17 +94,12 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
         const suspects = counted.filter((name) => !open.has(name)).slice(0, MAX_CHECKS_PER_PASS);
         const ended: string[] = [];
         const busy: string[] = [];
-        let next = 0;
-        const lane = async (): Promise<void> => {
-          while (next < suspects.length) {
-            const name = suspects[next++]!;
-            const found = await outcome(name);
-            if (found === 'ended') ended.push(name);
-            else if (found === 'busy') busy.push(name);
-            Context.current().heartbeat();
-          }
-        };
-        await Promise.all(Array.from({ length: CHECK_CONCURRENCY }, lane));
+        await eachConcurrently(suspects, CHECK_CONCURRENCY, async (name) => {
+          const found = await outcome(name);
+          if (found === 'ended') ended.push(name);
+          else if (found === 'busy') busy.push(name);
+          Context.current().heartbeat();
+        });
         return { ended: ended.sort(), checked: suspects.length, busy: busy.sort() };
       } catch (err) {
         throw toActivityFailure(err);

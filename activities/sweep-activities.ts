@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
+import { eachConcurrently } from '../domain/concurrency';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { sweepDeleted, sweepLastRun, sweepMachines, sweepRuns } from '../observability/metrics';
 import { scopeKey, type GitHubPort } from '../github/port';
@@ -186,11 +187,7 @@ export function createSweepActivities(deps: SweepActivityDeps) {
       if (names.size === 0) reads.push(async () => add(pool, await currentPoolExtraSpecs(pool)));
       for (const name of names) reads.push(async () => add(pool, await runnerSpecs.of(client, name)));
     }
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < reads.length) await reads[next++]!();
-    };
-    await Promise.all(Array.from({ length: Math.min(SPEC_READS_AT_ONCE, Math.max(1, reads.length)) }, lane));
+    await eachConcurrently(reads, SPEC_READS_AT_ONCE, (read) => read());
     return [...requests.values()].sort((a, b) => a.poolId.localeCompare(b.poolId));
   }
 

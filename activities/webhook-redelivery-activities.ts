@@ -18,6 +18,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Context, log } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import { PoolDirectory } from '../api/pool-directory';
+import { eachConcurrently } from '../domain/concurrency';
 import {
   absorbAttempts,
   dueDeliveries,
@@ -97,21 +98,16 @@ export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs
     const scopes = new Map<string, GitHubScope>();
     const failed: { target: string; error: string }[] = [];
     const pools = (await directory.fetch()).filter((entry) => entry.memo);
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < pools.length) {
-        const entry = pools[next++]!;
-        try {
-          // The memo lacks the credentials; the pool's own state has them.
-          const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(entry.workflowId).query(poolStateQuery));
-          if (settings.github.credentials === credentials) scopes.set(scopeKey(settings.github.scope), settings.github.scope);
-        } catch (err) {
-          failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
-        }
-        Context.current().heartbeat();
+    await eachConcurrently(pools, POOL_QUERIES_AT_ONCE, async (entry) => {
+      try {
+        // The memo lacks the credentials; the pool's own state has them.
+        const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(entry.workflowId).query(poolStateQuery));
+        if (settings.github.credentials === credentials) scopes.set(scopeKey(settings.github.scope), settings.github.scope);
+      } catch (err) {
+        failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
       }
-    };
-    await Promise.all(Array.from({ length: POOL_QUERIES_AT_ONCE }, lane));
+      Context.current().heartbeat();
+    });
     return { scopes: [...scopes.values()], failed };
   };
 }

@@ -5,6 +5,7 @@
  * external provider executables plug in unchanged, and every provider is held to
  * the same contract test suite (test/providers/contract.ts).
  */
+import { eachConcurrently } from '../domain/concurrency';
 
 export type OsType = 'linux' | 'windows';
 export type OsArch = 'amd64' | 'arm64' | 'arm' | 'i386';
@@ -138,10 +139,10 @@ export async function listMachines(target: ProviderPort, pools: Iterable<string>
   const poolIds = [...new Set(pools)].filter((p) => p !== '').sort();
   const listing: MachineListing = { machines: [], listings: 0, failed: [] };
   const seen = new Set<string>();
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < poolIds.length && !ctx.signal?.aborted) {
-      const poolId = poolIds[next++]!;
+  await eachConcurrently(
+    poolIds,
+    POOL_LISTINGS_AT_ONCE,
+    async (poolId) => {
       try {
         const machines = await target.listInstances({ ...ctx, poolId });
         listing.listings += 1;
@@ -155,9 +156,9 @@ export async function listMachines(target: ProviderPort, pools: Iterable<string>
       } catch (err) {
         listing.failed.push({ poolId, error: err });
       }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(POOL_LISTINGS_AT_ONCE, Math.max(1, poolIds.length)) }, lane));
+    },
+    ctx.signal,
+  );
   if (ctx.signal?.aborted) throw ctx.signal.reason;
   if (listing.listings === 0 && listing.failed.length > 0) throw listing.failed[0]!.error;
   return listing;

@@ -1,0 +1,13 @@
+/**
+ * Runs `work` over `items`, at most `limit` at a time, starting them in order. Used where
+ * a pass calls out once per pool, runner or listing: a few calls side by side keep it
+ * quick without flooding a provider, GitHub or the Temporal frontend. Once `signal` is
+ * aborted no further item starts; those under way finish.
+ */
+export async function eachConcurrently<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>, signal?: AbortSignal): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length && !signal?.aborted) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), Math.max(1, items.length)) }, lane));
+}
