@@ -3,8 +3,8 @@
  * Its cost is flat in the number of runners: one visibility listing plus ONE
  * provider ListInstances (machine pass; one per pool of the listed runners for a
  * provider that lists per pool), or one paginated list-runners per GitHub scope
- * (GitHub pass), and one describe per pool the listed runners belong to.
- * Only instances found dead or orphaned get a signal; a healthy fleet
+ * (GitHub pass), and one describe and one query per pool the listed runners belong to.
+ * Only instances found dead, orphaned or uncounted get a signal; a healthy fleet
  * costs no signal, no workflow task and no history event in any instance.
  *
  * Signals are idempotent (an instance keeps its first finding), so a pass killed
@@ -20,7 +20,7 @@ import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { listMachines, type ProviderInstance, type ProviderPort } from '../providers/port';
 import type { InstanceMemo } from '../workflows/instance-options';
 import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
-import { poolWorkflowId } from '../workflows/pool-messages';
+import { countedRunnersQuery, poolWorkflowId } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { eachConcurrently } from '../domain/concurrency';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
@@ -44,6 +44,8 @@ export interface LivenessReport {
   signalled: { name: string; finding: HealthFinding }[];
   /** Pooled runners whose pool no longer runs, asked to leave (machine pass). */
   orphaned: { name: string; pool: string }[];
+  /** Pooled runners their pool runs without counting them, asked to leave (machine pass). */
+  uncounted: { name: string; pool: string }[];
   failed: { target: string; error: string }[];
 }
 
@@ -55,6 +57,8 @@ export interface LivenessActivityDeps {
   namespace: string;
   /** Signals in flight at once, so a mass failure (a whole zone gone) does not flood the frontend. */
   signalConcurrency?: number;
+  /** How long a pool may take to say which runners it counts (default 5 s). */
+  poolQueryTimeoutMs?: number;
 }
 
 interface LiveInstance {
@@ -106,10 +110,14 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   const inLanes = <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => eachConcurrently(items, deps.signalConcurrency ?? 20, work);
 
   /**
-   * A pool counts its runners and asks them to leave when it is deleted; a runner
-   * it does not know of (started by a retry after the pool wrote the name off, or
-   * by an operator's mistake) would otherwise idle forever once that pool is gone.
-   * One describe per pool, not per runner. Graceful: a busy runner finishes its job.
+   * A pool counts its runners and asks them to leave when it is deleted or smaller. A runner
+   * it does not count would idle on, unasked and outside `maxRunners`: one whose pool no
+   * longer runs, or one that runs again after its pool wrote it off (an operator reset its
+   * closed workflow, or a start was retried after the pool gave the name up). One describe
+   * per pool, and one query of each pool that runs, not one call per runner. Graceful: a
+   * busy runner finishes its job. Visibility is read before the pool is asked, and a pool
+   * counts a runner before it starts it, so a runner listed here that its pool does not
+   * count is not one still starting.
    */
   async function orphanPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
     const byPool = new Map<string, string[]>();
@@ -119,23 +127,38 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       if (names) names.push(name);
       else byPool.set(pool, [name]);
     }
-    const orphans: { name: string; pool: string }[] = [];
+    const asks: { name: string; pool: string; counted: boolean }[] = [];
     await inLanes([...byPool], async ([pool, names]) => {
+      const handle = client.workflow.getHandle(poolWorkflowId(pool));
       try {
-        if ((await client.workflow.getHandle(poolWorkflowId(pool)).describe()).status.name === 'RUNNING') return;
-      } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) {
-          report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
+        if ((await handle.describe()).status.name !== 'RUNNING') {
+          for (const name of names) asks.push({ name, pool, counted: false });
           return;
         }
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) {
+          for (const name of names) asks.push({ name, pool, counted: false });
+        } else {
+          report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
+        }
+        return;
       }
-      for (const name of names) orphans.push({ name, pool });
-    });
-    await inLanes(orphans, async ({ name, pool }) => {
+      let counted: Set<string>;
       try {
-        await client.workflow.getHandle(runnerWorkflowId(name)).signal(deleteSignal, { reason: `pool ${pool} no longer exists` });
-        report.orphaned.push({ name, pool });
-        log.warn('runner outlived its pool; asked to leave', { provider: report.provider, name, pool });
+        counted = new Set(await client.withDeadline(Date.now() + (deps.poolQueryTimeoutMs ?? 5_000), () => handle.query(countedRunnersQuery)));
+      } catch (err) {
+        // A pool whose worker is down, or busy past the deadline, says nothing either way.
+        report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
+        return;
+      }
+      for (const name of names) if (!counted.has(name)) asks.push({ name, pool, counted: true });
+    });
+    await inLanes(asks, async ({ name, pool, counted }) => {
+      const reason = counted ? `pool ${pool} does not count this runner` : `pool ${pool} no longer exists`;
+      try {
+        await client.workflow.getHandle(runnerWorkflowId(name)).signal(deleteSignal, { reason });
+        (counted ? report.uncounted : report.orphaned).push({ name, pool });
+        log.warn(counted ? 'runner its pool does not count; asked to leave' : 'runner outlived its pool; asked to leave', { provider: report.provider, name, pool });
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) report.failed.push({ target: name, error: errorText(err) });
       }
@@ -273,7 +296,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
           // The GitHub pass also looks at runners leaving busy: a lost `completed` webhook would
           // otherwise keep an ephemeral one waiting for a job GitHub has long finished.
           const instances = await runningInstances(args.provider, args.check === 'github' ? ['running', 'pending_delete'] : ['running']);
-          const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], failed: [] };
+          const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], uncounted: [], failed: [] };
           if (instances.length === 0) return report;
           if (args.check === 'machines') {
             // Before the provider listing, so a provider that is down does not keep orphans alive.

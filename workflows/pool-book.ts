@@ -300,6 +300,15 @@ export class PoolBook {
     return names;
   }
 
+  /**
+   * Every runner the pool counts, started or still starting. A running workflow that names this
+   * pool as the one that started it, but is missing here, holds a machine the pool does not
+   * count against `maxRunners` and will never ask to leave.
+   */
+  countedRunners(): string[] {
+    return [...this.runners.keys()];
+  }
+
   hasStartedRunners(): boolean {
     for (const r of this.runners.values()) if (this.existsFor(r)) return true;
     return false;

@@ -136,6 +136,8 @@ export interface KnownJobsArgs {
 export const knownJobsQuery = defineQuery<number[], [KnownJobsArgs]>('knownJobs');
 /** Names of the runners the pool counts whose workflows are known to exist: started, or heard from. */
 export const startedRunnersQuery = defineQuery<string[]>('startedRunners');
+/** Names of every runner the pool counts, started or still starting. */
+export const countedRunnersQuery = defineQuery<string[]>('countedRunners');
 
 export const POOL_MESSAGE_DESCRIPTIONS = {
   updatePool: 'Replace the pool settings (validated by the API). Busy runners are left alone; runners from older settings are replaced as they leave. Input: {"settings": {...}}',
@@ -148,6 +150,7 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   poolState: 'Settings, runners with their statuses, the oldest queued jobs with their count, and the current target size.',
   knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
   startedRunners: 'Names of the runners the pool counts whose workflows are known to exist (started, or heard from).',
+  countedRunners: 'Names of every runner the pool counts, started or still starting.',
   unmatchedJob: 'Record a job no pool could take.',
   jobsUnmatched: 'Record jobs no pool could take, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["gpu"], "reason": "..."}]}',
   unmatchedJobs: 'The most recent jobs no pool could take, with the reason.',

@@ -40,6 +40,7 @@ import {
   poolStateQuery,
   RUNNER_POOL_WORKFLOW,
   startedRunnersQuery,
+  countedRunnersQuery,
   runnerChangedSignal,
   runnersChangedSignal,
   updatePoolSignal,
@@ -173,6 +174,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   if (passesJobsOn && book.deleting) upsertMemo({ deleting: true });
   setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
   setHandler(startedRunnersQuery, () => book.startedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.startedRunners });
+  setHandler(countedRunnersQuery, () => book.countedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.countedRunners });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
   setHandler(updatePoolSignal, (args) => {
     // A signal sent by hand is held to what the API holds new settings to: extra specs past the

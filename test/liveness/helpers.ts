@@ -16,7 +16,7 @@ export type LivenessRig = ProviderRig;
 
 export function useLivenessRig(): LivenessRig {
   return useProviderRig<LivenessRig>(
-    (rig) => createLivenessActivities({ controllerId: 'test-controller', providers: rig.providers, github: { get: () => rig.github }, client: rig.client, namespace: 'default' }),
+    (rig) => createLivenessActivities({ controllerId: 'test-controller', providers: rig.providers, github: { get: () => rig.github }, client: rig.client, namespace: 'default', poolQueryTimeoutMs: 1_000 }),
     {},
   );
 }
