@@ -15,6 +15,9 @@
  * --timeline prints, each second of the scale-up, how many runners are idle
  * and how busy each process kept the cores: where a ramp or a stall is.
  *
+ * Once all are idle, one liveness machine pass runs over the fleet: its duration, and
+ * that it asks none of the pool's own runners to leave.
+ *
  * --heap-mb caps the worker's V8 heap (`--max-old-space-size`), as an operator
  * with a memory budget runs it; by default V8 lets the heap grow towards a
  * quarter of the machine's memory before it collects hard.
@@ -26,6 +29,7 @@ import { terminatePoolWorkflows } from './stack';
 import { processStackRequest, startProcessStack } from '../devstack/process-stack';
 import { SIMULATED_PROVIDER } from '../devstack/stack';
 import type { PoolSettingsInput } from '../domain/pool';
+import { livenessCheck } from '../workflows/liveness-check';
 import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
 import { uniqueName } from './common';
 
@@ -68,9 +72,10 @@ async function main(): Promise<void> {
   exitAfter(timeoutMs + settleMs + cleanupMs + 300_000, 'live-runners');
   quietTemporal();
   const temporal = await temporalServer(console.log);
+  const taskQueue = uniqueName('live-tq');
   const stack = await startProcessStack({
     temporalAddress: temporal.address,
-    taskQueue: uniqueName('live-tq'),
+    taskQueue,
     workers: 1,
     apis: 1,
     // GitHub's 5,000 calls an hour per App installation (the simulator's default) would
@@ -128,6 +133,17 @@ async function main(): Promise<void> {
     const rssSettled = workerRss();
     sampling = false;
     await sampler;
+    // One machine pass over the whole fleet: what it costs, and that it asks none of the pool's
+    // own runners to leave (each is counted by its pool, and its machine is listed).
+    const passStarted = Date.now();
+    const pass = await stack.client.workflow
+      .execute(livenessCheck, { taskQueue, workflowId: uniqueName('liveness-bench'), args: [{ provider: SIMULATED_PROVIDER, check: 'machines' }] })
+      .catch((err: unknown) => {
+        console.error(`liveness pass failed: ${String(err)}`);
+        return undefined;
+      });
+    const passMs = Date.now() - passStarted;
+    const askedToLeave = pass ? pass.signalled.length + pass.orphaned.length + pass.uncounted.length : undefined;
     const cleaned = await terminatePoolWorkflows({ client: stack.client, namespace: 'default' }, pool, cleanupMs).catch((err: unknown) => {
       console.error(`clean-up failed: ${String(err)}`);
       return false;
@@ -146,6 +162,8 @@ async function main(): Promise<void> {
       { figure: `worker RSS with ${n} idle (after ${settleMs / 1000} s)`, value: mb(rssSettled), target: '≤ 1024 MB', met: rssSettled <= RSS_TARGET },
       { figure: 'worker RSS peak', value: mb(peakRss) },
       { figure: 'worker RSS per idle runner', value: `${(perRunner / 1024).toFixed(0)} KB` },
+      { figure: `one machine liveness pass over ${pass?.instances ?? '?'} listed runners`, value: pass ? ms(passMs) : 'failed' },
+      { figure: 'runners that pass asked to leave', value: askedToLeave === undefined ? 'failed' : String(askedToLeave), target: '0', met: askedToLeave === 0 && (pass?.failed.length ?? 1) === 0 },
       { figure: 'machine busy while scaling up (2 cores = 2.0)', value: `${busyCores.toFixed(2)} cores` },
       // Core-milliseconds per runner brought online, from creating the pool until the last was idle.
       ...cpu.map(({ what, seconds }) => ({ figure: `CPU per runner: ${what}`, value: `${((seconds * 1000) / Math.max(1, idleCount)).toFixed(1)} core-ms` })),
