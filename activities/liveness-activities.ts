@@ -23,6 +23,7 @@ import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWor
 import { countedRunnersQuery, poolWorkflowId } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { eachConcurrently } from '../domain/concurrency';
+import { livenessFindings, livenessLastRun } from '../observability/metrics';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { whileHeartbeating } from './heartbeat';
 import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
@@ -179,6 +180,18 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     });
   }
 
+  /** What operators alert on: machines dying in numbers, runners their pools lost track of, passes that cannot see. */
+  function countPass(report: LivenessReport): void {
+    const labels = { provider: report.provider, check: report.check };
+    const byFinding = new Map<string, number>();
+    for (const { finding } of report.signalled) byFinding.set(finding, (byFinding.get(finding) ?? 0) + 1);
+    for (const [finding, n] of byFinding) livenessFindings.inc({ ...labels, finding }, n);
+    if (report.orphaned.length > 0) livenessFindings.inc({ ...labels, finding: 'pool_gone' }, report.orphaned.length);
+    if (report.uncounted.length > 0) livenessFindings.inc({ ...labels, finding: 'not_counted' }, report.uncounted.length);
+    if (report.failed.length > 0) livenessFindings.inc({ ...labels, finding: 'failed_call' }, report.failed.length);
+    livenessLastRun.set(labels, Date.now() / 1000);
+  }
+
   /**
    * Visibility is read BEFORE the provider: an instance listed as running already had its
    * machine created, so a machine missing from the later listing really is gone.
@@ -297,14 +310,14 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
           // otherwise keep an ephemeral one waiting for a job GitHub has long finished.
           const instances = await runningInstances(args.provider, args.check === 'github' ? ['running', 'pending_delete'] : ['running']);
           const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], uncounted: [], failed: [] };
-          if (instances.length === 0) return report;
-          if (args.check === 'machines') {
+          if (instances.length > 0 && args.check === 'machines') {
             // Before the provider listing, so a provider that is down does not keep orphans alive.
             await orphanPass(instances, report);
             await machinePass(target, instances, report, signal);
-          } else {
+          } else if (instances.length > 0) {
             await githubPass(instances, report);
           }
+          countPass(report);
           return report;
         });
       } catch (err) {

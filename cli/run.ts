@@ -9,6 +9,7 @@ import { completionCommands } from './commands/completion';
 import { jobCommands } from './commands/jobs';
 import { poolCommands } from './commands/pool';
 import { runnerCommands } from './commands/runner';
+import { livenessCommands } from './commands/liveness';
 import { redeliveryCommands } from './commands/redelivery';
 import { sweepCommands } from './commands/sweep';
 import { CliError, EXIT_CODES, interrupted, usageError } from './errors';
@@ -22,7 +23,7 @@ export interface CliIo {
   signal?: AbortSignal;
 }
 
-const GROUPS: Record<string, Record<string, Command>> = { pool: poolCommands, runner: runnerCommands, jobs: jobCommands, sweep: sweepCommands, redelivery: redeliveryCommands };
+const GROUPS: Record<string, Record<string, Command>> = { pool: poolCommands, runner: runnerCommands, jobs: jobCommands, sweep: sweepCommands, liveness: livenessCommands, redelivery: redeliveryCommands };
 
 const GLOBAL_OPTIONS = {
   url: { type: 'string' },

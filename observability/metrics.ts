@@ -116,6 +116,20 @@ export const sweepLastRun = new Gauge({
   registers: [registry],
 });
 
+export const livenessFindings = new Counter({
+  name: 'runnerflow_liveness_findings_total',
+  help: 'Runners the liveness passes told of something wrong, by provider, check (machines|github) and finding: machine_gone, machine_stopped, machine_error, runner_offline, runner_missing (the runner looks again before it leaves), pool_gone and not_counted (asked to leave: its pool no longer runs, or does not count it), failed_call (a listing, query or signal that failed; the next pass tries again)',
+  labelNames: ['provider', 'check', 'finding'],
+  registers: [registry],
+});
+
+export const livenessLastRun = new Gauge({
+  name: 'runnerflow_liveness_last_run_timestamp_seconds',
+  help: 'When a liveness pass of a provider last completed, by check (Unix time)',
+  labelNames: ['provider', 'check'],
+  registers: [registry],
+});
+
 export const webhookRedeliveries = new Counter({
   name: 'runnerflow_webhook_redeliveries_total',
   help: 'What the redelivery schedule did, by credentials and outcome: redelivered (a failed delivery asked for again), given_up (an event lost for good), failed (a call to GitHub or Temporal failed; the next pass tries again)',

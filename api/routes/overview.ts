@@ -1,6 +1,7 @@
-/** The dashboard's views (everything at a glance, the orphan sweep, webhook redelivery) and "sweep now". */
+/** The dashboard's views (everything at a glance, the orphan sweep, liveness, webhook redelivery) and "sweep now". */
 import { z } from 'zod';
 import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
+import { providerLiveness } from '../dashboard/liveness-runs';
 import { poolOverview } from '../dashboard/pool-overview';
 import { credentialsRedelivery } from '../dashboard/redelivery-runs';
 import { providerSweep, sweepNow } from '../dashboard/sweep-runs';
@@ -22,6 +23,22 @@ async function unmatchedCount(services: Services): Promise<number> {
     if (isNotFound(err)) return 0;
     throw err;
   }
+}
+
+const LIVENESS_CHECKS = ['machines', 'github'] as const;
+
+/** A read-only view of one kind of schedule and its last runs: the same query, bound and errors for each kind. */
+function scheduleRoute(path: string, summary: string, listed: string, key: string, views: (deps: Services['deps'], runs: number) => Promise<unknown>[]): Route<Services> {
+  return {
+    method: 'GET',
+    path,
+    auth: 'admin',
+    doc: { tag: 'overview', summary, query: recentRunsQuery, responses: { 200: listed, 400: 'runs is not a whole number from 1 to 20' } },
+    async handle({ url, services }) {
+      const { runs } = parseQuery(url, recentRunsQuery);
+      return json({ [key]: await services.bounded(() => Promise.all(views(services.deps, runs))) });
+    },
+  };
 }
 
 export const overviewRoutes: Route<Services>[] = [
@@ -46,41 +63,27 @@ export const overviewRoutes: Route<Services>[] = [
       });
     },
   },
-  {
-    method: 'GET',
-    path: '/api/v1/redeliveries',
-    auth: 'admin',
-    doc: {
-      tag: 'overview',
-      summary:
-        "Each credentials' redelivery schedule (redelivery/<credentials>): paused or not (and why), next run, and what its last passes did: failed webhook deliveries asked for again, given up, still followed, and the webhooks followed",
-      query: recentRunsQuery,
-      responses: { 200: 'The redelivery schedules, one per configured credentials', 400: 'runs is not a whole number from 1 to 20' },
-    },
-    async handle({ url, services }) {
-      const { runs } = parseQuery(url, recentRunsQuery);
-      const { config, client } = services.deps;
-      const redeliveries = await services.bounded(() => Promise.all(config.github.credentials.map((c) => credentialsRedelivery(client, c.name, runs))));
-      return json({ redeliveries });
-    },
-  },
-  {
-    method: 'GET',
-    path: '/api/v1/sweeps',
-    auth: 'admin',
-    doc: {
-      tag: 'overview',
-      summary: "Each provider's orphan sweep schedule (sweep/<provider>): paused or not, next run, and the results of its last runs",
-      query: recentRunsQuery,
-      responses: { 200: 'The sweeps, one per configured provider', 400: 'runs is not a whole number from 1 to 20' },
-    },
-    async handle({ url, services }) {
-      const { runs } = parseQuery(url, recentRunsQuery);
-      const { config, client } = services.deps;
-      const sweeps = await services.bounded(() => Promise.all(config.providers.map((p) => providerSweep(client, p.name, runs))));
-      return json({ sweeps });
-    },
-  },
+  scheduleRoute(
+    '/api/v1/redeliveries',
+    "Each credentials' redelivery schedule (redelivery/<credentials>): paused or not (and why), next run, and what its last passes did: failed webhook deliveries asked for again, given up, still followed, and the webhooks followed",
+    'The redelivery schedules, one per configured credentials',
+    'redeliveries',
+    ({ config, client }, runs) => config.github.credentials.map((c) => credentialsRedelivery(client, c.name, runs)),
+  ),
+  scheduleRoute(
+    '/api/v1/liveness',
+    "Each provider's two liveness schedules (liveness/<provider> for machines, liveness/<provider>/github for runners): paused or not (and why), next run, and what their last passes found: runners told of a dead machine or an offline or missing runner, and runners asked to leave because their pool no longer runs or does not count them",
+    'The liveness schedules, two per configured provider',
+    'liveness',
+    ({ config, client }, runs) => config.providers.flatMap((p) => LIVENESS_CHECKS.map((check) => providerLiveness(client, p.name, check, runs))),
+  ),
+  scheduleRoute(
+    '/api/v1/sweeps',
+    "Each provider's orphan sweep schedule (sweep/<provider>): paused or not, next run, and the results of its last runs",
+    'The sweeps, one per configured provider',
+    'sweeps',
+    ({ config, client }, runs) => config.providers.map((p) => providerSweep(client, p.name, runs)),
+  ),
   {
     method: 'POST',
     path: '/api/v1/sweeps/:provider',

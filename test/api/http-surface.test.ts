@@ -232,6 +232,7 @@ describe('open routes', () => {
         'GET /metrics',
         'GET /openapi.json',
         'GET /api/v1/summary',
+        'GET /api/v1/liveness',
         'GET /api/v1/redeliveries',
         'GET /api/v1/sweeps',
         'POST /api/v1/sweeps/:provider',
@@ -264,6 +265,7 @@ describe('open routes', () => {
     expect(statuses('/api/v1/callbacks/status', 'post')).toEqual(expect.arrayContaining(['400', '401', '403']));
     expect(statuses('/api/v1/sweeps', 'get')).toContain('400');
     expect(statuses('/api/v1/redeliveries', 'get')).toContain('400');
+    expect(statuses('/api/v1/liveness', 'get')).toContain('400');
     // Temporal may be down, or no worker there to answer, behind every route that needs it.
     for (const route of apiRoutes().filter((r) => r.auth === 'admin' || r.auth === 'instance-token')) {
       expect(statuses(route.path.replace(/:(\w+)/g, '{$1}'), route.method.toLowerCase()), `${route.method} ${route.path}`).toEqual(expect.arrayContaining(['503', '504']));

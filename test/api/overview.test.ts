@@ -178,6 +178,7 @@ describe('leaked runners and sweeps', () => {
     expect(missing.sweeps.find((s) => s.provider === provider.name)).toEqual({ provider: provider.name, scheduleId, scheduled: false, runs: [] });
 
     await expectError(await call('GET', '/api/v1/sweeps?runs=0'), 400, 'validation_failed');
+    await expectError(await call('GET', '/api/v1/liveness?runs=21'), 400, 'validation_failed');
   });
 
   it('lists a leaked runner while its clean-up retries, and no longer once the clean-up confirmed the machine gone', async () => {

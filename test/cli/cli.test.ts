@@ -8,16 +8,20 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ScheduleOverlapPolicy, type Client, type Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLivenessActivities } from '../../activities/liveness-activities';
 import { createSweepActivities } from '../../activities/sweep-activities';
 import { createApp } from '../../api/app';
 import { FakeProvider } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { startHttpServer, type HttpServer } from '../../api/node-server';
 import { instanceStartOptions } from '../../workflows/instance-options';
+import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { sweepScheduleId } from '../../worker/sweep-schedule';
+import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
 import { PROVIDER_SWEEP_WORKFLOW } from '../../workflows/provider-sweep';
 import { runnerWorkflowId, type InstanceState } from '../../workflows/messages';
 import { jobsQueuedSignal, poolWorkflowId, UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
+import { GitHubDouble } from '../support/github-double';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger, testConfig } from '../api/support';
 
@@ -30,10 +34,14 @@ let server: HttpServer;
 
 beforeAll(async () => {
   ({ connection, client } = await connectClient());
-  // The worker sweeps too, so `sweep run` has a sweep to run.
+  // The worker sweeps and checks liveness too, so `sweep run` and `liveness list` have runs to show.
   const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-cli-fake-'));
   const providers = new Map<string, ProviderPort>([['fake', new FakeProvider({ name: 'fake', stateDir: fakeDir })]]);
-  worker = await startTestWorker({ providers, fakeDir, extraActivities: createSweepActivities({ controllerId: 'test-controller', providers, client, namespace: 'default' }) });
+  const extraActivities = {
+    ...createSweepActivities({ controllerId: 'test-controller', providers, client, namespace: 'default' }),
+    ...createLivenessActivities({ controllerId: 'test-controller', providers, github: { get: () => new GitHubDouble() }, client, namespace: 'default' }),
+  };
+  worker = await startTestWorker({ providers, fakeDir, extraActivities });
   const app = createApp({
     client,
     taskQueue: worker.taskQueue,
@@ -329,6 +337,37 @@ describe('runnerflow CLI', () => {
     }
   });
 
+  it("lists each provider's liveness checks and what their last pass found", async () => {
+    // The API's config has one provider, `fake`; no other test makes its liveness schedules.
+    const before = await cli(['liveness', 'list']);
+    expect(before.code).toBe(0);
+    expect(before.stdout).toMatch(/^PROVIDER\s+CHECK\s+SCHEDULE\s+NEXT RUN\s+LAST RUN\s+STATUS\s+RESULT$/m);
+    expect(before.stdout).toMatch(/^fake\s+machines\s+no schedule \(no worker has started with this provider\)/m);
+    expect(before.stdout).toMatch(/^fake\s+github\s+no schedule \(no worker has started with this provider\)/m);
+    expect((await cli(['liveness', 'list', 'extra'])).code).toBe(2);
+
+    const scheduleId = livenessScheduleId('fake', 'machines');
+    const schedule = await client.schedule.create({
+      scheduleId,
+      spec: { intervals: [{ every: '1h' }] },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      action: { type: 'startWorkflow', workflowType: LIVENESS_CHECK_WORKFLOW, workflowId: scheduleId, taskQueue: worker.taskQueue, args: [{ provider: 'fake', check: 'machines' }] },
+    });
+    try {
+      await schedule.trigger();
+      const listed = await eventually(async () => {
+        const run = await cli(['liveness', 'list']);
+        return /^fake\s+machines\s.*\scompleted\s+\d+ runners? looked at, 0 found$/m.test(run.stdout) ? run : undefined;
+      }, 20_000, 'the liveness pass listed as completed');
+      expect(listed.stdout).toMatch(/^fake\s+machines\s+every 1h\s+\S+\s+\S+\s+completed/m);
+      const json = JSON.parse((await cli(['liveness', 'list', '--json'])).stdout) as { provider: string; check: string; runs: { status: string; result?: { counts: unknown } }[] }[];
+      expect(json.map((l) => `${l.provider} ${l.check}`)).toEqual(['fake machines', 'fake github']);
+      expect(json[0]?.runs).toEqual([expect.objectContaining({ status: 'completed', result: expect.objectContaining({ counts: { findings: 0, orphaned: 0, uncounted: 0 } }) })]);
+    } finally {
+      await schedule.delete();
+    }
+  });
+
   it("lists each credentials' webhook redelivery, saying when no worker has made its schedule", async () => {
     // The API's config has token credentials `default` and no public URL: no worker makes their schedule.
     const listed = await cli(['redelivery', 'list']);
@@ -351,7 +390,7 @@ describe('runnerflow CLI', () => {
           (err, stdout) => (err ? fail(err) : done(stdout.trim())),
         ),
       );
-    expect(await complete(['runnerflow', ''])).toBe('pool runner jobs sweep redelivery completion');
+    expect(await complete(['runnerflow', ''])).toBe('pool runner jobs sweep liveness redelivery completion');
     expect(await complete(['runnerflow', 'redelivery', ''])).toBe('list');
     expect(await complete(['runnerflow', 'runner', 'w'])).toBe('watch');
     expect(await complete(['runnerflow', '--url', 'http://x', 'runner', 'delete', 'r1', '--b'])).toBe('--bypass-busy');

@@ -7,6 +7,8 @@ import { runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import type { runnerInstance } from '../../workflows/runner-instance';
 import { livenessScheduleId } from '../../worker/liveness-schedule';
+import type { ProviderLiveness } from '../../api/dashboard/liveness-runs';
+import { scrape, sampleSum } from '../support/prometheus-text';
 import { eventually, uniqueName } from '../support/temporal';
 import { api, e2ePool, useE2EStack } from '../e2e/stack';
 
@@ -60,6 +62,20 @@ describe('dead machines', () => {
     // One pass: the schedule's interval plus its jitter, plus the few seconds a loaded test machine may add.
     expect(Date.parse(leaving!.at) - killedAt).toBeLessThan(INTERVAL_MS + JITTER_MS + 8_000);
     expect(final).toMatchObject({ status: 'deleted', forced: false });
+
+    // Operators see the finding in the machine check's last passes, and alert on it from the metrics.
+    const res = await api(stack, 'GET', '/api/v1/liveness?runs=20');
+    expect(res.status).toBe(200);
+    const checks = (res.body as { liveness: ProviderLiveness[] }).liveness.filter((l) => l.provider === PROVIDER);
+    expect(checks.map((l) => [l.check, l.scheduleId, l.scheduled, l.intervalMs])).toEqual([
+      ['machines', livenessScheduleId(PROVIDER, 'machines'), true, INTERVAL_MS],
+      ['github', livenessScheduleId(PROVIDER, 'github'), true, INTERVAL_MS],
+    ]);
+    const found = checks[0]!.runs.find((r) => r.result?.findings.some((f) => f.name === victim));
+    expect(found?.result).toMatchObject({ findings: [{ name: victim, finding: 'machine_gone' }], orphaned: [], uncounted: [], failures: [] });
+    const families = await scrape(`${stack.api.url}/metrics`);
+    expect(sampleSum(families.get('runnerflow_liveness_findings_total'), { provider: PROVIDER, check: 'machines', finding: 'machine_gone' })).toBeGreaterThanOrEqual(1);
+    expect(sampleSum(families.get('runnerflow_liveness_last_run_timestamp_seconds'), { provider: PROVIDER, check: 'machines' })).toBeGreaterThan(Date.now() / 1000 - 60);
 
     const replacement = await idleRunnerOf(pool.name, [victim]);
     expect(replacement).not.toBe(victim);

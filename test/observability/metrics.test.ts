@@ -30,6 +30,8 @@ const EXPECTED_LABELS: Record<string, string[]> = {
   runnerflow_github_rate_limit_remaining: ['credentials', 'resource'],
   runnerflow_webhook_redeliveries_total: ['credentials', 'outcome'],
   runnerflow_webhook_redelivery_last_run_timestamp_seconds: ['credentials'],
+  runnerflow_liveness_findings_total: ['provider', 'check', 'finding'],
+  runnerflow_liveness_last_run_timestamp_seconds: ['provider', 'check'],
 };
 
 describe('GET /metrics', () => {
