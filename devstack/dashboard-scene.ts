@@ -1,6 +1,7 @@
 /**
  * A dev stack with something to look at on the dashboard: two pools, busy and
- * idle runners, a job no pool can take, a leaked machine and sweep runs. The
+ * idle runners, a job no pool can take, a leaked machine, sweep runs, a machine
+ * that died and the liveness pass that found it, and a redelivered webhook. The
  * screenshots script stages it; anyone can use it to try the dashboard.
  */
 import type { FakeProviderControl } from '../providers/fake';
@@ -46,6 +47,7 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     machines: 'simulated',
     config: {
       sweep: { enabled: true, interval: '15s', gracePeriod: '5s' },
+      liveness: { enabled: true, interval: '5s', githubInterval: '10s', jitter: '1s' },
       // The scene has a server of its own, so the token credentials' redelivery schedule may run.
       redelivery: { enabled: true, interval: '5s', hookRefresh: '5s', firstDelay: '1s', maxDelay: '5s' },
       timings: { forceDeleteAttemptTimeout: 300 },
@@ -99,6 +101,15 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     return redeliveries.some((r) => r.runs.some((run) => (run.result?.redelivered ?? 0) > 0)) ? true : undefined;
   }, 60_000);
   log('redelivery recorded');
+  // An idle runner's machine dies behind runnerflow's back: a liveness pass finds it, and the pool replaces it.
+  const idleRunner = (await stack.client.workflow.getHandle(poolWorkflowId('linux-x64')).query(poolStateQuery)).runners.find((r) => r.runnerStatus === 'idle');
+  if (idleRunner) stack.simulatedMachines?.killMachine(idleRunner.name, { leaves: 'gone' });
+  await until('a liveness pass that found a machine gone', async () => {
+    const res = await apiRequest(stack, 'GET', '/api/v1/liveness');
+    const checks = (res.body as { liveness: { runs: { result?: { counts: { findings: number } } }[] }[] }).liveness;
+    return checks.some((c) => c.runs.some((run) => (run.result?.counts.findings ?? 0) > 0)) ? true : undefined;
+  }, 60_000);
+  log('liveness finding recorded');
 
   return {
     stack,

@@ -57,6 +57,11 @@ async function main(): Promise<void> {
       await shoot(page, 'edit-size', false);
       await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
 
+      const liveness = page.getByRole('region', { name: 'Liveness checks' });
+      await liveness.getByRole('row').nth(1).waitFor();
+      await liveness.screenshot({ path: join(DOCS, 'dashboard-liveness.png') });
+      log(`wrote ${join(DOCS, 'dashboard-liveness.png')}`);
+
       const redelivery = page.getByRole('region', { name: 'Webhook redelivery' });
       await redelivery.getByRole('row').nth(1).waitFor();
       await redelivery.screenshot({ path: join(DOCS, 'dashboard-redelivery.png') });

@@ -7,11 +7,11 @@ import { ApiError, api, enc, session } from './api.js';
 import { confirmAction } from './confirm.js';
 import { h, mount, tickAges } from './dom.js';
 import { setTemporalTarget, workflowsUrl } from './temporal-links.js';
-import { leakedView, poolDetailView, poolsView, redeliveriesView, sweepsView, unmatchedView } from './views.js';
+import { leakedView, livenessView, poolDetailView, poolsView, redeliveriesView, sweepsView, unmatchedView } from './views.js';
 
 /** How often the page asks again; the views are live within about this long. */
 const POLL_MS = 1500;
-/** Sweeps and redelivery passes run every minute or few: asking for them every few polls is plenty. */
+/** Sweeps, liveness and redelivery passes run every minute or few: asking for them every few polls is plenty. */
 const SWEEP_EVERY = 4;
 /** After "Sweep now", how long sweeps are asked for on every poll even before the run shows. */
 const FOLLOW_SWEEP_MS = 5000;
@@ -244,11 +244,12 @@ async function refresh() {
   try {
     const hadSelection = state.selectedPool !== undefined;
     // Everything is asked for at once: one slow part must not delay the others.
-    const [summary, leaked, unmatched, sweeps, redeliveries] = await Promise.all([
+    const [summary, leaked, unmatched, sweeps, liveness, redeliveries] = await Promise.all([
       api('GET', '/api/v1/summary'),
       api('GET', '/api/v1/runners?leaked=true&limit=50'),
       api('GET', '/api/v1/jobs/unmatched'),
       state.sweepAskedAt !== undefined || state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined,
+      state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/liveness') : undefined,
       state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/redeliveries') : undefined,
       // One pool that does not answer must not freeze the rest of the page: its error shows in its own section.
       loadPoolDetail().catch(showPoolDetailError),
@@ -268,6 +269,7 @@ async function refresh() {
       const running = sweeps.sweeps.some((/** @type {any} */ s) => s.runs.some((/** @type {any} */ r) => r.status === 'running'));
       if (!running && state.sweepAskedAt !== undefined && Date.now() - state.sweepAskedAt > FOLLOW_SWEEP_MS) state.sweepAskedAt = undefined;
     }
+    if (liveness) draw('liveness', liveness.liveness, () => livenessView(liveness.liveness));
     if (redeliveries) draw('redeliveries', redeliveries.redeliveries, () => redeliveriesView(redeliveries.redeliveries));
     if (!hadSelection && state.selectedPool) await loadPoolDetail();
     state.polls += 1;

@@ -312,45 +312,104 @@ export function sweepsView(sweeps, actions) {
   });
 }
 
+/** What a finding means, in an operator's words. */
+const FINDING_TEXT = /** @type {Record<string, string>} */ ({
+  machine_gone: 'machine gone',
+  machine_stopped: 'machine stopped',
+  machine_error: 'machine in error',
+  runner_offline: 'runner offline',
+  runner_missing: 'runner not registered',
+});
+
 /**
- * @typedef {{ workflowId: string, runId: string, scheduledAt: string, status: string, error?: string,
- *   result?: { examined: number, redelivered: number, givenUp: number, failing: number, hooks?: string[], truncated: boolean,
- *     failures: { target: string, error: string }[] } }} RedeliveryRun
+ * A count whose names show in its tooltip (a pass lists the first few).
+ * @param {number | undefined} n
+ * @param {string[] | undefined} names
+ */
+const namedCount = (n, names) => h('td', { title: names?.join('\n') ?? '' }, count(n));
+
+/**
+ * A schedule's last passes: when each ran, how it ended (and which calls failed), the kind's
+ * own cells, and a link to the pass in Temporal.
+ * @template {{ failures: { target: string, error: string }[] }} R
+ * @param {{ scheduleId: string, runs: { workflowId: string, runId: string, scheduledAt: string, status: string, error?: string, result?: R }[] }} view
+ * @param {string[]} headers the kind's own columns
+ * @param {(result: R | undefined) => Node[]} cells
+ * @param {string} what how a pass of this kind is called, for its link
+ */
+function passesTable(view, headers, cells, what) {
+  if (view.runs.length === 0) return empty('No passes yet.');
+  return table(
+    ['Scheduled', 'Status', ...headers, 'Links'],
+    view.runs.map((run) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, clock(run.scheduledAt)),
+        h(
+          'td',
+          {},
+          badge(run.status, 'run'),
+          run.error && h('div', { class: 'error small' }, run.error),
+          ...(run.result?.failures ?? []).map((f) => h('div', { class: 'error small' }, `${f.target}: ${f.error}`)),
+        ),
+        ...cells(run.result),
+        h('td', {}, temporalLink(workflowUrl(run.workflowId, run.runId), `${what} ${run.workflowId}`)),
+      ),
+    ),
+    `Last passes of ${view.scheduleId}`,
+  );
+}
+
+/**
+ * @typedef {{ instances: number, listings: number, findings: { name: string, finding: string }[], orphaned: string[], uncounted: string[],
+ *   counts: { findings: number, orphaned: number, uncounted: number }, failures: { target: string, error: string }[] }} LivenessResult
+ * @typedef {{ provider: string, check: 'machines' | 'github', scheduleId: string, scheduled: boolean, paused?: boolean, note?: string,
+ *   intervalMs?: number, nextRunAt?: string,
+ *   runs: { workflowId: string, runId: string, scheduledAt: string, status: string, error?: string, result?: LivenessResult }[] }} Liveness
+ * @param {Liveness[]} checks
+ */
+export function livenessView(checks) {
+  if (checks.length === 0) return empty('No providers are configured.');
+  return checks.map((c) => {
+    const runs = passesTable(
+      c,
+      ['Runners', 'Found', 'Pool gone', 'Not counted'],
+      (result) => [
+        h('td', {}, result?.instances ?? '–'),
+        namedCount(result?.counts.findings, result?.findings.map((f) => `${f.name}: ${FINDING_TEXT[f.finding] ?? f.finding}`)),
+        namedCount(result?.counts.orphaned, result?.orphaned),
+        namedCount(result?.counts.uncounted, result?.uncounted),
+      ],
+      'liveness pass',
+    );
+    return scheduleGroup(`Liveness ${c.check === 'machines' ? 'machine' : 'GitHub'} check of provider ${c.provider}`, c, undefined, runs);
+  });
+}
+
+/**
+ * @typedef {{ examined: number, redelivered: number, givenUp: number, failing: number, hooks?: string[], truncated: boolean,
+ *   failures: { target: string, error: string }[] }} RedeliveryResult
  * @typedef {{ credentials: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number,
- *   nextRunAt?: string, runs: RedeliveryRun[] }} Redelivery
+ *   nextRunAt?: string, runs: { workflowId: string, runId: string, scheduledAt: string, status: string, error?: string, result?: RedeliveryResult }[] }} Redelivery
  * @param {Redelivery[]} redeliveries
  */
 export function redeliveriesView(redeliveries) {
   if (redeliveries.length === 0) return empty('No GitHub credentials are configured.');
   return redeliveries.map((r) => {
-    const runs =
-      r.runs.length === 0
-        ? empty('No passes yet.')
-        : table(
-            ['Scheduled', 'Status', 'Read', 'Asked again', 'Given up', 'Still failing', 'Webhooks', 'Links'],
-            r.runs.map((run) =>
-              h(
-                'tr',
-                {},
-                h('td', {}, clock(run.scheduledAt)),
-                h(
-                  'td',
-                  {},
-                  badge(run.status, 'run'),
-                  run.error && h('div', { class: 'error small' }, run.error),
-                  ...(run.result?.failures ?? []).map((f) => h('div', { class: 'error small' }, `${f.target}: ${f.error}`)),
-                ),
-                h('td', {}, run.result ? `${run.result.examined}${run.result.truncated ? '+' : ''}` : '–'),
-                h('td', {}, count(run.result?.redelivered)),
-                h('td', {}, count(run.result?.givenUp)),
-                h('td', {}, count(run.result?.failing)),
-                // An App's own webhook, or the repository and organisation webhooks a token's pools use.
-                h('td', { title: run.result?.hooks?.join('\n') ?? '' }, run.result ? (run.result.hooks ? String(run.result.hooks.length) : 'App') : '–'),
-                h('td', {}, temporalLink(workflowUrl(run.workflowId, run.runId), `redelivery pass ${run.workflowId}`)),
-              ),
-            ),
-            `Last passes of ${r.scheduleId}`,
-          );
+    const runs = passesTable(
+      r,
+      ['Read', 'Asked again', 'Given up', 'Still failing', 'Webhooks'],
+      (result) => [
+        h('td', {}, result ? `${result.examined}${result.truncated ? '+' : ''}` : '–'),
+        h('td', {}, count(result?.redelivered)),
+        h('td', {}, count(result?.givenUp)),
+        h('td', {}, count(result?.failing)),
+        // An App's own webhook, or the repository and organisation webhooks a token's pools use.
+        h('td', { title: result?.hooks?.join('\n') ?? '' }, result ? (result.hooks ? String(result.hooks.length) : 'App') : '–'),
+      ],
+      'redelivery pass',
+    );
     return scheduleGroup(`Webhook redelivery for credentials ${r.credentials}`, r, undefined, runs);
   });
 }

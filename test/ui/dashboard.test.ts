@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { forceDeleteSignal, runnerWorkflowId, type InstanceState } from '../../workflows/messages';
 import { jobsQueuedSignal, poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
+import { ensureLivenessSchedules, livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
 import { api, e2ePool, useE2EStack, type E2EStack } from '../e2e/stack';
 import { eventually, uniqueName } from '../support/temporal';
@@ -203,6 +204,35 @@ describe('dashboard', () => {
       expect(actions).toHaveLength(1);
     } finally {
       await stack.client.schedule.getHandle(scheduleId).delete();
+    }
+  });
+
+  it("shows each provider's liveness checks, and the machine a pass found gone", async () => {
+    const pool = await createPool('liveness-card', { minIdleRunners: 1, maxRunners: 1 });
+    const victim = await eventually(async () => {
+      const view = await stack.client.workflow.getHandle(poolWorkflowId(pool)).query(poolStateQuery);
+      return view.runners.find((r) => r.runnerStatus === 'idle')?.name;
+    }, 30_000, 'an idle runner');
+    const page = await openDashboard(browser, stack);
+    const machines = page.getByRole('group', { name: `Liveness machine check of provider ${PROVIDER}` });
+    await machines.getByText('no schedule (a worker creates it at start)').waitFor();
+    await page.getByRole('group', { name: `Liveness GitHub check of provider ${PROVIDER}` }).waitFor();
+
+    const { config } = stack.loaded;
+    await ensureLivenessSchedules(stack.client, { ...config, liveness: { ...config.liveness, enabled: true, interval: 3_600_000, githubInterval: 3_600_000 } }, config.temporal.taskQueue);
+    const scheduleId = livenessScheduleId(PROVIDER, 'machines');
+    try {
+      stack.simulatedMachines!.killMachine(victim, { leaves: 'gone' });
+      await stack.client.schedule.getHandle(scheduleId).trigger();
+      const passes = machines.getByRole('table', { name: `Last passes of ${scheduleId}` });
+      // Columns: scheduled, status, runners, found, pool gone, not counted.
+      const found = passes.getByRole('row').filter({ has: page.getByRole('cell').nth(3).filter({ hasText: /^1$/ }) });
+      await found.first().waitFor({ timeout: 30_000 });
+      const cells = await found.first().getByRole('cell').allTextContents();
+      expect(cells.slice(1, 6)).toEqual(['completed', expect.stringMatching(/^[1-9]\d*$/), '1', '0', '0']);
+      expect(await found.first().getByRole('cell').nth(3).getAttribute('title')).toBe(`${victim}: machine gone`);
+    } finally {
+      await Promise.all((['machines', 'github'] as const).map((check) => stack.client.schedule.getHandle(livenessScheduleId(PROVIDER, check)).delete()));
     }
   });
 
