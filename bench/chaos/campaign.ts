@@ -3,10 +3,14 @@
  * seeded driver breaks things: SIGKILLs and restarts the worker process,
  * restarts the Temporal server once (when the caller can), makes provider
  * creates and deletes fail (and some deletes hang), loses and duplicates
- * webhooks, answers GitHub calls with 5xx and a secondary rate limit, and
- * (optionally) kills machines under their runners. Then it lets the system
- * settle, deletes the pool and measures what is left.
+ * webhooks, answers GitHub calls with 5xx and a secondary rate limit, resets
+ * a few runners that have already left as an operator might (each runs again,
+ * with a machine its pool has written off), and (optionally) kills machines
+ * under their runners. Then it lets the system settle, deletes the pool and
+ * measures what is left.
  */
+import { randomUUID } from 'node:crypto';
+import proto from '@temporalio/proto';
 import { measureOutcome, type RunOutcome } from '../../devstack/outcome';
 import { processStackRequest, startProcessStack, type ProcessStack } from '../../devstack/process-stack';
 import type { SimFault } from '../../github/simulator/faults';
@@ -52,6 +56,8 @@ export interface ChaosReport {
     failedDeliveries: number;
     /** Of those, answered later: runnerflow asked GitHub for them again. */
     failedDeliveriesAnswered: number;
+    /** Runners that had left, reset by "an operator" to run again. */
+    runnerResets: number;
   };
   /** GitHub API calls the campaign cost, against the simulated installation's hourly limit. */
   github: { apiCalls: number; hourlyLimit: number; callsDuringPrimaryRateLimit: number; byOperation: Record<string, number> };
@@ -90,6 +96,8 @@ const TIMINGS = {
 const LIVENESS = { interval: '2s', githubInterval: '3s', jitter: '500ms' };
 /** Failed deliveries asked for again within seconds, so those of the server's restart are back while jobs still run. */
 const REDELIVERY = { interval: '2s', hookRefresh: '10s', firstDelay: '2s', maxDelay: '8s', maxAttempts: 8 };
+/** Runners reset after they left, at most: a few are enough to show each one leaves again. */
+const MAX_RUNNER_RESETS = 3;
 /** How long GitHub keeps a job busy after its runner's machine died before it fails it. */
 const JOB_GIVE_UP_MS = 4_000;
 
@@ -131,6 +139,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     webhooksDuplicated: 0,
     failedDeliveries: 0,
     failedDeliveriesAnswered: 0,
+    runnerResets: 0,
   };
   // Credentials of the campaign's own: their redelivery schedule is per credentials name, and the suite's server is shared.
   const credentials = uniqueName('chaos-token').toLowerCase();
@@ -166,7 +175,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     stack.machines.setFault('delete', { failRate: failureRate, hangRate: 0.05, seed: options.seed + 1, message: 'chaos: delete failed' });
     log(`chaos: pool ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
 
-    const driver = new ChaosDriver(stack, random, options, injected);
+    const driver = new ChaosDriver(stack, taskQueue, random, options, injected);
     const queueing = (async () => {
       for (let i = 0; i < options.lifecycles && Date.now() < deadline; i++) {
         jobIds.add(stack.sim.queueJob({ repository: 'chaos/app', labels: [LABEL], durationMs: random.int(200, 1_500) }).id);
@@ -204,7 +213,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     Object.assign(injected, failedDeliveries(stack.sim.deliveries()));
     const github = { apiCalls: simStats.totalApiCalls, hourlyLimit: GITHUB_HOURLY_LIMIT, callsDuringPrimaryRateLimit: simStats.callsDuringPrimaryRateLimit, byOperation: { ...simStats.callsByOperation } };
     const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
-    const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name)) };
+    const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name) && !driver.resets.has(name)) };
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
     return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, github, outcome };
   } finally {
@@ -253,9 +262,12 @@ class ChaosDriver {
   private temporalRestarted = false;
   /** Machines removed behind the provider's back: a create retried after that rightly makes a new one. */
   readonly vanished = new Set<string>();
+  /** Runners reset after they left: each rightly makes its machine again. */
+  readonly resets = new Set<string>();
 
   constructor(
     private readonly stack: ProcessStack,
+    private readonly taskQueue: string,
     private readonly random: SeededRandom,
     private readonly options: ChaosOptions,
     private readonly injected: ChaosReport['injected'],
@@ -270,6 +282,8 @@ class ChaosDriver {
       const now = Date.now();
       if (this.random.chance(0.05)) this.injectGitHubFault();
       if (this.options.killMachines && this.random.chance(0.03)) this.killMachine();
+      // At least one reset, once half the jobs are done and runners have left to reset.
+      if (this.resets.size < MAX_RUNNER_RESETS && (this.random.chance(0.02) || (this.resets.size === 0 && progress() >= 0.5))) await this.resetLeftRunner();
       if (this.restarting) continue;
       if (now >= nextWorkerKill || (this.injected.workerKills === 0 && progress() >= 0.25)) {
         nextWorkerKill = now + this.random.int(10_000, 30_000);
@@ -324,6 +338,41 @@ class ChaosDriver {
     this.injected.temporalRestarts = 1;
     // Deliveries that failed while the server was down are left to runnerflow's redelivery schedule.
     this.options.log('chaos: Temporal server back');
+  }
+
+  /**
+   * What `temporal workflow reset --type FirstWorkflowTask --reapply-type None` does to a runner that
+   * has left: it begins its life again and makes a machine its pool has written off. Its pool never
+   * counts it; the liveness checks ask it to leave, unless it takes a job and leaves after that.
+   */
+  private async resetLeftRunner(): Promise<void> {
+    const query = `WorkflowType = 'runnerInstance' AND ExecutionStatus = 'Completed' AND TaskQueue = '${this.taskQueue}'`;
+    const left: string[] = [];
+    try {
+      for await (const info of this.stack.client.workflow.list({ query, pageSize: 50 })) {
+        if (!this.resets.has(info.workflowId.replace(/^runner\//, ''))) left.push(info.workflowId);
+        if (left.length >= 50) break;
+      }
+      if (left.length === 0) return;
+      const workflowId = this.random.pick(left);
+      const events = (await this.stack.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+      const firstTask = events.find((e) => e.eventType === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+      if (!firstTask?.eventId) return;
+      await this.stack.client.workflowService.resetWorkflowExecution({
+        namespace: 'default',
+        workflowExecution: { workflowId },
+        workflowTaskFinishEventId: firstTask.eventId,
+        reason: 'chaos: an operator reset a runner that had left',
+        requestId: randomUUID(),
+        resetReapplyType: proto.temporal.api.enums.v1.ResetReapplyType.RESET_REAPPLY_TYPE_NONE,
+      });
+      this.resets.add(workflowId.replace(/^runner\//, ''));
+      this.injected.runnerResets += 1;
+      this.options.log(`chaos: ${workflowId} reset after it left (${this.injected.runnerResets})`);
+    } catch (err) {
+      // Temporal restarting, or the runner already reset by another look: another chance later.
+      this.options.log(`chaos: reset not made: ${(err as Error).message}`);
+    }
   }
 
   /** A machine dies under its runner (idle or busy): the runner goes offline, the provider shows it stopped or not at all. */

@@ -20,6 +20,7 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'GitHub faults injected', value: Object.entries(injected.githubFaults).map(([k, n]) => `${k} ${n}`).join(', ') || '0' },
     { figure: 'provider create / delete failures', value: `${injected.providerCreateFaults} / ${injected.providerDeleteFaults}` },
     { figure: 'provider deletes that hung', value: String(injected.providerDeleteHangs) },
+    { figure: 'runners reset after they left (each must leave again)', value: String(injected.runnerResets) },
     { figure: 'webhooks lost / duplicated', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated}` },
     {
       figure: 'failed webhook deliveries answered later (runnerflow asked again)',

@@ -4,7 +4,8 @@
  * step it leaves out is the Temporal server restart (bench/chaos.ts does it).
  * Everything else is as in the full campaign: worker SIGKILLs and restarts,
  * provider create/delete failures and hanging deletes, lost and duplicated
- * webhooks, GitHub 5xx and secondary rate limits, machines killed.
+ * webhooks, GitHub 5xx and secondary rate limits, machines killed, runners
+ * reset after they left.
  */
 import { expect, inject, it } from 'vitest';
 import { runChaosCampaign } from '../../bench/chaos/campaign';
@@ -26,6 +27,7 @@ it('converges under chaos: every job run, nothing leaked, duplicated, registered
   expect(report.injected.temporalRestarts, context).toBe('skipped');
   expect(report.injected.workerKills, context).toBeGreaterThan(0);
   expect(report.injected.providerCreateFaults + report.injected.providerDeleteFaults, context).toBeGreaterThan(0);
+  expect(report.injected.runnerResets, context).toBeGreaterThan(0);
   expect(report.outcome.jobs, context).toBe(LIFECYCLES);
   expect(report.outcome.jobsNotRun, context).toEqual([]);
   expect(report.outcome.jobsRun, context).toBe(LIFECYCLES);
