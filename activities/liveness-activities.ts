@@ -3,7 +3,8 @@
  * Its cost is flat in the number of runners: one visibility listing plus ONE
  * provider ListInstances (machine pass; one per pool of the listed runners for a
  * provider that lists per pool), or one paginated list-runners per GitHub scope
- * (GitHub pass), and one describe and one query per pool the listed runners belong to.
+ * (GitHub pass), and one describe and one query (machine pass) or one query (GitHub
+ * pass) per pool the listed runners belong to.
  * Only instances found dead, orphaned or uncounted get a signal; a healthy fleet
  * costs no signal, no workflow task and no history event in any instance.
  *
@@ -20,7 +21,7 @@ import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { listMachines, type ProviderInstance, type ProviderPort } from '../providers/port';
 import type { InstanceMemo } from '../workflows/instance-options';
 import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
-import { countedRunnersQuery, poolWorkflowId } from '../workflows/pool-messages';
+import { countedRunnersQuery, poolWorkflowId, registeredRunnersQuery } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { eachConcurrently } from '../domain/concurrency';
 import { livenessFindings, livenessLastRun } from '../observability/metrics';
@@ -109,6 +110,9 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
 
   /** Runs `work` over `items`, a bounded number at a time, so many pools or a mass finding (a whole zone gone) do not flood the frontend. */
   const inLanes = <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => eachConcurrently(items, deps.signalConcurrency ?? 20, work);
+  /** A pool's list of its runners; bounded, since a pool whose worker is down would not answer at all. */
+  const askPool = (pool: string, query: typeof countedRunnersQuery): Promise<string[]> =>
+    client.withDeadline(Date.now() + (deps.poolQueryTimeoutMs ?? 5_000), () => client.workflow.getHandle(poolWorkflowId(pool)).query(query));
 
   /**
    * A pool counts its runners and asks them to leave when it is deleted or smaller. A runner
@@ -146,7 +150,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       }
       let counted: Set<string>;
       try {
-        counted = new Set(await client.withDeadline(Date.now() + (deps.poolQueryTimeoutMs ?? 5_000), () => handle.query(countedRunnersQuery)));
+        counted = new Set(await askPool(pool, countedRunnersQuery));
       } catch (err) {
         // A pool whose worker is down, or busy past the deadline, says nothing either way.
         report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
@@ -262,12 +266,35 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     };
   }
 
-  /** One paginated list-runners per GitHub scope (and credentials) these instances register in. */
+  /** Each pool's runners that have come online, a few pools at a time; a pool that does not answer is left out. */
+  async function registeredByPool(instances: LiveInstance[], report: LivenessReport): Promise<Map<string, Set<string>>> {
+    const answers = new Map<string, Set<string>>();
+    const pools = new Set(instances.flatMap((i) => (i.pool ? [i.pool] : [])));
+    await inLanes([...pools], async (pool) => {
+      try {
+        answers.set(pool, new Set(await askPool(pool, registeredRunnersQuery)));
+      } catch (err) {
+        // A pool whose worker is down, or busy past the deadline, says nothing either way.
+        report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
+      }
+    });
+    return answers;
+  }
+
+  /**
+   * One paginated list-runners per GitHub scope (and credentials) these instances register in.
+   * A pooled runner that has not come online yet is offline or unlisted at GitHub by nature (its
+   * bootstrap timeout covers it), so its pool is asked which of its runners have: one query per
+   * pool spares a signal and a workflow task per booting runner per pass, and keeps booting
+   * runners out of what the pass reports. A pool that does not answer leaves its runners in.
+   */
   async function githubPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
+    const registered = await registeredByPool(instances, report);
+    const notYetOnline = (i: LiveInstance): boolean => i.pool !== undefined && registered.get(i.pool)?.has(i.name) === false;
     const groups = new Map<string, { credentials: string; scope: GitHubScope; names: string[] }>();
     const leavingNames = new Set(instances.filter((i) => i.leaving).map((i) => i.name));
     for (const instance of instances) {
-      if (!instance.github) continue;
+      if (!instance.github || notYetOnline(instance)) continue;
       const key = `${instance.github.credentials}|${scopeKey(instance.github.scope)}`;
       const group = groups.get(key) ?? { credentials: instance.github.credentials, scope: instance.github.scope, names: [] };
       group.names.push(instance.name);

@@ -309,6 +309,16 @@ export class PoolBook {
     return [...this.runners.keys()];
   }
 
+  /**
+   * Runners the pool counts that have come online (reported idle or busy) at least once. Until
+   * then GitHub lists a runner offline or not at all by nature, which is no news to it.
+   */
+  registeredRunners(): string[] {
+    const names: string[] = [];
+    for (const r of this.runners.values()) if (r.everReady) names.push(r.name);
+    return names;
+  }
+
   hasStartedRunners(): boolean {
     for (const r of this.runners.values()) if (this.existsFor(r)) return true;
     return false;

@@ -138,6 +138,8 @@ export const knownJobsQuery = defineQuery<number[], [KnownJobsArgs]>('knownJobs'
 export const startedRunnersQuery = defineQuery<string[]>('startedRunners');
 /** Names of every runner the pool counts, started or still starting. */
 export const countedRunnersQuery = defineQuery<string[]>('countedRunners');
+/** Names of the runners the pool counts that have come online (reported idle or busy) at least once. */
+export const registeredRunnersQuery = defineQuery<string[]>('registeredRunners');
 
 export const POOL_MESSAGE_DESCRIPTIONS = {
   updatePool: 'Replace the pool settings (validated by the API). Busy runners are left alone; runners from older settings are replaced as they leave. Input: {"settings": {...}}',
@@ -151,6 +153,7 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
   startedRunners: 'Names of the runners the pool counts whose workflows are known to exist (started, or heard from).',
   countedRunners: 'Names of every runner the pool counts, started or still starting.',
+  registeredRunners: 'Names of the runners the pool counts that have come online (reported idle or busy) at least once.',
   unmatchedJob: 'Record a job no pool could take.',
   jobsUnmatched: 'Record jobs no pool could take, batched by the webhook intake. Input: {"jobs": [{"jobId": 1, "labels": ["gpu"], "reason": "..."}]}',
   unmatchedJobs: 'The most recent jobs no pool could take, with the reason.',

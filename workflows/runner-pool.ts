@@ -41,6 +41,7 @@ import {
   RUNNER_POOL_WORKFLOW,
   startedRunnersQuery,
   countedRunnersQuery,
+  registeredRunnersQuery,
   runnerChangedSignal,
   runnersChangedSignal,
   updatePoolSignal,
@@ -175,6 +176,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
   setHandler(startedRunnersQuery, () => book.startedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.startedRunners });
   setHandler(countedRunnersQuery, () => book.countedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.countedRunners });
+  setHandler(registeredRunnersQuery, () => book.registeredRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.registeredRunners });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
   setHandler(updatePoolSignal, (args) => {
     // A signal sent by hand is held to what the API holds new settings to: extra specs past the
