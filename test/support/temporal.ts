@@ -166,3 +166,17 @@ export function useTestWorker(options: TestWorkerOptions = {}): TemporalTestEnv 
   });
   return env;
 }
+
+/** A client for a file's tests that make schedules: the schedules named in `created` are deleted after them. */
+export function useScheduleClient(): { client: Client; created: string[] } {
+  const env = { created: [] as string[] } as { client: Client; created: string[] };
+  let connection: Connection | undefined;
+  beforeAll(async () => {
+    ({ client: env.client, connection } = await connectClient());
+  });
+  afterAll(async () => {
+    await Promise.allSettled(env.created.map((id) => env.client.schedule.getHandle(id).delete()));
+    await connection?.close();
+  });
+  return env;
+}
