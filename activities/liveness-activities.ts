@@ -20,7 +20,7 @@ import { scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '
 import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { listMachines, type ProviderInstance, type ProviderPort } from '../providers/port';
 import type { InstanceMemo } from '../workflows/instance-options';
-import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, type HealthReportArgs } from '../workflows/messages';
+import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, stateQuery, type HealthReportArgs } from '../workflows/messages';
 import { countedRunnersQuery, poolWorkflowId, registeredRunnersQuery } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { eachConcurrently } from '../domain/concurrency';
@@ -59,7 +59,7 @@ export interface LivenessActivityDeps {
   namespace: string;
   /** Signals in flight at once, so a mass failure (a whole zone gone) does not flood the frontend. */
   signalConcurrency?: number;
-  /** How long a pool may take to say which runners it counts (default 5 s). */
+  /** How long a pool may take to say which runners it counts, or a runner how it is (default 5 s). */
   poolQueryTimeoutMs?: number;
 }
 
@@ -110,6 +110,9 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
 
   /** Runs `work` over `items`, a bounded number at a time, so many pools or a mass finding (a whole zone gone) do not flood the frontend. */
   const inLanes = <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => eachConcurrently(items, deps.signalConcurrency ?? 20, work);
+  /** Whether a runner is still `running` by its own account (a query waits for its open workflow task). */
+  const runsOn = async (name: string): Promise<boolean> =>
+    (await client.withDeadline(Date.now() + (deps.poolQueryTimeoutMs ?? 5_000), () => client.workflow.getHandle(runnerWorkflowId(name)).query(stateQuery))).status === 'running';
   /** A pool's list of its runners; bounded, since a pool whose worker is down would not answer at all. */
   const askPool = (pool: string, query: typeof countedRunnersQuery): Promise<string[]> =>
     client.withDeadline(Date.now() + (deps.poolQueryTimeoutMs ?? 5_000), () => client.workflow.getHandle(poolWorkflowId(pool)).query(query));
@@ -161,6 +164,10 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     await inLanes(asks, async ({ name, pool, counted }) => {
       const reason = counted ? `pool ${pool} does not count this runner` : `pool ${pool} no longer exists`;
       try {
+        // A runner's last report reaches its pool from within the workflow task that ends it, a
+        // moment before visibility stops listing it as running: the pool has written it off
+        // because it is leaving. Its own state tells such a runner from one that runs on.
+        if (counted && !(await runsOn(name))) return;
         await client.workflow.getHandle(runnerWorkflowId(name)).signal(deleteSignal, { reason });
         (counted ? report.uncounted : report.orphaned).push({ name, pool });
         log.warn(counted ? 'runner its pool does not count; asked to leave' : 'runner outlived its pool; asked to leave', { provider: report.provider, name, pool });

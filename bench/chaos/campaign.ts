@@ -15,7 +15,10 @@ import { measureOutcome, type RunOutcome } from '../../devstack/outcome';
 import { processStackRequest, startProcessStack, type ProcessStack } from '../../devstack/process-stack';
 import type { SimFault } from '../../github/simulator/faults';
 import type { SentDelivery } from '../../github/simulator/webhook-sender';
+import type { LivenessReport } from '../../activities/liveness-activities';
+import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
+import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
 import type { PoolSettingsInput } from '../../domain/pool';
 import { stateQuery } from '../../workflows/messages';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
@@ -59,6 +62,8 @@ export interface ChaosReport {
     /** Runners that had left, reset by "an operator" to run again. */
     runnerResets: number;
   };
+  /** Runners the liveness checks asked to leave because their pool did not count them: the reset ones, and no other. */
+  uncounted: { asked: string[]; notReset: string[] };
   /** GitHub API calls the campaign cost, against the simulated installation's hourly limit. */
   github: { apiCalls: number; hourlyLimit: number; callsDuringPrimaryRateLimit: number; byOperation: Record<string, number> };
   outcome: RunOutcome;
@@ -215,7 +220,9 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
     const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name) && !driver.resets.has(name)) };
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
-    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, github, outcome };
+    const asked = await uncountedAsks(stack, provider);
+    const uncounted = { asked, notReset: asked.filter((name) => !driver.resets.has(name)) };
+    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, github, outcome };
   } finally {
     // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
@@ -234,6 +241,17 @@ function failedDeliveries(log: readonly SentDelivery[]): Pick<ChaosReport['injec
     } else failed.add(d.id);
   }
   return { failedDeliveries: failed.size, failedDeliveriesAnswered: answered.size };
+}
+
+/** Runners the provider's liveness passes asked to leave because their pool did not count them. */
+async function uncountedAsks(stack: ProcessStack, provider: string): Promise<string[]> {
+  const names = new Set<string>();
+  for await (const info of stack.client.workflow.list({ query: `WorkflowType = '${LIVENESS_CHECK_WORKFLOW}' AND ExecutionStatus = 'Completed'` })) {
+    if (!info.workflowId.startsWith(`${livenessScheduleId(provider, 'machines')}-`)) continue;
+    const report = (await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as LivenessReport;
+    for (const { name } of report.uncounted ?? []) names.add(name);
+  }
+  return [...names].sort();
 }
 
 /** What an open workflow is waiting for, for the report. */
