@@ -110,12 +110,12 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
 
   /** Runs `work` over `items`, a bounded number at a time, so many pools or a mass finding (a whole zone gone) do not flood the frontend. */
   const inLanes = <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => eachConcurrently(items, deps.signalConcurrency ?? 20, work);
+  /** Queries are bounded: a workflow whose worker is down would not answer at all. */
+  const bounded = <T>(query: () => Promise<T>): Promise<T> => client.withDeadline(Date.now() + (deps.poolQueryTimeoutMs ?? 5_000), query);
   /** Whether a runner is still `running` by its own account (a query waits for its open workflow task). */
-  const runsOn = async (name: string): Promise<boolean> =>
-    (await client.withDeadline(Date.now() + (deps.poolQueryTimeoutMs ?? 5_000), () => client.workflow.getHandle(runnerWorkflowId(name)).query(stateQuery))).status === 'running';
-  /** A pool's list of its runners; bounded, since a pool whose worker is down would not answer at all. */
-  const askPool = (pool: string, query: typeof countedRunnersQuery): Promise<string[]> =>
-    client.withDeadline(Date.now() + (deps.poolQueryTimeoutMs ?? 5_000), () => client.workflow.getHandle(poolWorkflowId(pool)).query(query));
+  const runsOn = async (name: string): Promise<boolean> => (await bounded(() => client.workflow.getHandle(runnerWorkflowId(name)).query(stateQuery))).status === 'running';
+  /** A pool's list of its runners. */
+  const askPool = (pool: string, query: typeof countedRunnersQuery): Promise<string[]> => bounded(() => client.workflow.getHandle(poolWorkflowId(pool)).query(query));
 
   /**
    * A pool counts its runners and asks them to leave when it is deleted or smaller. A runner
@@ -344,12 +344,14 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
           // otherwise keep an ephemeral one waiting for a job GitHub has long finished.
           const instances = await runningInstances(args.provider, args.check === 'github' ? ['running', 'pending_delete'] : ['running']);
           const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], uncounted: [], failed: [] };
-          if (instances.length > 0 && args.check === 'machines') {
-            // Before the provider listing, so a provider that is down does not keep orphans alive.
-            await orphanPass(instances, report);
-            await machinePass(target, instances, report, signal);
-          } else if (instances.length > 0) {
-            await githubPass(instances, report);
+          if (instances.length > 0) {
+            if (args.check === 'machines') {
+              // Before the provider listing, so a provider that is down does not keep orphans alive.
+              await orphanPass(instances, report);
+              await machinePass(target, instances, report, signal);
+            } else {
+              await githubPass(instances, report);
+            }
           }
           countPass(report);
           return report;
