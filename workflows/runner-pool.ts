@@ -429,14 +429,38 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // Signals that change nothing (a redelivered job, a job beyond the queue's bound, a stale
   // report) still grow the history: the pool wakes for a full history too, not only for news.
   const wakeOnFullHistory = patched('wake-on-full-history');
-  const historyFull = (): boolean => wakeOnFullHistory && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > historyLimit);
+  const historyOverLimit = (): boolean => {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength > historyLimit;
+  };
+  const historyFull = (): boolean => wakeOnFullHistory && historyOverLimit();
   // The loop asks whether it is done before it awaits the scale set's step, and clears `dirty`
   // after: the last runner's report, handled during that await, would be slept through until
   // some later signal. (patched: pools that slept through it replay doing so.)
   const wakesWhenDone = patched('pool-wakes-when-done');
   const finished = (): boolean => wakesWhenDone && book.done;
+  async function continueWhenSettled(): Promise<never> {
+    await condition(() => startsInFlight === 0 && passesInFlight === 0 && auditsInFlight === 0 && allHandlersFinished());
+    const { carried, dropped } = book.carryWithin(MAX_CARRIED_BYTES);
+    if (dropped > 0) log.warn('queued jobs not kept: the pool state would not fit in one continue-as-new', { pool: book.settings.name, dropped, total: book.queuedJobsDropped });
+    return continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: { ...carried, ...(audits ? { auditDueAt } : {}) } });
+  }
+  /**
+   * A decision that finds the history already full continues as new before it starts anything.
+   * The server refuses a continue-as-new that races a signal; the SDK then replays the whole
+   * history (about half a second at 500 events on a slow host), and the task after that, which
+   * the server keeps free of new signals, brings the signals that caused the refusal. Starting
+   * their runners there meant waiting for the starts to return before continuing, in a task open
+   * to signals again: a second refusal and a second replay. The next run starts them in its first
+   * task instead. Only after this run's first decision, so every run makes progress.
+   * (patched: pools that decided in such a task replay doing so.)
+   */
+  const continuesBeforeNewWork = patched('full-history-continues-before-new-work');
+  let decided = false;
   while (!book.done) {
     await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
+    if (continuesBeforeNewWork && decided && historyOverLimit()) await continueWhenSettled();
+    decided = true;
     const plan = book.plan(Date.now());
     for (const { name, reason } of plan.remove) askToLeave(name, reason);
     // The ask is marked after the plan armed its wake: without a wake of its own, a runner the
@@ -455,13 +479,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       continue;
     }
 
-    const info = workflowInfo();
-    if (info.continueAsNewSuggested || info.historyLength > historyLimit) {
-      await condition(() => startsInFlight === 0 && passesInFlight === 0 && auditsInFlight === 0 && allHandlersFinished());
-      const { carried, dropped } = book.carryWithin(MAX_CARRIED_BYTES);
-      if (dropped > 0) log.warn('queued jobs not kept: the pool state would not fit in one continue-as-new', { pool: book.settings.name, dropped, total: book.queuedJobsDropped });
-      await continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: { ...carried, ...(audits ? { auditDueAt } : {}) } });
-    }
+    if (historyOverLimit()) await continueWhenSettled();
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
       // Only a pool with runners to look for wakes for it; one that gets some looks at its next decision.

@@ -130,6 +130,49 @@ describe('runnerPool', () => {
     await pool.result();
   });
 
+  it('continues as new before starting anything when a job wakes it with its history already full; the next run starts the runner', async () => {
+    // How long a pool's history is once its first task is done, from a pool that never fills its history.
+    const probe = poolSettings({ minIdleRunners: 0 });
+    const probePool = await startPool(env.client, env.w.taskQueue, { settings: probe, historyLimit: 10_000 });
+    await probePool.query(poolStateQuery);
+    const atRest = (await probePool.fetchHistory()).events!.length;
+    await probePool.signal(deletePoolSignal, {});
+    await probePool.result();
+
+    // The same pool with that limit: at rest it is full to the event, and the job's own signal
+    // and workflow task take its history past the limit.
+    const settings = poolSettings({ minIdleRunners: 0 });
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, historyLimit: atRest });
+    const agents = autoRegister(env.client, pool);
+    try {
+      await pool.query(poolStateQuery);
+      const firstRunId = (await pool.describe()).runId;
+      await pool.signal(jobQueuedSignal, { jobId: 7, labels: ['linux'] });
+      const view = await eventually(async () => {
+        const v = await pool.query(poolStateQuery);
+        return idleRunners(v).length === 1 ? v : undefined;
+      }, 20_000, "the job's runner online");
+      expect((await pool.describe()).runId).not.toBe(firstRunId);
+
+      const started = (events: { activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null }[]) =>
+        events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'startRunners').length;
+      const firstRun = (await env.client.workflow.getHandle(pool.workflowId, firstRunId).fetchHistory()).events!;
+      expect(firstRun.at(-1)!.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+      // Starting there would have kept the run open to signals until the start returned.
+      expect(started(firstRun)).toBe(0);
+      const laterRuns: number[] = [];
+      for await (const run of env.client.workflow.list({ query: `WorkflowId = "${pool.workflowId}"` })) {
+        if (run.runId !== firstRunId) laterRuns.push(started((await env.client.workflow.getHandle(pool.workflowId, run.runId).fetchHistory()).events!));
+      }
+      expect(laterRuns.reduce((a, b) => a + b, 0)).toBe(1);
+      expect(view.runners).toHaveLength(1);
+    } finally {
+      agents.stop();
+      await pool.signal(deletePoolSignal, {});
+    }
+    await pool.result();
+  });
+
   it('ignores queued jobs that make no sense instead of keeping them', async () => {
     const settings = poolSettings({ minIdleRunners: 0, maxRunners: 0 });
     const pool = await startPool(env.client, env.w.taskQueue, { settings });
