@@ -65,7 +65,9 @@ const START_BATCH = 50;
  * server refuses the task once (UnhandledCommand), the SDK drops the pool from
  * its cache and replays its whole history, and until that replay is done the
  * pool decides nothing and the server refuses signals to it. That pause grows
- * with the history: about 2.3 s at 4,000 events, 0.25 s at 500. Measured at
+ * with the history: about 2.3 s at 4,000 events, 0.25 – 0.7 s at 500 (faster and
+ * slower host); at 250 each pause was a third shorter, but there were twice as
+ * many and no fewer of them refused. Measured at
  * 10 jobs/s (bench/README.md): queue-to-start p99 about 3 s at 4,000 (a pause
  * every 30 s), 1 s at 1,000, 0.2 s at 500. Each continue-as-new carries the
  * pool's whole state, so a pool holding thousands of queued jobs pays for the
