@@ -114,6 +114,18 @@ export function createScaleSetActivities(deps: ScaleSetActivityDeps) {
       });
     },
 
+    /** Request ids of the scale set's jobs no listener has acquired; a scale set that is gone has none. */
+    async listAcquirableScaleSetJobs(args: { target: ScaleSetTarget; scaleSetId: number }): Promise<number[]> {
+      return guarded(async () => {
+        try {
+          return await actions(args.target).listAcquirableJobs(args.scaleSetId);
+        } catch (err) {
+          if (isActionsError(err, 'not_found')) return [];
+          throw err;
+        }
+      });
+    },
+
     /** Acknowledges a message whose effect is already recorded; a lost session means the queue forgot it too. */
     async ackScaleSetMessage(args: SessionRef & { messageId: number }): Promise<'acked' | 'session_lost'> {
       return guarded(async () => {

@@ -48,6 +48,12 @@ export interface InstanceTimings {
   /** How long a scale-set listener waits before asking again for a session another listener holds (ARC: 30 s). */
   scaleSetConflictRetryMs: number;
   /**
+   * A scale set whose statistics count available jobs that no message offered (one lost on its
+   * way, say) has its listener list them and acquire them, at most this often.
+   * Absent from the input of listeners started before it was configurable.
+   */
+  scaleSetWaitingJobsIntervalMs?: number;
+  /**
    * A runner its pool asked to leave that has not reported leaving within this long is
    * asked again (the ask is a signal that misses a runner whose start is still in flight).
    * Absent from the input of pools started before it was configurable.
@@ -83,6 +89,7 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   runnerOfflineGraceMs: 2 * 60_000,
   scaleSetPollTimeoutMs: 70_000,
   scaleSetConflictRetryMs: 30_000,
+  scaleSetWaitingJobsIntervalMs: 60_000,
   leaveReaskIntervalMs: 30_000,
   poolAuditIntervalMs: 10 * 60_000,
 };
@@ -110,6 +117,7 @@ export const timingsOverrideSchema = z
     runnerOfflineGrace: durationMs,
     scaleSetPollTimeout: durationMs,
     scaleSetConflictRetry: durationMs,
+    scaleSetWaitingJobsInterval: durationMs,
     leaveReaskInterval: durationMs,
     poolAuditInterval: durationMs,
   })

@@ -53,6 +53,8 @@ const RECENT_IDS_KEPT = 50;
 const CLOSE_ATTEMPTS = 3;
 /** Caps the doubling of the pause after failures, long before the interval itself is capped. */
 const MAX_DOUBLINGS = 20;
+/** For listeners whose input predates `scaleSetWaitingJobsIntervalMs`. */
+const DEFAULT_WAITING_JOBS_INTERVAL_MS = 60_000;
 
 /** `takesJobs` of an updateListener signal; pools that predate it send none. */
 function takesJobsOf(args: unknown): boolean | undefined {
@@ -88,6 +90,9 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   // Reports name the listener they come from, so that the pool hears a new listener whose count
   // starts again. (patched: a run begun before sends its reports as it did, to its end.)
   const listenerId = patched('scale-set-demand-names-its-listener') ? workflowInfo().firstExecutionRunId : undefined;
+  // (patched: listeners begun before replay without ever listing jobs that wait.)
+  const listsWaitingJobs = patched('listener-acquires-waiting-jobs');
+  const waitingJobsInterval = t.scaleSetWaitingJobsIntervalMs ?? DEFAULT_WAITING_JOBS_INTERVAL_MS;
 
   const state: ListenerCarried = input.carried ?? {
     lastMessageId: 0,
@@ -137,7 +142,11 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       settings.maxRunners = next.maxRunners;
       settings.labels = next.labels;
       const takes = takesJobsOf(args);
+      const reopened = takes === true && !takesJobs();
       if (takes !== undefined) settings.takesJobs = takes;
+      // The poll out now asked for no capacity and waits up to a minute: cut it short, so that
+      // the next one asks for the pool's capacity and the jobs passed over are acquired now.
+      if (reopened && listsWaitingJobs) poll?.cancel();
     },
     { description: SCALE_SET_MESSAGE_DESCRIPTIONS.updateListener },
   );
@@ -194,6 +203,8 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     status = 'listening';
     state.lastError = undefined;
     if (opened.statistics) state.statistics = opened.statistics;
+    // Jobs offered before this session (while no listener held one) are not offered to it.
+    if (listsWaitingJobs && (opened.statistics?.totalAvailableJobs ?? 1) > 0) state.waitingJobsDue = true;
     await tellPool();
     return true;
   }
@@ -213,8 +224,16 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         return;
       }
       state.jobsAcquired += acquired.acquired.length;
+    } else if (message.available.length > 0 && listsWaitingJobs) {
+      // Passed over: the service does not offer them again, so they are listed once the pool takes jobs.
+      state.waitingJobsDue = true;
     }
     if (message.statistics) state.statistics = message.statistics;
+    if (listsWaitingJobs && message.available.length === 0 && (message.statistics?.totalAvailableJobs ?? 0) > 0 && Date.now() - (state.waitingJobsListedAt ?? 0) >= waitingJobsInterval) {
+      // Available jobs no message offered: an offer lost on its way, or one a message still to come
+      // carries (acquiring it now is harmless: the later acquire wins nothing).
+      state.waitingJobsDue = true;
+    }
     await tellPool();
     await tellRunners(message);
     // The effect is in this workflow's history now: safe to let the service forget the message.
@@ -222,6 +241,30 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     state.messagesApplied += 1;
     state.recentMessageIds = [...state.recentMessageIds, message.messageId].slice(-RECENT_IDS_KEPT);
     if ((await calls.ackScaleSetMessage({ ...ref, messageId: message.messageId })) === 'session_lost') state.sessionId = undefined;
+  }
+
+  /**
+   * Lists the scale set's jobs that no listener acquired and acquires them, as GitHub's own
+   * listener did when it opened a session: a job offered while the pool took none, before this
+   * session, or in a message that never arrived would otherwise wait for an offer that has gone.
+   * Returns false when the session was lost (the next session looks again).
+   */
+  async function acquireWaitingJobs(sessionId: string): Promise<boolean> {
+    const scaleSetId = state.scaleSetId!;
+    state.waitingJobsListedAt = Date.now();
+    const requestIds = await calls.listAcquirableScaleSetJobs({ target, scaleSetId });
+    if (requestIds.length > 0) {
+      const acquired = await calls.acquireScaleSetJobs({ target, scaleSetId, sessionId, requestIds });
+      if ('sessionLost' in acquired) {
+        state.sessionId = undefined;
+        return false;
+      }
+      state.jobsAcquired += acquired.acquired.length;
+      state.waitingJobsAcquired = (state.waitingJobsAcquired ?? 0) + acquired.acquired.length;
+      if (acquired.acquired.length > 0) log.info('acquired jobs that waited for the scale set', { pool: settings.pool, scaleSetId, jobs: acquired.acquired });
+    }
+    state.waitingJobsDue = false;
+    return true;
   }
 
   /** Closes the session; returns why it could not be closed. */
@@ -276,6 +319,9 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         continue;
       }
       const sessionId = state.sessionId;
+      if (state.waitingJobsDue && acquiring()) {
+        if (!(await acquireWaitingJobs(sessionId))) continue;
+      }
       let polled: PollResult | undefined;
       try {
         poll = new CancellationScope();
@@ -287,7 +333,9 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       } finally {
         poll = undefined;
       }
-      if (stop !== undefined || polled === undefined) break;
+      if (stop !== undefined) break;
+      // Cut short by the pool opening to jobs again (only a stop did so before).
+      if (polled === undefined) continue;
       if (polled.kind === 'session_lost') {
         status = 'reconnecting';
         state.lastError = `message session ${sessionId} was lost`;

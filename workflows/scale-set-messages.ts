@@ -54,6 +54,12 @@ export interface ListenerCarried {
   consecutiveFailures?: number;
   /** Why the listener is failing, waiting or reconnecting (or could not close its session). */
   lastError?: string;
+  /** Jobs may wait for the scale set that no message offered this listener while it could take them: it lists them once it can. */
+  waitingJobsDue?: boolean;
+  /** When it last listed them (workflow time): a scale set's statistics ask for a list at most once per `scaleSetWaitingJobsIntervalMs`. */
+  waitingJobsListedAt?: number;
+  /** Jobs acquired from those lists (also counted in `jobsAcquired`). */
+  waitingJobsAcquired?: number;
 }
 
 export interface ScaleSetListenerInput {

@@ -8,6 +8,7 @@
 import { scopeUrl, GitHubApiError, GitHubRateLimitError, type GitHubScope, type RemoveRunnerOutcome } from '../port';
 import { ActionsServiceError, type ActionsServicePort, type EnsureScaleSetRequest, type ScaleSetMessage, type SessionInfo } from './port';
 import type {
+  AcquirableJob,
   ActionsServiceAdminConnection,
   JobMessage,
   ListOf,
@@ -207,6 +208,15 @@ export class ActionsServiceClient implements ActionsServicePort {
     }));
     if (res.status !== 200) throw this.failure('acquire_jobs', res.status, res.body);
     return (res.body as ListOf<number>).value;
+  }
+
+  async listAcquirableJobs(scaleSetId: number): Promise<number[]> {
+    const res = await this.service('get_acquirable_jobs', 'GET', `${SCALE_SETS}/${scaleSetId}/acquirablejobs`);
+    // The service answers 204 with no body when nothing waits.
+    if (res.status === 204) return [];
+    const list = res.body as Partial<ListOf<Partial<AcquirableJob>>> | null;
+    if (!list || !Array.isArray(list.value)) throw new ActionsServiceError('get_acquirable_jobs: the answer has no job list', res.status, true);
+    return list.value.map((job) => job.runnerRequestId).filter((id): id is number => typeof id === 'number');
   }
 
   async generateJitConfig(scaleSetId: number, runnerName: string, workFolder: string): Promise<{ runnerId: number; encodedJitConfig: string }> {

@@ -68,6 +68,8 @@ export interface ActionsServicePort {
   deleteMessage(req: { scaleSetId: number; sessionId: string; messageId: number }): Promise<void>;
   /** The request ids won; an id another listener took is simply absent. */
   acquireJobs(req: { scaleSetId: number; sessionId: string; requestIds: number[] }): Promise<number[]>;
+  /** Request ids of the scale set's jobs that no listener has acquired: those passed over while its pool took no jobs, or offered before its session. */
+  listAcquirableJobs(scaleSetId: number): Promise<number[]>;
   generateJitConfig(scaleSetId: number, runnerName: string, workFolder: string): Promise<{ runnerId: number; encodedJitConfig: string }>;
   findRunnerByName(name: string): Promise<{ id: number; name: string; runnerScaleSetId: number } | undefined>;
   removeRunner(runnerId: number): Promise<RemoveRunnerOutcome>;

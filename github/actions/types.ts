@@ -113,7 +113,19 @@ export interface RunnerScaleSetJitRunnerConfig {
   encodedJITConfig: string;
 }
 
-/** `{count, value}` lists: scale sets, runner groups, runners, acquired job ids. */
+/** A job waiting for a scale set, as the service lists them (`acquirablejobs`). */
+export interface AcquirableJob {
+  acquireJobUrl: string;
+  messageType: string;
+  runnerRequestId: number;
+  repositoryName: string;
+  ownerName: string;
+  jobWorkflowRef: string;
+  eventName: string;
+  requestLabels: string[];
+}
+
+/** `{count, value}` lists: scale sets, runner groups, runners, acquired job ids, acquirable jobs. */
 export interface ListOf<T> {
   count: number;
   value: T[];
@@ -157,6 +169,13 @@ export const GO_CLIENT_JSON_KEYS = {
   RunnerReferenceList: ['count', 'value'],
   RunnerReference: ['id', 'name', 'runnerScaleSetId'],
   RunnerScaleSetJitRunnerConfig: ['runner', 'encodedJITConfig'],
+  /**
+   * The acquirable-jobs list is not in that revision (actions/scaleset dropped it with job
+   * acquisition, and restored only the acquisition); these are the keys of actions-runner-controller's
+   * `github/actions/types.go`, whose listener reads the list when it opens a session.
+   */
+  AcquirableJobList: ['count', 'value'],
+  AcquirableJob: ['acquireJobUrl', 'messageType', 'runnerRequestId', 'repositoryName', 'ownerName', 'jobWorkflowRef', 'eventName', 'requestLabels'],
   /** client.go: actionsServiceAdminConnection. */
   actionsServiceAdminConnection: ['url', 'token'],
 } as const satisfies Record<string, readonly string[]>;

@@ -15,6 +15,7 @@ export type ActionsOperationName =
   | 'get-message'
   | 'delete-message'
   | 'acquire-jobs'
+  | 'get-acquirable-jobs'
   | 'generate-scale-set-jitconfig'
   | 'get-agents'
   | 'remove-agent';
@@ -39,6 +40,7 @@ export const ACTIONS_ROUTES: ActionsRoute[] = [
   { name: 'refresh-session', method: 'PATCH', pattern: new RegExp(`^${SS}/(\\d+)/sessions/([\\w-]+)$`), auth: 'admin' },
   { name: 'delete-session', method: 'DELETE', pattern: new RegExp(`^${SS}/(\\d+)/sessions/([\\w-]+)$`), auth: 'admin' },
   { name: 'acquire-jobs', method: 'POST', pattern: new RegExp(`^${SS}/(\\d+)/acquirejobs$`), auth: 'queue' },
+  { name: 'get-acquirable-jobs', method: 'GET', pattern: new RegExp(`^${SS}/(\\d+)/acquirablejobs$`), auth: 'admin' },
   { name: 'generate-scale-set-jitconfig', method: 'POST', pattern: new RegExp(`^${SS}/(\\d+)/generatejitconfig$`), auth: 'admin' },
   { name: 'get-agents', method: 'GET', pattern: /^\/_actions\/_apis\/distributedtask\/pools\/0\/agents$/, auth: 'admin' },
   { name: 'remove-agent', method: 'DELETE', pattern: /^\/_actions\/_apis\/distributedtask\/pools\/0\/agents\/(\d+)$/, auth: 'admin' },

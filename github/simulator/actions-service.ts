@@ -124,6 +124,12 @@ export class SimActionsService {
         const set = this.scaleSets.scaleSets.get(scaleSetId);
         return set ? { status: 200, body: this.scaleSets.json(set) } : actionsError(404, 'RunnerScaleSetNotFoundException', `scale set ${scaleSetId} not found`);
       }
+      case 'get-acquirable-jobs': {
+        if (!this.scaleSets.scaleSets.has(scaleSetId)) return actionsError(404, 'RunnerScaleSetNotFoundException', `scale set ${scaleSetId} not found`);
+        const waiting = this.scaleSets.acquirable(scaleSetId);
+        // Nothing waiting is a 204 with no body, as the service answers.
+        return waiting.length === 0 ? { status: 204 } : { status: 200, body: { count: waiting.length, value: waiting } };
+      }
       case 'delete-scale-set':
         return this.scaleSets.delete(scaleSetId, this.runnerRemoved) ? { status: 204 } : actionsError(404, 'RunnerScaleSetNotFoundException', `scale set ${scaleSetId} not found`);
       case 'create-session': {

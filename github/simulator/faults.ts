@@ -29,7 +29,9 @@ export type SimFault =
   /** Actions service: the next long poll delivers the newest delivered message again. */
   | { kind: 'redeliver-message'; times?: number }
   /** Actions service: the session expired before it was closed: the close answers 400 RunnerScaleSetSessionExpiredException. */
-  | { kind: 'session-expired-on-delete'; times?: number };
+  | { kind: 'session-expired-on-delete'; times?: number }
+  /** Actions service: a job becomes available to its scale set, but the message that offers it is lost (the statistics still count it). */
+  | { kind: 'lose-job-offer'; times?: number };
 
 type ActiveFault = SimFault & { remaining: number; resetAtEpochSeconds?: number };
 
@@ -46,6 +48,7 @@ export const FAULT_KINDS: readonly SimFault['kind'][] = [
   'lose-session',
   'redeliver-message',
   'session-expired-on-delete',
+  'lose-job-offer',
 ];
 
 export class FaultPlan {
@@ -74,7 +77,8 @@ export class FaultPlan {
       | 'expire-token'
       | 'lose-session'
       | 'redeliver-message'
-      | 'session-expired-on-delete',
+      | 'session-expired-on-delete'
+      | 'lose-job-offer',
   >(
     kind: K,
     operation: AnyOperation,

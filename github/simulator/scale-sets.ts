@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type {
+  AcquirableJob,
   JobMessage,
   RunnerScaleSet,
   RunnerScaleSetStatistic,
@@ -70,6 +71,8 @@ export class SimScaleSets {
     /** Hand acquired jobs to idle agents. */
     private readonly dispatch: () => void,
     private readonly serverUrl: () => string,
+    /** True when the offer of a job is to be lost (a fault). */
+    private readonly loseOffer: () => boolean = () => false,
   ) {}
 
   groupNamed(name: string): { id: number; name: string; isDefaultGroup: boolean } | undefined {
@@ -252,6 +255,7 @@ export class SimScaleSets {
     const set = [...this.scaleSets.values()].find((s) => this.targets(s, job));
     if (!set) return;
     job.scaleSetId = set.id;
+    if (this.loseOffer()) return;
     this.push(set.id, { ...this.base(job, 'JobAvailable'), acquireJobUrl: `${this.serverUrl()}/_actions/_apis/runtime/runnerscalesets/${set.id}/acquirejobs` });
   }
 
@@ -266,6 +270,27 @@ export class SimScaleSets {
     if (!inScope) return false;
     const have = new Set(set.labels.map((l) => l.toLowerCase()));
     return wanted.every((l) => have.has(l));
+  }
+
+  /** The scale set's jobs no listener has acquired, as the service lists them. */
+  acquirable(scaleSetId: number): AcquirableJob[] {
+    const set = this.scaleSets.get(scaleSetId);
+    if (!set) return [];
+    return [...this.state.jobs.values()]
+      .filter((job) => job.scaleSetId === scaleSetId && job.status === 'queued' && !job.acquired)
+      .map((job) => {
+        const base = this.base(job, 'JobAvailable');
+        return {
+          acquireJobUrl: `${this.serverUrl()}/_actions/_apis/runtime/runnerscalesets/${set.id}/acquirejobs`,
+          messageType: base.messageType,
+          runnerRequestId: base.runnerRequestId,
+          repositoryName: base.repositoryName,
+          ownerName: base.ownerName,
+          jobWorkflowRef: base.jobWorkflowRef,
+          eventName: base.eventName,
+          requestLabels: base.requestLabels,
+        };
+      });
   }
 
   /** Ids won: available jobs of this scale set not acquired before. */

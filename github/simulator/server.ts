@@ -120,7 +120,13 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   let callsDuringPrimaryRateLimit = 0;
   let baseUrl = '';
   const api = new SimGitHubApi(state, agents, () => baseUrl, webhooks);
-  const scaleSets = new SimScaleSets(state, { sessionIdleTimeoutMs: options.sessionIdleTimeoutMs ?? 120_000 }, () => agents.dispatch(), () => baseUrl);
+  const scaleSets = new SimScaleSets(
+    state,
+    { sessionIdleTimeoutMs: options.sessionIdleTimeoutMs ?? 120_000 },
+    () => agents.dispatch(),
+    () => baseUrl,
+    () => faults.forRequest('lose-job-offer', 'get-message') !== undefined,
+  );
   agents.jobEvents = {
     started: (job, runner) => scaleSets.jobStarted(job, runner),
     completed: (job, runner, result) => scaleSets.jobCompleted(job, runner, result),

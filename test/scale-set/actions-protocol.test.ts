@@ -39,6 +39,8 @@ describe('the Actions service protocol against the simulator', () => {
 
     const session = await client.createSession(created.id, 'owner-a');
     expect(session.statistics?.totalAssignedJobs).toBe(0);
+    // Nothing waiting: the service answers 204 with no body.
+    expect(await client.listAcquirableJobs(created.id)).toEqual([]);
     await expect(newClient().createSession(created.id, 'owner-b')).rejects.toSatisfy((e) => isActionsError(e, 'session_conflict'));
 
     const job = sim.queueJob({ repository: 'acme/app', labels: ['ci-large'] });
@@ -46,7 +48,9 @@ describe('the Actions service protocol against the simulator', () => {
     expect(available.jobs).toMatchObject([{ messageType: 'JobAvailable', runnerRequestId: job.id }]);
     expect(available.statistics?.totalAvailableJobs).toBe(1);
     expect(sim.scaleSetMaxCapacity(created.id)).toBe(4);
+    expect(await client.listAcquirableJobs(created.id)).toEqual([job.id]);
     expect(await client.acquireJobs({ scaleSetId: created.id, sessionId: session.sessionId, requestIds: [job.id] })).toEqual([job.id]);
+    expect(await client.listAcquirableJobs(created.id)).toEqual([]);
     expect(await client.acquireJobs({ scaleSetId: created.id, sessionId: session.sessionId, requestIds: [job.id] })).toEqual([]);
     await client.deleteMessage({ scaleSetId: created.id, sessionId: session.sessionId, messageId: available.messageId });
 

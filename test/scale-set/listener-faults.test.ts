@@ -27,6 +27,20 @@ async function allDone(ids: number[]): Promise<void> {
 }
 
 describe('the scale-set listener under faults', () => {
+  it('acquires a job whose offer was lost, once a later message counts it among the available jobs', async () => {
+    const pool = scaleSetPool({ maxRunners: 2 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    await listening(pool.name);
+    stack.sim.setFault({ kind: 'lose-job-offer', times: 1 });
+    const lost = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
+    // Nothing offers it; the messages about a later job carry statistics that count it.
+    const later = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
+    await allDone([lost.id, later.id]);
+    const s = await listenerState(stack.client, pool.name);
+    expect(s?.waitingJobsAcquired).toBe(1);
+    expect(s?.jobsAcquired).toBe(2);
+  });
+
   it('survives session conflicts, expired tokens, a lost session, redelivery, a slow poll and 5xx without losing or re-applying a message', async () => {
     stack.sim.setFault({ kind: 'session-conflict', times: 2 });
     const pool = scaleSetPool({ maxRunners: 2 });

@@ -35,7 +35,7 @@ async function scaleSetGone(scaleSetId: number): Promise<void> {
 }
 
 describe('a scale-set pool that takes no jobs', () => {
-  it('when disabled, has its listener acquire none and ask for no capacity', async () => {
+  it('when disabled, has its listener acquire none and ask for no capacity; enabled again, it acquires the jobs it passed over', async () => {
     const pool = scaleSetPool({ maxRunners: 2, enabled: false });
     expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
     const s = await listening(pool.name);
@@ -45,10 +45,13 @@ describe('a scale-set pool that takes no jobs', () => {
     expect(unacquired(job.id)).toBe(true);
     await eventually(() => stack.sim.scaleSetMaxCapacity(s.scaleSetId!) === 0, 10_000, 'capacity 0 asked for');
 
-    // Enabled again, it asks for its capacity again.
+    // Enabled again, it asks for its capacity again, at once rather than after the poll out.
     const shown = (await apiRequest(stack, 'GET', `/api/v1/pools/${pool.name}`)).body as { settings: Record<string, unknown> };
     expect((await apiRequest(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...shown.settings, enabled: true })).status).toBeLessThan(300);
     await eventually(() => stack.sim.scaleSetMaxCapacity(s.scaleSetId!) === 2, 10_000, 'capacity 2 asked for');
+    // No message offers the job passed over again: the listener lists what waits and takes it.
+    await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, 'the job passed over while disabled');
+    expect((await listenerState(stack.client, pool.name))?.waitingJobsAcquired).toBe(1);
     const next = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
     await eventually(() => stack.sim.jobs().find((j) => j.id === next.id && j.status === 'completed'), 30_000, 'a job after enabling it');
   });

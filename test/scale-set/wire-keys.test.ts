@@ -45,6 +45,7 @@ const LIST_ITEM: Record<string, Shape> = {
   'get-runner-group': 'RunnerGroup',
   'list-scale-sets': 'RunnerScaleSet',
   'get-agents': 'RunnerReference',
+  'get-acquirable-jobs': 'AcquirableJob',
 };
 const SINGLE: Record<string, Shape> = {
   'runner-registration': 'actionsServiceAdminConnection',
@@ -75,7 +76,10 @@ describe(`simulator JSON keys against ${GO_CLIENT_REVISION}`, () => {
       const m = await client.getMessage({ scaleSetId: set.id, sessionId: session.sessionId, lastMessageId: last, maxCapacity: 2 });
       if (!m) continue;
       for (const j of m.jobs) seen.add(j.messageType);
-      if (m.jobs.some((j) => j.messageType === 'JobAvailable')) await client.acquireJobs({ scaleSetId: set.id, sessionId: session.sessionId, requestIds: [job.id] });
+      if (m.jobs.some((j) => j.messageType === 'JobAvailable')) {
+        expect(await client.listAcquirableJobs(set.id)).toEqual([job.id]);
+        await client.acquireJobs({ scaleSetId: set.id, sessionId: session.sessionId, requestIds: [job.id] });
+      }
       await client.deleteMessage({ scaleSetId: set.id, sessionId: session.sessionId, messageId: m.messageId });
       last = m.messageId;
     }
@@ -86,7 +90,7 @@ describe(`simulator JSON keys against ${GO_CLIENT_REVISION}`, () => {
     for (const r of served) {
       const op = r.key.slice('ACTIONS '.length);
       if (LIST_ITEM[op]) {
-        check('Int64List', r.body, op, problems);
+        check(op === 'get-acquirable-jobs' ? 'AcquirableJobList' : 'Int64List', r.body, op, problems);
         check(LIST_ITEM[op], (r.body as { value: unknown[] }).value, `${op}.value`, problems);
       } else if (SINGLE[op]) {
         check(SINGLE[op], r.body, op, problems);
@@ -97,7 +101,7 @@ describe(`simulator JSON keys against ${GO_CLIENT_REVISION}`, () => {
         problems.push(`no recorded shape for ${op}`);
       }
     }
-    expect(new Set(served.map((r) => r.key)).size).toBeGreaterThanOrEqual(9);
+    expect(new Set(served.map((r) => r.key)).size).toBeGreaterThanOrEqual(10);
     expect(problems).toEqual([]);
   });
 });
