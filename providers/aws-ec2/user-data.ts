@@ -4,11 +4,13 @@
  * ec2:Describe*, user data only by those allowed ec2:DescribeInstanceAttribute.
  *
  * Every process on the machine can read user data back from the instance metadata
- * address, the runner's jobs included. So a registration token, good for the pool's
- * whole scope for an hour, is not written here when the metadata service is there to
- * fetch it from: the script asks for it while the runner installs, and the service
- * hands out none once the runner has registered (a JIT config only ever registers its
- * own runner).
+ * address, the runner's jobs included, and so can anyone allowed to describe the
+ * instance. So no runner credential is written here when runnerflow's metadata
+ * service is there to fetch it from: a registration token is good for the pool's whole
+ * scope for an hour, and a JIT config holds the runner's own key, with which anyone
+ * could pose as this runner and be handed its job. The script fetches either while
+ * the runner installs, as GARM's install templates do, and the service hands out none
+ * once the runner has registered.
  */
 import type { BootstrapInstance, RunnerTool } from '../port';
 
@@ -24,15 +26,32 @@ function pickTool(bootstrap: BootstrapInstance): RunnerTool | undefined {
   return bootstrap.tools.find((t) => t.os === bootstrap.osType && t.architecture === arch);
 }
 
+const JIT_FILES = ['runner', 'credentials', 'credentials_rsaparams'] as const;
+
+/**
+ * Fetches the runner's settings files out of its JIT config from the metadata service
+ * into the current directory (`.runner`, `.credentials`, `.credentials_rsaparams`),
+ * which `run.sh` reads instead of `--jitconfig`. Needs METADATA_URL and INSTANCE_TOKEN.
+ */
+export function jitFilesFetch(): string[] {
+  return [
+    `for file in ${JIT_FILES.join(' ')}; do`,
+    '  curl -fsS --retry 5 --retry-delay 2 -H "Authorization: Bearer $INSTANCE_TOKEN" -o ".$file" "${METADATA_URL%/}/credentials/$file"',
+    'done',
+  ];
+}
+
 export function buildUserData(bootstrap: BootstrapInstance): string {
   const tool = pickTool(bootstrap);
+  const jitFromMetadata = Boolean(bootstrap.jitConfig && bootstrap.metadataUrl);
   const lines = [
     '#!/bin/bash',
     'set -euo pipefail',
     `RUNNER_NAME=${shellQuote(bootstrap.name)}`,
     `CALLBACK_URL=${shellQuote(bootstrap.callbackUrl)}`,
     `INSTANCE_TOKEN=${shellQuote(bootstrap.instanceToken)}`,
-    `JIT_CONFIG=${shellQuote(bootstrap.jitConfig ?? '')}`,
+    `JIT_CONFIG=${shellQuote(jitFromMetadata ? '' : (bootstrap.jitConfig ?? ''))}`,
+    `JIT_FROM_METADATA=${jitFromMetadata ? '1' : '0'}`,
     `REGISTRATION_TOKEN=${shellQuote(bootstrap.metadataUrl ? '' : (bootstrap.registrationToken ?? ''))}`,
     `METADATA_URL=${shellQuote(bootstrap.metadataUrl)}`,
     `REPO_URL=${shellQuote(bootstrap.repoUrl)}`,
@@ -66,6 +85,16 @@ export function buildUserData(bootstrap: BootstrapInstance): string {
     '  tar xzf runner.tar.gz && rm runner.tar.gz',
     'fi',
     'chown -R runner:runner "$RUNNER_HOME"',
+    'if [ "$JIT_FROM_METADATA" = 1 ]; then',
+    '  status installing "fetching the runner\'s JIT files"',
+    '  (',
+    '    umask 077',
+    ...jitFilesFetch().map((line) => `    ${line}`),
+    '  )',
+    `  chown runner:runner ${JIT_FILES.map((f) => `.${f}`).join(' ')}`,
+    '  status installing "starting the runner"',
+    '  exec sudo -u runner -- ./run.sh',
+    'fi',
     'if [ -n "$JIT_CONFIG" ]; then',
     '  status installing "starting the runner with its JIT config"',
     '  exec sudo -u runner -- ./run.sh --jitconfig "$JIT_CONFIG"',

@@ -4,9 +4,15 @@
  * `agent_id`. The token also reaches every job the runner runs, so credentials
  * go out only while the runner is still installing, as in GARM.
  */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mintInstanceToken } from '../../api/instance-token';
+import { startHttpServer } from '../../api/node-server';
+import { jitFilesFetch } from '../../providers/aws-ec2/user-data';
 import { seal } from '../../api/sealed-secret';
 import { GitHubRateLimitError, type RunnerCredential, type RunnerCredentialRequest } from '../../github/port';
 import { instanceStartOptions } from '../../workflows/instance-options';
@@ -200,6 +206,47 @@ describe('GET /api/v1/metadata/credentials/:file', () => {
     const response = await jitFile(token);
     expect(response.status).toBe(200);
     expect(JSON.parse(await response.text())).toEqual({ AgentName: name });
+  });
+});
+
+describe("the EC2 boot script's fetch of the JIT files", () => {
+  it('writes the three files a runner reads, from the real route, and gets none once the runner has registered', async () => {
+    const server = await startHttpServer(api.app, '127.0.0.1:0');
+    const dir = mkdtempSync(join(tmpdir(), 'jit-files-'));
+    try {
+      const { name, token, handle } = await installing();
+      // Asynchronously: the API answering curl runs in this process.
+      const fetchFiles = () =>
+        new Promise<{ status: number | null; stderr: string }>((resolve) => {
+          const child = spawn('bash', ['-euo', 'pipefail', '-c', jitFilesFetch().join('\n')], {
+            cwd: dir,
+            env: { PATH: process.env.PATH, METADATA_URL: `${server.url}/api/v1/metadata/`, INSTANCE_TOKEN: token },
+            // Not a socket on stdin: bash would take itself for a remote shell and read bashrc.
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+          child.on('close', (status) => resolve({ status, stderr }));
+        });
+      const fetched = await fetchFiles();
+      expect(fetched.stderr).toBe('');
+      expect(fetched.status).toBe(0);
+      expect(JSON.parse(readFileSync(join(dir, '.runner'), 'utf8'))).toEqual({ AgentName: name });
+      expect(readFileSync(join(dir, '.credentials'), 'utf8')).toBe(`creds-of-${name}`);
+      expect(readFileSync(join(dir, '.credentials_rsaparams'), 'utf8')).toBe(`rsa-of-${name}`);
+
+      // A job on the machine reads the instance token back from user data: it gets nothing with it.
+      await handle.signal(runnerStatusSignal, { status: 'idle' });
+      await until(handle, 'idle', (s) => s.runnerStatus === 'idle');
+      rmSync(join(dir, '.runner'));
+      const refused = await fetchFiles();
+      expect(refused.status).not.toBe(0);
+      expect(refused.stderr).toContain('403');
+      expect(existsSync(join(dir, '.runner'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await server.close();
+    }
   });
 });
 

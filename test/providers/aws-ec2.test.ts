@@ -61,13 +61,15 @@ describe('aws-ec2 provider', () => {
     expect(created).toMatchObject({ name: 'ec2-tags', status: 'running', poolId: 'pool-e', osType: 'linux' });
   });
 
-  it('puts the runner credential in user data and never in tags', async () => {
+  it('keeps the JIT config out of user data and tags: the machine fetches it from the metadata service with its instance token', async () => {
     const created = await provider.createInstance(bootstrapFor('ec2-secret', 'pool-e'), ctx);
     const attr = await ec2.send(new DescribeInstanceAttributeCommand({ InstanceId: created.providerId, Attribute: 'userData' }));
     const userData = Buffer.from(attr.UserData?.Value ?? '', 'base64').toString('utf8');
-    expect(userData).toContain(`JIT_CONFIG=${shellQuote(TEST_JIT_CONFIG)}`);
+    // Anyone allowed to describe the instance reads user data: the JIT config holds the runner's key.
+    expect(userData).not.toContain(TEST_JIT_CONFIG);
     expect(userData).toContain(`INSTANCE_TOKEN=${shellQuote(TEST_INSTANCE_TOKEN)}`);
-    expect(userData).toContain('./run.sh --jitconfig "$JIT_CONFIG"');
+    expect(userData).toContain('JIT_FROM_METADATA=1');
+    expect(userData).toContain('"${METADATA_URL%/}/credentials/$file"');
     const described = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [created.providerId] }));
     const tagText = JSON.stringify(described.Reservations?.[0]?.Instances?.[0]?.Tags);
     expect(tagText).not.toContain(TEST_JIT_CONFIG);
@@ -233,6 +235,25 @@ describe('EC2 user data', () => {
   it('writes the registration token into user data only when there is no metadata service to fetch it from', () => {
     const script = buildUserData(bootstrapFor('ud', 'p', { jitConfig: undefined, registrationToken: 'REG-TOKEN-1', metadataUrl: '' }));
     expect(script).toContain(`REGISTRATION_TOKEN='REG-TOKEN-1'`);
+  });
+
+  it('writes the JIT config into user data only when there is no metadata service to fetch it from', () => {
+    const script = buildUserData(bootstrapFor('ud', 'p', { metadataUrl: '' }));
+    expect(script).toContain(`JIT_CONFIG=${shellQuote(TEST_JIT_CONFIG)}`);
+    expect(script).toContain('JIT_FROM_METADATA=0');
+    expect(script).toContain('./run.sh --jitconfig "$JIT_CONFIG"');
+    expect(execFileSync('bash', ['-n'], { input: script }).toString()).toBe('');
+  });
+
+  it('fetches the three JIT files into the runner directory, readable by the runner alone, then starts run.sh without --jitconfig', () => {
+    const script = buildUserData(bootstrapFor('ud', 'p'));
+    expect(script).toContain("JIT_CONFIG=''");
+    const fetchAt = script.indexOf('for file in runner credentials credentials_rsaparams; do');
+    expect(fetchAt).toBeGreaterThan(script.indexOf('cd "$RUNNER_HOME"'));
+    expect(script.slice(fetchAt - 40, fetchAt)).toContain('umask 077');
+    expect(script).toContain('chown runner:runner .runner .credentials .credentials_rsaparams');
+    expect(script.slice(fetchAt)).toMatch(/exec sudo -u runner -- \.\/run\.sh\n/);
+    expect(execFileSync('bash', ['-n'], { input: script }).toString()).toBe('');
   });
 
   it('downloads the runner tool matching the machine and checks its sha256', () => {
