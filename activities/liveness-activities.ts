@@ -289,15 +289,33 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   }
 
   /**
+   * Runners no pool started have no pool to ask: each is asked itself (its `state` query), a
+   * few at a time. Only those that would be looked up at GitHub are asked; one that does not
+   * answer is left in.
+   */
+  async function bootingWithoutPool(instances: LiveInstance[], report: LivenessReport): Promise<Set<string>> {
+    const booting = new Set<string>();
+    await inLanes(instances.filter((i) => i.pool === undefined && i.github && !i.leaving), async ({ name }) => {
+      try {
+        const state = await bounded(() => client.workflow.getHandle(runnerWorkflowId(name)).query(stateQuery));
+        if (state.runnerStatus === 'pending' || state.runnerStatus === 'installing') booting.add(name);
+      } catch (err) {
+        report.failed.push({ target: runnerWorkflowId(name), error: errorText(err) });
+      }
+    });
+    return booting;
+  }
+
+  /**
    * One paginated list-runners per GitHub scope (and credentials) these instances register in.
-   * A pooled runner that has not come online yet is offline or unlisted at GitHub by nature (its
+   * A runner that has not come online yet is offline or unlisted at GitHub by nature (its
    * bootstrap timeout covers it), so its pool is asked which of its runners have: one query per
    * pool spares a signal and a workflow task per booting runner per pass, and keeps booting
    * runners out of what the pass reports. A pool that does not answer leaves its runners in.
    */
   async function githubPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
-    const registered = await registeredByPool(instances, report);
-    const notYetOnline = (i: LiveInstance): boolean => i.pool !== undefined && registered.get(i.pool)?.has(i.name) === false;
+    const [registered, booting] = await Promise.all([registeredByPool(instances, report), bootingWithoutPool(instances, report)]);
+    const notYetOnline = (i: LiveInstance): boolean => (i.pool !== undefined ? registered.get(i.pool)?.has(i.name) === false : booting.has(i.name));
     const groups = new Map<string, { credentials: string; scope: GitHubScope; names: string[] }>();
     const leavingNames = new Set(instances.filter((i) => i.leaving).map((i) => i.name));
     for (const instance of instances) {

@@ -6,9 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { runnerStatusSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { deletePoolSignal, poolStateQuery } from '../../workflows/pool-messages';
+import { startInstance, waitForStatus } from '../instance/helpers';
 import { poolSettings, startPool } from '../pool/helpers';
-import { eventually } from '../support/temporal';
-import { addProvider, LIVENESS_TIMINGS, runLiveness, useLivenessRig, waitUntilListedRunning } from './helpers';
+import { eventually, instanceInput, uniqueName } from '../support/temporal';
+import { addProvider, idleInstance, LIVENESS_TIMINGS, runLiveness, useLivenessRig, waitUntilListedRunning } from './helpers';
 
 const rig = useLivenessRig();
 
@@ -39,5 +40,20 @@ describe('the GitHub pass and a pool’s runners', () => {
       await pool.signal(deletePoolSignal, {});
     }
     await pool.result();
+  });
+
+  it('asks a runner no pool started how it is, and leaves it alone while it boots', async () => {
+    const provider = addProvider(rig);
+    const online = await idleInstance(rig, provider.name);
+    const bootingName = uniqueName('boot');
+    const booting = await startInstance(rig.client, rig.worker.taskQueue, instanceInput(bootingName, { provider: provider.name, timings: LIVENESS_TIMINGS }, { ephemeral: false }));
+    await waitForStatus(booting, 'running');
+    await waitUntilListedRunning(rig, [online.name, bootingName]);
+    expect(rig.github.runners.get(bootingName)?.status).toBe('offline');
+    rig.github.runners.delete(online.name);
+
+    const report = await runLiveness(rig, { provider: provider.name, check: 'github' });
+    expect(report).toMatchObject({ instances: 2, signalled: [{ name: online.name, finding: 'runner_missing' }], failed: [] });
+    expect((await booting.query(stateQuery)).health).toBeUndefined();
   });
 });
