@@ -63,6 +63,7 @@ interface ScaleSetDetail {
   maxRunners: number;
   messagesApplied: number;
   jobsAcquired: number;
+  waitingJobsAcquired?: number;
   statistics?: Record<string, number>;
   lastError?: string;
 }
@@ -84,7 +85,7 @@ function scaleSetFields(pool: PoolDetail): [string, unknown][] {
           `runners ${stats.totalRegisteredRunners} (busy ${stats.totalBusyRunners}, idle ${stats.totalIdleRunners})`
         : '-',
     ],
-    ['Messages applied', `${s.messagesApplied} (jobs acquired ${s.jobsAcquired})`],
+    ['Messages applied', `${s.messagesApplied} (jobs acquired ${s.jobsAcquired}${s.waitingJobsAcquired ? `, ${s.waitingJobsAcquired} of them no message offered` : ''})`],
     ...(s.lastError ? ([['Listener error', s.lastError]] as [string, unknown][]) : []),
   ];
 }

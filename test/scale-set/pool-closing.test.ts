@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
 import { eventually } from '../support/temporal';
-import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
+import { listenerState, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
 
 const stack = useScaleSetStack(500);
 
@@ -52,6 +52,8 @@ describe('a scale-set pool that takes no jobs', () => {
     // No message offers the job passed over again: the listener lists what waits and takes it.
     await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, 'the job passed over while disabled');
     expect((await listenerState(stack.client, pool.name))?.waitingJobsAcquired).toBe(1);
+    const cli = await poolShow(stack, pool.name);
+    expect(cli).toMatch(/Messages applied:\s+\d+ \(jobs acquired 1, 1 of them no message offered\)/);
     const next = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
     await eventually(() => stack.sim.jobs().find((j) => j.id === next.id && j.status === 'completed'), 30_000, 'a job after enabling it');
   });

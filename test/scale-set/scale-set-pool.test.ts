@@ -1,12 +1,10 @@
-import { execFile } from 'node:child_process';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
 import { poolSettingsSchema } from '../../domain/pool';
 import { deletePoolSignal, poolWorkflowId, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { eventually } from '../support/temporal';
-import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
+import { listenerState, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
 
 const stack = useScaleSetStack(1_500);
 
@@ -76,14 +74,7 @@ describe('a pool in scaleSet mode', () => {
     const shown = await apiRequest(stack, 'GET', `/api/v1/pools/${pool.name}`);
     expect(shown.body).toMatchObject({ scaleSet: { name: pool.name, scaleSetId: listening.scaleSetId, status: 'listening', desiredRunners: 0 } });
 
-    const cli = await new Promise<string>((done, fail) =>
-      execFile(
-        process.execPath,
-        [resolve(import.meta.dirname, '../../bin/runnerflow.js'), 'pool', 'show', pool.name],
-        { env: { PATH: process.env.PATH ?? '', RUNNERFLOW_URL: stack.api.url, RUNNERFLOW_ADMIN_TOKEN: stack.adminToken }, timeout: 30_000 },
-        (error, stdout) => (error ? fail(error) : done(stdout)),
-      ),
-    );
+    const cli = await poolShow(stack, pool.name);
     expect(cli).toMatch(new RegExp(`Scale set:\\s+${pool.name} \\(id ${listening.scaleSetId}, listening\\)`));
     expect(cli).toMatch(/Session:\s+[0-9a-f-]{36}/);
     expect(cli).toMatch(/Desired runners:\s+0 = min\(max 2, min 0 \+ assigned 0\)/);

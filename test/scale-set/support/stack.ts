@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../../devstack/stack';
@@ -52,4 +54,16 @@ export async function listenerState(client: Client, pool: string): Promise<Scale
   } catch {
     return undefined;
   }
+}
+
+/** What `runnerflow pool show NAME` prints against the stack's API. */
+export function poolShow(stack: DevStack, name: string): Promise<string> {
+  return new Promise<string>((done, fail) =>
+    execFile(
+      process.execPath,
+      [resolve(import.meta.dirname, '../../../bin/runnerflow.js'), 'pool', 'show', name],
+      { env: { PATH: process.env.PATH ?? '', RUNNERFLOW_URL: stack.api.url, RUNNERFLOW_ADMIN_TOKEN: stack.adminToken }, timeout: 30_000 },
+      (error, stdout) => (error ? fail(error) : done(stdout)),
+    ),
+  );
 }
