@@ -225,7 +225,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       }
       state.jobsAcquired += acquired.acquired.length;
     } else if (message.available.length > 0 && listsWaitingJobs) {
-      // Passed over: the service does not offer them again, so they are listed once the pool takes jobs.
+      // Passed over: no later message need offer them again, so they are listed once the pool takes jobs.
       state.waitingJobsDue = true;
     }
     if (message.statistics) state.statistics = message.statistics;
