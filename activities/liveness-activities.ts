@@ -289,13 +289,14 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   }
 
   /**
-   * Runners no pool started have no pool to ask: each is asked itself (its `state` query), a
-   * few at a time. Only those that would be looked up at GitHub are asked; one that does not
-   * answer is left in.
+   * Of these runners no pool started, those still booting by their own account (`pending` or
+   * `installing`). There is no pool to ask, so each is asked itself; only runners the listing
+   * found offline or missing are, so a pass stays one query per finding, not per runner. One
+   * that does not answer (its worker down) is left in.
    */
-  async function bootingWithoutPool(instances: LiveInstance[], report: LivenessReport): Promise<Set<string>> {
+  async function bootingWithoutPool(names: string[], report: LivenessReport): Promise<Set<string>> {
     const booting = new Set<string>();
-    await inLanes(instances.filter((i) => i.pool === undefined && i.github && !i.leaving), async ({ name }) => {
+    await inLanes(names, async (name) => {
       try {
         const state = await bounded(() => client.workflow.getHandle(runnerWorkflowId(name)).query(stateQuery));
         if (state.runnerStatus === 'pending' || state.runnerStatus === 'installing') booting.add(name);
@@ -312,10 +313,11 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * bootstrap timeout covers it), so its pool is asked which of its runners have: one query per
    * pool spares a signal and a workflow task per booting runner per pass, and keeps booting
    * runners out of what the pass reports. A pool that does not answer leaves its runners in.
+   * A runner no pool started is asked itself, once the listing has found something.
    */
   async function githubPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
-    const [registered, booting] = await Promise.all([registeredByPool(instances, report), bootingWithoutPool(instances, report)]);
-    const notYetOnline = (i: LiveInstance): boolean => (i.pool !== undefined ? registered.get(i.pool)?.has(i.name) === false : booting.has(i.name));
+    const registered = await registeredByPool(instances, report);
+    const notYetOnline = (i: LiveInstance): boolean => i.pool !== undefined && registered.get(i.pool)?.has(i.name) === false;
     const groups = new Map<string, { credentials: string; scope: GitHubScope; names: string[] }>();
     const leavingNames = new Set(instances.filter((i) => i.leaving).map((i) => i.name));
     for (const instance of instances) {
@@ -344,7 +346,9 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
         findings.push({ name, args: { finding, detail: `${scopeKey(group.scope)}${runner?.busy ? ', busy' : ''}` } });
       }
     }
-    await signalAll(findings, report);
+    const withoutPool = new Set(instances.filter((i) => i.pool === undefined && !i.leaving).map((i) => i.name));
+    const booting = await bootingWithoutPool(findings.filter((f) => withoutPool.has(f.name)).map((f) => f.name), report);
+    await signalAll(booting.size > 0 ? findings.filter((f) => !booting.has(f.name)) : findings, report);
   }
 
   return {
