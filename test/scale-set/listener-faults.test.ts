@@ -45,6 +45,22 @@ describe('the scale-set listener under faults', () => {
     await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
   });
 
+  it('acquires a job whose offer was lost when it opens a new session that counts it, with no other message to tell', async () => {
+    const pool = scaleSetPool({ maxRunners: 2 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const first = await listening(pool.name);
+    stack.sim.setFault({ kind: 'lose-job-offer', times: 1 });
+    const lost = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
+    stack.sim.setFault({ kind: 'lose-session', times: 1 });
+    await allDone([lost.id]);
+    const s = await listenerState(stack.client, pool.name);
+    expect(s?.sessionsOpened).toBe(first.sessionsOpened + 1);
+    expect(s?.waitingJobsAcquired).toBe(1);
+
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+    await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+  });
+
   it('survives session conflicts, expired tokens, a lost session, redelivery, a slow poll and 5xx without losing or re-applying a message', async () => {
     stack.sim.setFault({ kind: 'session-conflict', times: 2 });
     const pool = scaleSetPool({ maxRunners: 2 });
