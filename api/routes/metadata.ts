@@ -15,6 +15,7 @@ import { authenticateInstance, liveInstanceState, queryLiveRun, requireInstallin
 import { githubMemoOf } from '../runner-removal';
 import { SealedSecretError, unseal } from '../sealed-secret';
 import type { Services } from '../services';
+import { JIT_FILES } from '../../domain/jit-files';
 
 /**
  * The configuration may have dropped the credentials an instance was created
@@ -31,7 +32,6 @@ function githubPortFor(services: Services, credentials: string, instance: string
   }
 }
 
-const JIT_FILES = ['runner', 'credentials', 'credentials_rsaparams'] as const;
 const JIT_PATH = `/api/v1/metadata/credentials/{${JIT_FILES.join(',')}}`;
 
 async function registrationToken({ request, services }: { request: Request; services: Services }): Promise<Response> {

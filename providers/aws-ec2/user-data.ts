@@ -13,6 +13,7 @@
  * once the runner has registered.
  */
 import type { BootstrapInstance, RunnerTool } from '../port';
+import { JIT_FILES } from '../../domain/jit-files';
 
 const TOOL_ARCH: Record<string, string> = { amd64: 'x64', arm64: 'arm64', arm: 'arm', i386: 'x86' };
 
@@ -26,7 +27,6 @@ function pickTool(bootstrap: BootstrapInstance): RunnerTool | undefined {
   return bootstrap.tools.find((t) => t.os === bootstrap.osType && t.architecture === arch);
 }
 
-const JIT_FILES = ['runner', 'credentials', 'credentials_rsaparams'] as const;
 
 /**
  * Fetches the runner's settings files out of its JIT config from the metadata service
