@@ -7,7 +7,7 @@
  * --full runs 1,000 lifecycles. Loopback only; the dev server listens on
  * CHAOS_TEMPORAL_PORT (a free port by default) and is stopped at the end.
  */
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflows } from '../worker/workflow-bundle';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -44,9 +44,9 @@ runBench('chaos', async () => {
   const address = `127.0.0.1:${port}`;
   devServer('start', port, 'quiet', env);
   try {
-    const bundle = await bundleWorkflowCode({ workflowsPath: join(ROOT, 'workflows/index.ts'), logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => console.error(m) } });
+    const code = await bundleWorkflows({ logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => console.error(m) } });
     const bundlePath = join(stateDir, 'workflow-bundle.js');
-    writeFileSync(bundlePath, bundle.code);
+    writeFileSync(bundlePath, code);
     const report = await runChaosCampaign({
       temporalAddress: address,
       lifecycles,

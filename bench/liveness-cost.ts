@@ -23,7 +23,7 @@ import type { GitHubScope } from '../github/port';
 import { startGitHubSimulator, type GitHubSimulator } from '../github/simulator/server';
 import type { ProviderCallContext, ProviderInstance, ProviderPort } from '../providers/port';
 import { ProviderNotFoundError } from '../providers/port';
-import { WORKFLOWS_PATH } from '../worker/create-worker';
+import { WORKFLOWS_PATH, workflowBundlerOptions } from '../worker/workflow-bundle';
 import { instanceStartOptions } from '../workflows/instance-options';
 import { livenessCheck } from '../workflows/liveness-check';
 import { RUNNER_STATUS } from '../workflows/search-attributes';
@@ -123,6 +123,7 @@ async function main(): Promise<void> {
     namespace: 'default',
     taskQueue,
     workflowsPath: WORKFLOWS_PATH,
+    bundlerOptions: workflowBundlerOptions(false),
     activities: createLivenessActivities({ controllerId: 'bench', providers, github: { get: () => github }, client, namespace: 'default' }),
   });
   const running = worker.run();

@@ -176,9 +176,15 @@ export const configSchema = z
         taskQueue: z.string().default('runnerflow'),
         /** Where operators open the Temporal Web UI; the dashboard links each workflow there. */
         webUiUrl: z.string().url().default(DEFAULT_WEB_UI_URL),
+        /**
+         * Stack traces in workflow code: in errors a workflow task fails with, and in the
+         * Temporal UI's stack trace query. Off, the worker's workflow thread does a third
+         * less work (workflows/stack-traces-off.ts); on, for debugging a workflow.
+         */
+        workflowStackTraces: z.boolean().default(false),
       })
       .strict()
-      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow', webUiUrl: DEFAULT_WEB_UI_URL }),
+      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow', webUiUrl: DEFAULT_WEB_UI_URL, workflowStackTraces: false }),
     api: z
       .object({
         listen: listenSchema.default('127.0.0.1:8080'),

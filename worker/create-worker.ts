@@ -1,6 +1,5 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { fileURLToPath } from 'node:url';
 import { createForceDeleteActivities } from '../activities/force-delete-activities';
 import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
@@ -9,16 +8,17 @@ import { createPoolAuditActivities } from '../activities/pool-audit-activities';
 import { createRelayActivities } from '../activities/relay-activities';
 import { createScaleSetActivities } from '../activities/scale-set-activities';
 import { lifecycleSinks } from './lifecycle-metrics';
-
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflow-bundle';
 
 export interface RunnerflowWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   activities: InstanceActivityDeps;
-  /** A prebuilt workflow bundle (tests build one per run); otherwise bundled from source at start. */
+  /** A prebuilt workflow bundle (tests build one per run, with worker/workflow-bundle.ts); otherwise bundled from source at start. */
   workflowBundlePath?: string;
+  /** Stack traces in workflow code (`temporal.workflowStackTraces`) when bundling from source; a prebuilt bundle carries its own choice. */
+  workflowStackTraces?: boolean;
   shutdownGraceTimeMs?: number;
   /** Extra activities (pool and sweep steps) registered next to the instance ones. */
   extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
@@ -72,7 +72,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     ...WORKER_TUNING,
     maxCachedWorkflows: options.maxCachedWorkflows ?? WORKER_TUNING.maxCachedWorkflows,
     sinks: lifecycleSinks,
-    ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions(options.workflowStackTraces ?? false) }),
   };
   return Worker.create(workerOptions);
 }

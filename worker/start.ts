@@ -87,6 +87,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
+    workflowStackTraces: config.temporal.workflowStackTraces,
     activities: {
       controllerId: config.controllerId,
       providers,

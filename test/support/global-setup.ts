@@ -85,11 +85,10 @@ export async function setup(project: TestProject): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
   }
 
-  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const { bundleWorkflows } = await import('../../worker/workflow-bundle');
   const { writeFileSync } = await import('node:fs');
-  const bundle = await bundleWorkflowCode({ workflowsPath: join(ROOT, 'workflows/index.ts'), logger: quietLogger() });
   const bundlePath = join(stateDir, 'workflow-bundle.js');
-  writeFileSync(bundlePath, bundle.code);
+  writeFileSync(bundlePath, await bundleWorkflows({ logger: quietLogger() }));
 
   process.env.TEMPORAL_ADDRESS = address;
   project.provide('temporalAddress', address);

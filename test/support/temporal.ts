@@ -80,6 +80,8 @@ export interface TestWorkerOptions {
   fakeDir?: string;
   /** Join an existing task queue (e.g. to take over from a killed worker). */
   taskQueue?: string;
+  /** Bundle the workflows from source with `temporal.workflowStackTraces` so set, instead of the run's prebuilt bundle. */
+  workflowStackTraces?: boolean;
 }
 
 let runtimeInstalled = false;
@@ -102,7 +104,7 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
     connection,
     namespace: 'default',
     taskQueue,
-    workflowBundlePath: inject('workflowBundlePath'),
+    ...(options.workflowStackTraces === undefined ? { workflowBundlePath: inject('workflowBundlePath') } : { workflowStackTraces: options.workflowStackTraces }),
     shutdownGraceTimeMs: 500,
     activities: {
       controllerId: 'test-controller',
