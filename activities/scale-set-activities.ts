@@ -38,6 +38,8 @@ export type PollResult =
       available: number[];
       started: { requestId: number; runnerName: string }[];
       completed: { requestId: number; runnerName: string; result: string }[];
+      /** A message of a type the listener does not know: only its statistics are read. */
+      unsupportedType?: string;
     };
 
 export const SCALE_SET_FAILURES = { notConfigured: 'ScaleSetsNotConfigured' } as const;
@@ -90,6 +92,7 @@ export function createScaleSetActivities(deps: ScaleSetActivityDeps) {
           const message = await actions(args.target).getMessage({ ...args, signal });
           if (!message) return { kind: 'empty' };
           const result: PollResult = { kind: 'message', messageId: message.messageId, statistics: message.statistics, available: [], started: [], completed: [] };
+          if (message.unsupportedType !== undefined) result.unsupportedType = message.unsupportedType;
           for (const job of message.jobs) {
             if (job.messageType === 'JobAvailable') result.available.push(job.runnerRequestId);
             else if (job.messageType === 'JobStarted') result.started.push({ requestId: job.runnerRequestId, runnerName: job.runnerName });

@@ -217,6 +217,14 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       await calls.ackScaleSetMessage({ ...ref, messageId: message.messageId });
       return;
     }
+    if (message.unsupportedType !== undefined) {
+      // A kind of message this code predates. Failing on it would stop the listener for good (the
+      // queue hands it out again until it is deleted), and a job it might have announced is still
+      // counted by the statistics, which send the listener to the list of acquirable jobs.
+      state.unsupportedMessages = (state.unsupportedMessages ?? 0) + 1;
+      state.lastUnsupportedType = message.unsupportedType;
+      log.warn('acknowledged a scale-set message of a type this listener does not know', { pool: settings.pool, messageId: message.messageId, messageType: message.unsupportedType });
+    }
     if (message.available.length > 0 && acquiring()) {
       const acquired = await calls.acquireScaleSetJobs({ ...ref, requestIds: message.available });
       if ('sessionLost' in acquired) {

@@ -60,6 +60,10 @@ export interface ListenerCarried {
   waitingJobsListedAt?: number;
   /** Jobs acquired from those lists (also counted in `jobsAcquired`). */
   waitingJobsAcquired?: number;
+  /** Messages of a type the listener does not know: acknowledged with only their statistics read. */
+  unsupportedMessages?: number;
+  /** The type of the latest of them. */
+  lastUnsupportedType?: string;
 }
 
 export interface ScaleSetListenerInput {

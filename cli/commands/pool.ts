@@ -64,6 +64,8 @@ interface ScaleSetDetail {
   messagesApplied: number;
   jobsAcquired: number;
   waitingJobsAcquired?: number;
+  unsupportedMessages?: number;
+  lastUnsupportedType?: string;
   statistics?: Record<string, number>;
   lastError?: string;
 }
@@ -86,6 +88,7 @@ function scaleSetFields(pool: PoolDetail): [string, unknown][] {
         : '-',
     ],
     ['Messages applied', `${s.messagesApplied} (jobs acquired ${s.jobsAcquired}${s.waitingJobsAcquired ? `, ${s.waitingJobsAcquired} of them no message offered` : ''})`],
+    ...(s.unsupportedMessages ? ([['Messages of unknown type', `${s.unsupportedMessages} acknowledged unread (latest: ${s.lastUnsupportedType ?? '-'})`]] as [string, unknown][]) : []),
     ...(s.lastError ? ([['Listener error', s.lastError]] as [string, unknown][]) : []),
   ];
 }

@@ -181,7 +181,8 @@ export class ActionsServiceClient implements ActionsServicePort {
     if (res.status !== 200) throw this.failure('get_message', res.status, res.body);
     const envelope = res.body as RunnerScaleSetMessage;
     if (envelope.messageType !== JOB_MESSAGES_TYPE) {
-      throw new ActionsServiceError(`get_message: unsupported message type "${envelope.messageType}"`, 200, false);
+      // Handed up, not thrown: it stays first in the queue until deleted, so refusing it would stop every message after it.
+      return { messageId: envelope.messageId, statistics: envelope.statistics ?? null, jobs: [], unsupportedType: String(envelope.messageType) };
     }
     const jobs = envelope.body ? (JSON.parse(envelope.body) as JobMessage[]) : [];
     return { messageId: envelope.messageId, statistics: envelope.statistics ?? null, jobs };

@@ -50,6 +50,8 @@ export interface ScaleSetMessage {
   messageId: number;
   statistics: RunnerScaleSetStatistic | null;
   jobs: JobMessage[];
+  /** The envelope's type when it is not job messages: its body is not read, and `jobs` is empty. */
+  unsupportedType?: string;
 }
 
 export interface ActionsServicePort {

@@ -218,8 +218,10 @@ export class SimActionsService {
     }
     if (this.faults.forRequest('redeliver-message', 'get-message')) {
       const again = this.scaleSets.redeliver(scaleSetId);
-      if (again) return { status: 200, body: this.envelope(scaleSetId, again.messageId, again.jobs) };
+      if (again) return { status: 200, body: this.envelope(scaleSetId, again) };
     }
+    const foreign = this.faults.forRequest('foreign-message', 'get-message');
+    if (foreign) this.scaleSets.pushForeign(scaleSetId, foreign.messageType ?? 'RunnerScaleSetMaintenance');
     const closed = new AbortController();
     req.once('close', () => closed.abort());
     const deadline = Date.now() + this.options.longPollMs;
@@ -230,7 +232,7 @@ export class SimActionsService {
       const message = this.scaleSets.nextMessage(scaleSetId, lastMessageId);
       if (message) {
         this.scaleSets.delivered(message);
-        return { status: 200, body: this.envelope(scaleSetId, message.messageId, message.jobs) };
+        return { status: 200, body: this.envelope(scaleSetId, message) };
       }
       const left = deadline - Date.now();
       if (left <= 0 || closed.signal.aborted) return { status: 202 };
@@ -238,8 +240,10 @@ export class SimActionsService {
     }
   }
 
-  private envelope(scaleSetId: number, messageId: number, jobs: unknown[]): Record<string, unknown> {
-    return { messageId, messageType: JOB_MESSAGES_TYPE, body: JSON.stringify(jobs), statistics: this.scaleSets.statistics(scaleSetId) };
+  private envelope(scaleSetId: number, message: { messageId: number; foreignType?: string; jobs: unknown[] }): Record<string, unknown> {
+    const { messageId, foreignType } = message;
+    const body = foreignType === undefined ? JSON.stringify(message.jobs) : '{}';
+    return { messageId, messageType: foreignType ?? JOB_MESSAGES_TYPE, body, statistics: this.scaleSets.statistics(scaleSetId) };
   }
 
   private sessionJson(sessionId: string, scaleSetId: number): RunnerScaleSetSession {

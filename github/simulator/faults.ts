@@ -31,7 +31,9 @@ export type SimFault =
   /** Actions service: the session expired before it was closed: the close answers 400 RunnerScaleSetSessionExpiredException. */
   | { kind: 'session-expired-on-delete'; times?: number }
   /** Actions service: a job becomes available to its scale set, but the message that offers it is lost (the statistics still count it). */
-  | { kind: 'lose-job-offer'; times?: number };
+  | { kind: 'lose-job-offer'; times?: number }
+  /** Actions service: a message of a type other than job messages joins the scale set's queue; it stays there until deleted, like any message. */
+  | { kind: 'foreign-message'; messageType?: string; times?: number };
 
 type ActiveFault = SimFault & { remaining: number; resetAtEpochSeconds?: number };
 
@@ -49,6 +51,7 @@ export const FAULT_KINDS: readonly SimFault['kind'][] = [
   'redeliver-message',
   'session-expired-on-delete',
   'lose-job-offer',
+  'foreign-message',
 ];
 
 export class FaultPlan {
@@ -78,7 +81,8 @@ export class FaultPlan {
       | 'lose-session'
       | 'redeliver-message'
       | 'session-expired-on-delete'
-      | 'lose-job-offer',
+      | 'lose-job-offer'
+      | 'foreign-message',
   >(
     kind: K,
     operation: AnyOperation,

@@ -34,6 +34,8 @@ export interface SimSession {
 
 interface QueuedMessage {
   messageId: number;
+  /** Set on a message that is not job messages (a fault): its type, and no jobs. */
+  foreignType?: string;
   jobs: JobMessage[];
   deleted: boolean;
   deliveries: number;
@@ -205,6 +207,14 @@ export class SimScaleSets {
     return again;
   }
 
+  /** Fault: a message of another type than job messages joins the queue. */
+  pushForeign(scaleSetId: number, messageType: string): void {
+    const queue = this.queues.get(scaleSetId);
+    if (!queue) return;
+    queue.push({ messageId: this.nextMessageId++, foreignType: messageType, jobs: [], deleted: false, deliveries: 0 });
+    this.wake(scaleSetId);
+  }
+
   delivered(message: QueuedMessage): void {
     message.deliveries += 1;
   }
@@ -242,7 +252,7 @@ export class SimScaleSets {
     const queue = this.queues.get(scaleSetId);
     if (!queue) return;
     const open = queue[queue.length - 1];
-    if (open && !open.deleted && open.deliveries === 0) open.jobs.push(job);
+    if (open && !open.deleted && open.deliveries === 0 && open.foreignType === undefined) open.jobs.push(job);
     else queue.push({ messageId: this.nextMessageId++, jobs: [job], deleted: false, deliveries: 0 });
     this.wake(scaleSetId);
   }

@@ -73,6 +73,24 @@ describe('the Actions service protocol against the simulator', () => {
     expect(await client.deleteScaleSet(created.id)).toBe('not_found');
   });
 
+  it('hands up a message of another type than job messages with its statistics and no jobs; it stays in the queue until deleted', async () => {
+    const set = await client.ensureScaleSet({ name: 'ci-foreign', runnerGroup: 'Default', labels: ['linux'] });
+    const session = await client.createSession(set.id, 'owner-a');
+    sim.setFault({ kind: 'foreign-message', messageType: 'RunnerScaleSetMaintenance', times: 1 });
+    const foreign = await nextMessage(set.id, session.sessionId, 0);
+    expect(foreign).toMatchObject({ unsupportedType: 'RunnerScaleSetMaintenance', jobs: [] });
+    expect(foreign.statistics?.totalAvailableJobs).toBe(0);
+    // Not acknowledged: the queue hands it out again, ahead of what came after it.
+    const job = sim.queueJob({ repository: 'acme/app', labels: ['ci-foreign'] });
+    expect((await nextMessage(set.id, session.sessionId, 0)).messageId).toBe(foreign.messageId);
+    await client.deleteMessage({ scaleSetId: set.id, sessionId: session.sessionId, messageId: foreign.messageId });
+    const offer = await nextMessage(set.id, session.sessionId, 0);
+    expect(offer.unsupportedType).toBeUndefined();
+    expect(offer.jobs).toMatchObject([{ messageType: 'JobAvailable', runnerRequestId: job.id }]);
+    expect(await client.deleteSession(set.id, session.sessionId)).toBe('deleted');
+    expect(await client.deleteScaleSet(set.id)).toBe('deleted');
+  });
+
   it('survives an expired queue token and admin token, and reports a lost session and a redelivery', async () => {
     const set = await client.ensureScaleSet({ name: 'faults', runnerGroup: 'Default', labels: [] });
     const session = await client.createSession(set.id, 'owner');

@@ -11,7 +11,7 @@ import {
   type ScaleSetView,
 } from '../../workflows/scale-set-messages';
 import { eventually, uniqueName } from '../support/temporal';
-import { listenerState, SCALE_SET_TIMINGS, scaleSetPool, useScaleSetStack } from './support/stack';
+import { listenerState, poolShow, SCALE_SET_TIMINGS, scaleSetPool, useScaleSetStack } from './support/stack';
 
 const stack = useScaleSetStack(500);
 
@@ -56,6 +56,34 @@ describe('the scale-set listener under faults', () => {
     const s = await listenerState(stack.client, pool.name);
     expect(s?.sessionsOpened).toBe(first.sessionsOpened + 1);
     expect(s?.waitingJobsAcquired).toBe(1);
+
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+    await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+  });
+
+  it('acknowledges a message of a type it does not know, and the jobs offered after it still run', async () => {
+    const pool = scaleSetPool({ maxRunners: 2 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    await listening(pool.name);
+    // Taken by the poll after the one that is waiting now: that poll finds the foreign message first in the queue.
+    stack.sim.setFault({ kind: 'foreign-message', messageType: 'RunnerScaleSetMaintenance', times: 1 });
+    const before = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
+    await allDone([before.id]);
+    const after = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
+    await allDone([after.id]);
+
+    const settled = await eventually(async () => {
+      const s = await listenerState(stack.client, pool.name);
+      const set = stack.sim.scaleSets().find((x) => x.id === s?.scaleSetId);
+      return s && set && set.messages.pending === 0 ? { s, set } : undefined;
+    }, 30_000, 'every message acknowledged');
+    expect(settled.s.unsupportedMessages).toBe(1);
+    expect(settled.s.lastUnsupportedType).toBe('RunnerScaleSetMaintenance');
+    expect(settled.s.status).toBe('listening');
+    expect(settled.s.lastError).toBeUndefined();
+    expect(settled.s.sessionsOpened).toBe(1);
+    expect(settled.s.jobsAcquired).toBe(2);
+    expect(await poolShow(stack, pool.name)).toMatch(/Messages of unknown type:\s+1 acknowledged unread \(latest: RunnerScaleSetMaintenance\)/);
 
     expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
     await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
