@@ -5,6 +5,9 @@
  * delete whose GitHub removal failed, or by a dead busy runner whose job GitHub had
  * not yet given up. Each is removed once its workflow has been closed for the grace
  * period; a busy one never is (GitHub would refuse, and the job may still be real).
+ * One with no workflow at all is removed once sweeps have found it so for the grace
+ * period: GitHub gives a registration no creation time, so the first finding starts
+ * the clock, carried from run to run in the report.
  *
  * Cost per run: one visibility listing of pools, one poolState query per pool of this
  * provider, one visibility listing of their running runners, one paginated
@@ -39,6 +42,8 @@ export interface GitHubSweepReport {
   requeued: { jobId: number; repository: string }[];
   /** Where the look for lost jobs stands in each repository's queued runs: the next sweep's `lostJobRotation`. */
   lostJobRotation?: Record<string, LostJobRotation>;
+  /** Offline registrations with no workflow at all, by `untrackedKey`, and when a sweep first found them so: the next sweep's `untrackedSince`. */
+  untrackedSince?: Record<string, number>;
 }
 
 export interface GitHubSweepArgs {
@@ -48,6 +53,8 @@ export interface GitHubSweepArgs {
   lostJobAgeMs?: number;
   /** The last sweep's `lostJobRotation`, so that this one goes on round the queued runs where it stopped. */
   lostJobRotation?: Record<string, LostJobRotation>;
+  /** The last sweep's `untrackedSince`: when each registration with no workflow was first found. */
+  untrackedSince?: Record<string, number>;
 }
 
 export interface RemovePoolRegistrationsArgs {
@@ -81,6 +88,8 @@ interface ScopeGroup {
 }
 
 const emptyReport = (): GitHubSweepReport => ({ scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] });
+/** A registration in `untrackedSince`: names are unique per scope, and GitHub compares them without case. */
+const untrackedKey = (scope: string, name: string): string => `${scope} ${name.toLowerCase()}`;
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NAMES_PER_QUERY = 100;
@@ -163,7 +172,11 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     }
   }
 
-  async function sweepScope(group: ScopeGroup, running: Set<string>, gracePeriodMs: number, report: GitHubSweepReport): Promise<void> {
+  /**
+   * `untrackedSince`: when earlier sweeps first found each registration with no workflow
+   * (absent: the first finding is now). The ones still so are written to the report's.
+   */
+  async function sweepScope(group: ScopeGroup, running: Set<string>, gracePeriodMs: number, report: GitHubSweepReport, untrackedSince: Record<string, number> = {}): Promise<void> {
     const gh = deps.github.get(group.credentials);
     const scope = scopeKey(group.scope);
     const registered = await gh.listRunners(group.scope);
@@ -193,9 +206,21 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
           continue;
         }
         const reason: RegistrationSweepReason = owner.closedAt === undefined ? 'untracked' : 'orphaned';
-        const ageMs = owner.closedAt === undefined ? Infinity : now() - owner.closedAt;
+        // No workflow at all: retention dropped it long ago, it never had one, or it is not ours
+        // after all. Another installation left with the same controllerId registers runners of
+        // the same naming and labels, and one of them still booting looks exactly like this; it
+        // comes online within minutes, so waiting the grace period from the first finding spares it.
+        const key = untrackedKey(scope, runner.name);
+        const since = owner.closedAt ?? untrackedSince[key] ?? now();
+        const ageMs = now() - since;
         if (ageMs < gracePeriodMs) {
-          report.skipped.push({ name: runner.name, reason: `orphaned for ${Math.round(ageMs / 1000)} s, inside the ${Math.round(gracePeriodMs / 1000)} s grace period` });
+          const seconds = (ms: number): number => Math.round(ms / 1000);
+          if (owner.closedAt === undefined) {
+            (report.untrackedSince ??= {})[key] = since;
+            report.skipped.push({ name: runner.name, reason: `untracked, first found ${seconds(ageMs)} s ago, inside the ${seconds(gracePeriodMs)} s grace period` });
+          } else {
+            report.skipped.push({ name: runner.name, reason: `orphaned for ${seconds(ageMs)} s, inside the ${seconds(gracePeriodMs)} s grace period` });
+          }
           continue;
         }
         const outcome = await gh.removeRunner({ scope: group.scope, name: runner.name, runnerId: runner.id });
@@ -317,12 +342,16 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       const { groups, poolNames } = await scopeGroups(args.provider, report);
       if (groups.length === 0) return report;
       const running = await runningRunnerNames(poolNames);
+      const carried = args.untrackedSince ?? {};
       for (const group of groups) {
         try {
-          await sweepScope(group, running, args.gracePeriodMs, report);
+          await sweepScope(group, running, args.gracePeriodMs, report, carried);
         } catch (err) {
           // One scope failing (rate limit, revoked credentials) must not stop the others.
           report.failed.push({ target: scopeKey(group.scope), error: errorText(err) });
+          // Nor restart its clocks: what it had found is carried on as it was.
+          const prefix = untrackedKey(scopeKey(group.scope), '');
+          for (const [key, since] of Object.entries(carried)) if (key.startsWith(prefix)) (report.untrackedSince ??= {})[key] = since;
         }
       }
       if (args.lostJobAgeMs !== undefined) await requeueLostJobs(groups, args.lostJobAgeMs, args.lostJobRotation ?? {}, report);

@@ -24,12 +24,16 @@ export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
   if (!input.githubRunners) return machines;
   // A scheduled run is given the last completed run's report: the look for lost jobs goes on
   // round the queued runs where that one stopped, whichever worker runs this one.
-  const lostJobRotation = (workflowInfo().lastResult as SweepReport | undefined)?.github?.lostJobRotation;
+  // So do the clocks of registrations found with no workflow: each is removed a grace period after the first finding.
+  const last = (workflowInfo().lastResult as SweepReport | undefined)?.github;
+  const lostJobRotation = last?.lostJobRotation;
+  const untrackedSince = last?.untrackedSince;
   const github = await sweepGitHubRunners({
     provider: input.provider,
     gracePeriodMs: input.gracePeriodMs,
     ...(input.lostJobAgeMs !== undefined ? { lostJobAgeMs: input.lostJobAgeMs } : {}),
     ...(lostJobRotation ? { lostJobRotation } : {}),
+    ...(untrackedSince ? { untrackedSince } : {}),
   });
   return { ...machines, github };
 }

@@ -46,10 +46,10 @@ async function sweepScript(provider: string): Promise<string> {
  * Runs of a sweep schedule as production makes them (paused, so only the test's triggers run it):
  * each run is handed the last completed run's report by Temporal, and nothing else.
  */
-async function scheduledSweeps(lostJobAgeMs: number) {
+async function scheduledSweeps(lostJobAgeMs?: number, gracePeriodMs = 3_600_000) {
   // The schedule's production id: the e2e stack starts no sweep schedules of its own.
   const scheduleId = sweepScheduleId(PROVIDER);
-  const args: SweepArgs = { provider: PROVIDER, gracePeriodMs: 3_600_000, githubRunners: true, lostJobAgeMs };
+  const args: SweepArgs = { provider: PROVIDER, gracePeriodMs, githubRunners: true, ...(lostJobAgeMs !== undefined ? { lostJobAgeMs } : {}) };
   const schedule = await stack.client.schedule.create({
     scheduleId,
     spec: { intervals: [{ every: '24h' }] },
@@ -74,16 +74,22 @@ async function scheduledSweeps(lostJobAgeMs: number) {
   };
 }
 
+/** A repository pool, and registrations in its scope made straight at GitHub, as if no runnerflow workflow had made them. */
+async function poolWithRegistrations(repo: string, minIdleRunners: number) {
+  const pool = e2ePool(repo, { provider: PROVIDER, minIdleRunners, maxRunners: Math.max(minIdleRunners, 3) });
+  expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+  const scope: GitHubScope = { kind: 'repo', owner: 'acme', repo };
+  const github = createGitHubRegistry(stack.loaded.config, stack.loaded.env).get('default');
+  const ours = controllerLabel(stack.loaded.config.controllerId);
+  const register = (name: string, extraLabels: string[] = [], installation = ours) =>
+    github.createRunnerCredential({ scope, name, labels: [...pool.labels, installation, ...extraLabels], runnerGroupId: 1, workFolder: '_work', jit: true });
+  return { pool, scope, register };
+}
+
 describe('GitHub registrations no workflow owns', () => {
   it('are removed after the grace period, never a busy one, never a live one', async () => {
     const repo = 'gh-sweep';
-    const pool = e2ePool(repo, { provider: PROVIDER, minIdleRunners: 1, maxRunners: 3 });
-    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
-    const scope: GitHubScope = { kind: 'repo', owner: 'acme', repo };
-    const github = createGitHubRegistry(stack.loaded.config, stack.loaded.env).get('default');
-    const ours = controllerLabel(stack.loaded.config.controllerId);
-    const register = (name: string, extraLabels: string[] = [], installation = ours) =>
-      github.createRunnerCredential({ scope, name, labels: [...pool.labels, installation, ...extraLabels], runnerGroupId: 1, workFolder: '_work', jit: true });
+    const { pool, scope, register } = await poolWithRegistrations(repo, 1);
 
     // 1. Registered, then the process crashed before any machine or workflow knew it.
     const untracked = `${pool.name}-${hex10()}`;
@@ -120,18 +126,26 @@ describe('GitHub registrations no workflow owns', () => {
       'the pool runner',
     );
 
-    // Without a workflow at all there is no clock to wait for: retention dropped it long ago, or it never had one.
+    // Without a workflow at all, GitHub gives no clock to wait on: the first finding starts one.
     const early = await sweep(3_600_000);
-    expect(early.github?.removed).toEqual([{ name: untracked, scope: `repo:acme/${repo}`, reason: 'untracked' }]);
+    expect(early.github?.removed).toEqual([]);
     expect(early.github?.skipped).toEqual(
       expect.arrayContaining([
+        { name: untracked, reason: 'untracked, first found 0 s ago, inside the 3600 s grace period' },
         { name: orphaned, reason: expect.stringMatching(/^orphaned for \d+ s, inside the 3600 s grace period$/) },
         { name: busy, reason: 'busy at GitHub' },
       ]),
     );
+    expect(Object.keys(early.github?.untrackedSince ?? {})).toEqual([`repo:acme/${repo} ${untracked}`]);
     const report = await sweep(0);
     expect(report.github).toMatchObject({ scopes: 1, failed: [] });
-    expect(report.github?.removed).toEqual([{ name: orphaned, scope: `repo:acme/${repo}`, reason: 'orphaned' }]);
+    expect(report.github?.removed).toHaveLength(2);
+    expect(report.github?.removed).toEqual(
+      expect.arrayContaining([
+        { name: untracked, scope: `repo:acme/${repo}`, reason: 'untracked' },
+        { name: orphaned, scope: `repo:acme/${repo}`, reason: 'orphaned' },
+      ]),
+    );
     expect(report.github?.skipped).toEqual(
       expect.arrayContaining([
         { name: busy, reason: 'busy at GitHub' },
@@ -144,6 +158,47 @@ describe('GitHub registrations no workflow owns', () => {
     expect(left).toEqual(expect.arrayContaining([busy, onlineUntracked, foreign, otherInstallation, String(live.name)]));
     expect(left).not.toContain(untracked);
     expect(left).not.toContain(orphaned);
+  });
+
+  it('with no workflow ever, wait the grace period from the first finding, the clock carried from one scheduled sweep to the next', async () => {
+    const repo = 'gh-sweep-clock';
+    const { pool, register } = await poolWithRegistrations(repo, 0);
+    // Left by a crash before any workflow knew it: removed in the end.
+    const leftover = `${pool.name}-${hex10()}`;
+    await register(leftover);
+    // Looks the same at first: a runner that another installation with this controllerId is starting.
+    const booting = `${pool.name}-${hex10()}`;
+    const credential = await register(booting);
+    if (credential.kind !== 'jit') throw new Error('expected a JIT config');
+    const key = (name: string) => `repo:acme/${repo} ${name}`;
+    const graceMs = 4_000;
+
+    const sweeps = await scheduledSweeps(undefined, graceMs);
+    try {
+      const first = (await sweeps.next()).github;
+      expect(first?.removed).toEqual([]);
+      const since = first?.untrackedSince?.[key(leftover)];
+      expect(since).toEqual(expect.any(Number));
+      expect(first?.untrackedSince?.[key(booting)]).toEqual(expect.any(Number));
+      // The next run keeps the first finding's time: a sweep every few minutes never restarts the clock.
+      const second = (await sweeps.next()).github;
+      expect(second?.removed).toEqual([]);
+      expect(second?.untrackedSince?.[key(leftover)]).toBe(since);
+      expect(second?.skipped).toContainEqual({ name: leftover, reason: expect.stringMatching(/^untracked, first found \d+ s ago, inside the 4 s grace period$/) });
+
+      await stack.sim.startAgent({ jitConfig: credential.encodedJitConfig });
+      await eventually(() => stack.sim.runners().find((r) => r.name === booting && r.status === 'online'), 10_000, 'the booting runner online');
+      await new Promise((r) => setTimeout(r, Math.max(0, since! + graceMs + 200 - Date.now())));
+      const third = (await sweeps.next()).github;
+      expect(third?.removed).toEqual([{ name: leftover, scope: `repo:acme/${repo}`, reason: 'untracked' }]);
+      expect(third?.skipped).toContainEqual({ name: booting, reason: 'online with no workflow: waits for its machine to be swept' });
+      expect(third?.untrackedSince ?? {}).toEqual({});
+      const left = stack.sim.runners().map((r) => String(r.name));
+      expect(left).toContain(booting);
+      expect(left).not.toContain(leftover);
+    } finally {
+      await sweeps.delete();
+    }
   });
 
   it("recognises only the pool naming and labels, with this installation's label", () => {
