@@ -206,10 +206,11 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
           continue;
         }
         const reason: RegistrationSweepReason = owner.closedAt === undefined ? 'untracked' : 'orphaned';
-        // No workflow at all: retention dropped it long ago, it never had one, or it is not ours
-        // after all. Another installation left with the same controllerId registers runners of
-        // the same naming and labels, and one of them still booting looks exactly like this; it
-        // comes online within minutes, so waiting the grace period from the first finding spares it.
+        // An orphan's clock starts when its workflow closed. One with no workflow at all (retention
+        // dropped it long ago, it never had one, or it is not ours after all) has none: its clock
+        // starts at the first finding. Another installation left with the same controllerId
+        // registers runners of the same naming and labels, and one of them still booting looks
+        // exactly like this; it comes online within minutes, so the grace period spares it.
         const key = untrackedKey(scope, runner.name);
         const since = owner.closedAt ?? untrackedSince[key] ?? now();
         const ageMs = now() - since;

@@ -26,6 +26,12 @@ async function allDone(ids: number[]): Promise<void> {
   await eventually(() => stack.sim.jobs().filter((j) => ids.includes(j.id) && j.status === 'completed').length === ids.length, 60_000, 'jobs completed');
 }
 
+/** A listener must not poll on into the next test: the simulator's poll faults take the first poll of any scale set. */
+async function deleteAndWaitForListener(pool: string): Promise<void> {
+  expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool}`)).status).toBeLessThan(300);
+  await stack.client.workflow.getHandle(scaleSetListenerId(pool)).result();
+}
+
 describe('the scale-set listener under faults', () => {
   it('acquires a job whose offer was lost, once a later message counts it among the available jobs', async () => {
     const pool = scaleSetPool({ maxRunners: 2 });
@@ -40,9 +46,7 @@ describe('the scale-set listener under faults', () => {
     expect(s?.waitingJobsAcquired).toBe(1);
     expect(s?.jobsAcquired).toBe(2);
 
-    // Its listener must not poll on into the next test: the simulator's poll faults take the first poll of any scale set.
-    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
-    await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+    await deleteAndWaitForListener(pool.name);
   });
 
   it('acquires a job whose offer was lost when it opens a new session that counts it, with no other message to tell', async () => {
@@ -57,8 +61,7 @@ describe('the scale-set listener under faults', () => {
     expect(s?.sessionsOpened).toBe(first.sessionsOpened + 1);
     expect(s?.waitingJobsAcquired).toBe(1);
 
-    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
-    await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+    await deleteAndWaitForListener(pool.name);
   });
 
   it('acknowledges a message of a type it does not know, and the jobs offered after it still run', async () => {
@@ -85,8 +88,7 @@ describe('the scale-set listener under faults', () => {
     expect(settled.s.jobsAcquired).toBe(2);
     expect(await poolShow(stack, pool.name)).toMatch(/Messages of unknown type:\s+1 acknowledged unread \(latest: RunnerScaleSetMaintenance\)/);
 
-    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
-    await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+    await deleteAndWaitForListener(pool.name);
   });
 
   it('survives session conflicts, expired tokens, a lost session, redelivery, a slow poll and 5xx without losing or re-applying a message', async () => {
