@@ -32,6 +32,7 @@ const faultSchema = z
     status: z.number().int().min(400).max(599).optional(),
     resetInMs: z.number().int().min(0).optional(),
     retryAfterSeconds: z.number().int().min(0).nullable().optional(),
+    messageType: z.string().min(1).optional(),
   })
   .refine((f) => f.kind !== 'latency' || f.ms !== undefined, { message: 'latency needs ms', path: ['ms'] })
   .refine((f) => f.kind !== 'primary-rate-limit' || f.resetInMs !== undefined, { message: 'primary-rate-limit needs resetInMs', path: ['resetInMs'] });

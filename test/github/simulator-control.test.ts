@@ -45,6 +45,15 @@ describe('simulator control endpoints (/_sim)', () => {
     expect(Date.now() - started).toBeLessThan(290);
   });
 
+  it('takes the message type of a foreign scale-set message, and names the field when it is not a string', async () => {
+    const set = await control('POST', '/faults', { kind: 'foreign-message', messageType: 'RunnerScaleSetMaintenance', times: 1 });
+    expect(set).toMatchObject({ status: 201, json: { kind: 'foreign-message', messageType: 'RunnerScaleSetMaintenance', times: 1 } });
+    const bad = await control('POST', '/faults', { kind: 'foreign-message', messageType: 7 });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.json)).toContain('messageType');
+    expect((await control('DELETE', '/faults')).status).toBe(204);
+  });
+
   it('refuses an agent with a JIT config it never minted', async () => {
     const res = await control('POST', '/agents', { jitConfig: Buffer.from('{}').toString('base64') });
     expect(res.status).toBe(400);
