@@ -16,7 +16,7 @@ import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
 import { forceDeleteSignal } from '../../workflows/messages';
 import { jobQueuedSignal, poolWorkflowId, type PoolRunnerView } from '../../workflows/pool-messages';
 import { addProvider, leakMachine, runningInstance, triggerSweep, useSweepRig } from '../sweep/helpers';
-import { eventually, uniqueName } from '../support/temporal';
+import { awayFromTheHour, eventually, uniqueName } from '../support/temporal';
 import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, expectError, recordingLogger, testApp, validPool } from './support';
 
 const rig = useSweepRig();
@@ -153,6 +153,7 @@ describe('leaked runners and sweeps', () => {
     expect(running.runners.map((r) => r.name)).not.toContain(leaked);
 
     const scheduleId = sweepScheduleId(provider.name);
+    await awayFromTheHour();
     await ensureSweepSchedules(rig.client, config, rig.worker.taskQueue);
     const schedule = rig.client.schedule.getHandle(scheduleId);
     try {
@@ -221,6 +222,7 @@ describe('leaked runners and sweeps', () => {
     await expectError(await call('POST', '/api/v1/sweeps'), 405);
 
     const scheduleId = sweepScheduleId(provider.name);
+    await awayFromTheHour();
     await ensureSweepSchedules(rig.client, config, rig.worker.taskQueue);
     const schedule = rig.client.schedule.getHandle(scheduleId);
     try {

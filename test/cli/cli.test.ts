@@ -22,7 +22,7 @@ import { PROVIDER_SWEEP_WORKFLOW } from '../../workflows/provider-sweep';
 import { runnerWorkflowId, type InstanceState } from '../../workflows/messages';
 import { jobsQueuedSignal, poolWorkflowId, UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { GitHubDouble } from '../support/github-double';
-import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { awayFromTheHour, connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger, testConfig } from '../api/support';
 
 const BIN = resolve(import.meta.dirname, '../../bin/runnerflow.js');
@@ -313,6 +313,7 @@ describe('runnerflow CLI', () => {
     expect(unknown.stderr).toBe('error: provider "gpu-cloud" is not configured (configured: fake)\n');
     expect((await cli(['sweep', 'run'])).code).toBe(2);
 
+    await awayFromTheHour();
     const schedule = await client.schedule.create({
       scheduleId: sweepScheduleId('fake'),
       spec: { intervals: [{ every: '1h' }] },
@@ -347,6 +348,7 @@ describe('runnerflow CLI', () => {
     expect((await cli(['liveness', 'list', 'extra'])).code).toBe(2);
 
     const scheduleId = livenessScheduleId('fake', 'machines');
+    await awayFromTheHour();
     const schedule = await client.schedule.create({
       scheduleId,
       spec: { intervals: [{ every: '1h' }] },

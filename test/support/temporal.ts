@@ -132,6 +132,15 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
   };
 }
 
+/**
+ * An hourly schedule fires on the hour, and a test that counts a schedule's runs may straddle one:
+ * one made within `marginMs` of the hour is made just after it instead.
+ */
+export async function awayFromTheHour(marginMs = 60_000): Promise<void> {
+  const toTheHour = 3_600_000 - (Date.now() % 3_600_000);
+  if (toTheHour < marginMs) await new Promise((r) => setTimeout(r, toTheHour + 1_000));
+}
+
 /** Polls until `check` returns a value (not undefined/false), or fails with the last seen value. */
 export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;

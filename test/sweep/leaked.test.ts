@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../config/load';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
+import { awayFromTheHour } from '../support/temporal';
 import { addProvider, leakMachine, runSweep, triggerSweep, useSweepRig } from './helpers';
 
 const HOUR = 3_600_000;
@@ -29,6 +30,7 @@ describe('machines a forced delete leaked', () => {
     const name = await leakMachine(rig, provider);
     // A long interval: the run under test is the triggered one, not a scheduled one.
     const config = parseConfig({ providers: [{ type: 'fake', name: provider.name, stateDir: provider.stateDir }], sweep: { interval: '1h', gracePeriod: 0 } });
+    await awayFromTheHour();
     await ensureSweepSchedules(rig.client, config, rig.worker.taskQueue);
     const schedule = rig.client.schedule.getHandle(sweepScheduleId(provider.name));
     try {

@@ -191,6 +191,8 @@ describe('dashboard', () => {
     const { config } = stack.loaded;
     await ensureSweepSchedules(stack.client, { ...config, sweep: { ...config.sweep, enabled: true, interval: 3_600_000 } }, config.temporal.taskQueue);
     const scheduleId = sweepScheduleId(PROVIDER);
+    // Paused, so that the only run is the button's: an hourly schedule fires on the hour, and a test run may straddle one.
+    await stack.client.schedule.getHandle(scheduleId).pause('only the button runs it');
     try {
       // Sweeps are asked for every few polls: the button shows once the schedule does.
       await sweep.getByRole('button', { name: `Sweep provider ${PROVIDER} now` }).click({ timeout: 30_000 });
