@@ -14,10 +14,10 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const WEBHOOK_SECRET = 'test-webhook-secret';
 export const INSTANCE_TOKEN_KEY = 'test-instance-token-key-0123456789';
 
-export const testConfig = (taskQueue: string) =>
+export const testConfig = (taskQueue: string, provider = 'fake') =>
   parseConfig({
     temporal: { taskQueue },
-    providers: [{ type: 'fake', name: 'fake', stateDir: '/tmp/runnerflow-api-test-unused' }],
+    providers: [{ type: 'fake', name: provider, stateDir: '/tmp/runnerflow-api-test-unused' }],
     github: { credentials: [{ name: 'default', auth: { type: 'pat', token: { env: 'RUNNERFLOW_TEST_UNUSED_TOKEN' } } }] },
   });
 

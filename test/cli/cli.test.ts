@@ -26,6 +26,9 @@ import { awayFromTheHour, connectClient, eventually, instanceInput, startTestWor
 import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger, testConfig } from '../api/support';
 
 const BIN = resolve(import.meta.dirname, '../../bin/runnerflow.js');
+// A provider name of this file's own: a liveness pass looks at every running runner of its provider in
+// the namespace, and other test files run theirs beside this one.
+const PROVIDER = uniqueName('cli-provider');
 
 let connection: Connection;
 let client: Client;
@@ -36,7 +39,7 @@ beforeAll(async () => {
   ({ connection, client } = await connectClient());
   // The worker sweeps and checks liveness too, so `sweep run` and `liveness list` have runs to show.
   const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-cli-fake-'));
-  const providers = new Map<string, ProviderPort>([['fake', new FakeProvider({ name: 'fake', stateDir: fakeDir })]]);
+  const providers = new Map<string, ProviderPort>([[PROVIDER, new FakeProvider({ name: PROVIDER, stateDir: fakeDir })]]);
   const extraActivities = {
     ...createSweepActivities({ controllerId: 'test-controller', providers, client, namespace: 'default' }),
     ...createLivenessActivities({ controllerId: 'test-controller', providers, github: { get: () => new GitHubDouble() }, client, namespace: 'default' }),
@@ -45,7 +48,7 @@ beforeAll(async () => {
   const app = createApp({
     client,
     taskQueue: worker.taskQueue,
-    config: testConfig(worker.taskQueue),
+    config: testConfig(worker.taskQueue, PROVIDER),
     github: { get: () => worker.github },
     secrets: { adminToken: ADMIN_TOKEN, webhookSecret: WEBHOOK_SECRET, instanceTokenKey: INSTANCE_TOKEN_KEY },
     logger: recordingLogger(),
@@ -93,14 +96,14 @@ function poolFile(name: string, extra = ''): string {
   const path = join(dir, 'pool.yaml');
   writeFileSync(
     path,
-    [`name: ${name}`, 'provider: fake', 'github:', '  scope: { kind: repo, owner: acme, repo: widgets }', 'labels: [linux, x64]', 'maxRunners: 2', extra].join('\n'),
+    [`name: ${name}`, `provider: ${PROVIDER}`, 'github:', '  scope: { kind: repo, owner: acme, repo: widgets }', 'labels: [linux, x64]', 'maxRunners: 2', extra].join('\n'),
   );
   return path;
 }
 
 async function runningRunner(pool: string): Promise<string> {
   const name = uniqueName('cli-runner');
-  await client.workflow.start('runnerInstance', { taskQueue: worker.taskQueue, ...instanceStartOptions(instanceInput(name, { pool })) });
+  await client.workflow.start('runnerInstance', { taskQueue: worker.taskQueue, ...instanceStartOptions(instanceInput(name, { pool, provider: PROVIDER })) });
   await eventually(async () => (await client.workflow.getHandle(runnerWorkflowId(name)).query<InstanceState>('state')).status === 'running', 20_000, 'running');
   return name;
 }
@@ -132,9 +135,9 @@ describe('runnerflow CLI', () => {
     const lines = table.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^NAME\s+PROVIDER\s+LABELS\s+PRIORITY\s+MAX\s+ENABLED$/);
     const row = lines.find((l) => l.startsWith(name));
-    expect(row).toMatch(new RegExp(`^${name}\\s+fake\\s+linux,x64\\s+2\\s+4\\s+true$`));
+    expect(row).toMatch(new RegExp(`^${name}\\s+${PROVIDER}\\s+linux,x64\\s+2\\s+4\\s+true$`));
     // Columns are aligned: every header starts where its values start.
-    expect(row!.indexOf('fake')).toBe(lines[0]!.indexOf('PROVIDER'));
+    expect(row!.indexOf(PROVIDER)).toBe(lines[0]!.indexOf('PROVIDER'));
 
     const duplicate = await cli(['pool', 'create', '--file', poolFile(name)]);
     expect(duplicate.code).toBe(1);
@@ -145,7 +148,7 @@ describe('runnerflow CLI', () => {
   });
 
   it("reports the API's validation message on one line", async () => {
-    const run = await cli(['pool', 'create', '--name', 'Bad_Name', '--provider', 'fake', '--labels', 'linux', '--repo', 'acme/widgets']);
+    const run = await cli(['pool', 'create', '--name', 'Bad_Name', '--provider', PROVIDER, '--labels', 'linux', '--repo', 'acme/widgets']);
     expect(run.code).toBe(1);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toMatch(/^error: invalid pool: name: lowercase letters/);
@@ -162,7 +165,7 @@ describe('runnerflow CLI', () => {
     expect(listed[0]).toMatchObject({ name, pool, status: 'running' });
 
     const table = await cli(['runner', 'list', '--pool', pool]);
-    expect(table.stdout).toMatch(new RegExp(`^NAME\\s+POOL\\s+STATUS\\s+PROVIDER\\s+LEAKED\\s+STARTED\\n${name}\\s+${pool}\\s+running\\s+fake\\s+\\S+`));
+    expect(table.stdout).toMatch(new RegExp(`^NAME\\s+POOL\\s+STATUS\\s+PROVIDER\\s+LEAKED\\s+STARTED\\n${name}\\s+${pool}\\s+running\\s+${PROVIDER}\\s+\\S+`));
 
     const shown = await cli(['runner', 'show', name]);
     expect(shown.code).toBe(0);
@@ -246,7 +249,7 @@ describe('runnerflow CLI', () => {
     const name = await runningRunner(pool);
     const watch = cliProcess(['runner', 'watch', name, '--interval', '0.2']);
     await eventually(() => watch.output.stdout.includes('creating -> running'), 20_000, 'transitions so far');
-    expect(watch.output.stdout.split('\n')[0]).toBe(`runner ${name} (pool ${pool}, provider fake)`);
+    expect(watch.output.stdout.split('\n')[0]).toBe(`runner ${name} (pool ${pool}, provider ${PROVIDER})`);
 
     expect((await cli(['runner', 'delete', name, '--force'])).code).toBe(0);
     expect(await watch.exited).toBe(0);
@@ -301,72 +304,71 @@ describe('runnerflow CLI', () => {
   });
 
   it('lists the sweeps and sweeps a provider now, saying why when it cannot', async () => {
-    // The API's config has one provider, `fake`; no other test makes its schedule.
+    // The API's config has one provider, this file's own, so no other test makes its schedule.
     const before = await cli(['sweep', 'list']);
     expect(before.stdout).toMatch(/^PROVIDER\s+SCHEDULE\s+NEXT RUN\s+LAST RUN\s+STATUS\s+RESULT$/m);
-    expect(before.stdout).toMatch(/^fake\s+no schedule \(no worker has started with this provider\)/m);
-    const early = await cli(['sweep', 'run', 'fake']);
+    expect(before.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+no schedule \\(no worker has started with this provider\\)`, 'm'));
+    const early = await cli(['sweep', 'run', PROVIDER]);
     expect(early.code).toBe(1);
-    expect(early.stderr).toBe('error: there is no sweep schedule sweep/fake yet: a worker creates it when it starts with provider "fake"\n');
+    expect(early.stderr).toBe(`error: there is no sweep schedule sweep/${PROVIDER} yet: a worker creates it when it starts with provider "${PROVIDER}"\n`);
     const unknown = await cli(['sweep', 'run', 'gpu-cloud']);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toBe('error: provider "gpu-cloud" is not configured (configured: fake)\n');
+    expect(unknown.stderr).toBe(`error: provider "gpu-cloud" is not configured (configured: ${PROVIDER})\n`);
     expect((await cli(['sweep', 'run'])).code).toBe(2);
 
     await awayFromTheHour();
     const schedule = await client.schedule.create({
-      scheduleId: sweepScheduleId('fake'),
+      scheduleId: sweepScheduleId(PROVIDER),
       spec: { intervals: [{ every: '1h' }] },
       policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      action: { type: 'startWorkflow', workflowType: PROVIDER_SWEEP_WORKFLOW, workflowId: sweepScheduleId('fake'), taskQueue: worker.taskQueue, args: [{ provider: 'fake', gracePeriodMs: 3_600_000 }] },
+      action: { type: 'startWorkflow', workflowType: PROVIDER_SWEEP_WORKFLOW, workflowId: sweepScheduleId(PROVIDER), taskQueue: worker.taskQueue, args: [{ provider: PROVIDER, gracePeriodMs: 3_600_000 }] },
     });
     try {
-      const now = await cli(['sweep', 'run', 'fake']);
-      expect(now.stdout).toBe('sweep/fake triggered; `runnerflow sweep list` shows its result\n');
+      const now = await cli(['sweep', 'run', PROVIDER]);
+      expect(now.stdout).toBe(`sweep/${PROVIDER} triggered; \`runnerflow sweep list\` shows its result\n`);
       const listed = await eventually(async () => {
         const run = await cli(['sweep', 'list']);
-        return /^fake\s.*\scompleted\s+deleted 0 of \d+ listed, 0 failed$/m.test(run.stdout) ? run : undefined;
+        return new RegExp(`^${PROVIDER}\\s.*\\scompleted\\s+deleted 0 of \\d+ listed, 0 failed$`, 'm').test(run.stdout) ? run : undefined;
       }, 20_000, 'the sweep run listed as completed');
-      expect(listed.stdout).toMatch(/^fake\s+every 1h\s+\S+\s+\S+\s+completed/m);
+      expect(listed.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+every 1h\\s+\\S+\\s+\\S+\\s+completed`, 'm'));
       const json = JSON.parse((await cli(['sweep', 'list', '--json'])).stdout) as { provider: string; runs: { status: string }[] }[];
-      expect(json.find((s) => s.provider === 'fake')?.runs).toEqual([expect.objectContaining({ status: 'completed' })]);
+      expect(json.find((s) => s.provider === PROVIDER)?.runs).toEqual([expect.objectContaining({ status: 'completed' })]);
 
       await schedule.pause('sweep disabled in the config');
-      expect(JSON.parse((await cli(['sweep', 'run', 'fake', '--json'])).stdout)).toEqual({ provider: 'fake', scheduleId: 'sweep/fake', paused: true });
+      expect(JSON.parse((await cli(['sweep', 'run', PROVIDER, '--json'])).stdout)).toEqual({ provider: PROVIDER, scheduleId: `sweep/${PROVIDER}`, paused: true });
     } finally {
       await schedule.delete();
     }
   });
 
   it("lists each provider's liveness checks and what their last pass found", async () => {
-    // The API's config has one provider, `fake`; no other test makes its liveness schedules.
+    // The API's config has one provider, this file's own, so no other test makes its liveness schedules.
     const before = await cli(['liveness', 'list']);
     expect(before.code).toBe(0);
     expect(before.stdout).toMatch(/^PROVIDER\s+CHECK\s+SCHEDULE\s+NEXT RUN\s+LAST RUN\s+STATUS\s+RESULT$/m);
-    expect(before.stdout).toMatch(/^fake\s+machines\s+no schedule \(no worker has started with this provider\)/m);
-    expect(before.stdout).toMatch(/^fake\s+github\s+no schedule \(no worker has started with this provider\)/m);
+    expect(before.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+machines\\s+no schedule \\(no worker has started with this provider\\)`, 'm'));
+    expect(before.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+github\\s+no schedule \\(no worker has started with this provider\\)`, 'm'));
     expect((await cli(['liveness', 'list', 'extra'])).code).toBe(2);
 
-    const scheduleId = livenessScheduleId('fake', 'machines');
+    const scheduleId = livenessScheduleId(PROVIDER, 'machines');
     await awayFromTheHour();
     const schedule = await client.schedule.create({
       scheduleId,
       spec: { intervals: [{ every: '1h' }] },
       policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      action: { type: 'startWorkflow', workflowType: LIVENESS_CHECK_WORKFLOW, workflowId: scheduleId, taskQueue: worker.taskQueue, args: [{ provider: 'fake', check: 'machines' }] },
+      action: { type: 'startWorkflow', workflowType: LIVENESS_CHECK_WORKFLOW, workflowId: scheduleId, taskQueue: worker.taskQueue, args: [{ provider: PROVIDER, check: 'machines' }] },
     });
     try {
       await schedule.trigger();
       const listed = await eventually(async () => {
         const run = await cli(['liveness', 'list']);
-        // Any count found: the pass looks at every running runner of provider `fake` in the namespace,
-        // and other test files running beside this one have theirs, whose machines it cannot list.
-        return /^fake\s+machines\s.*\scompleted\s+\d+ runners? looked at, \d+ found$/m.test(run.stdout) ? run : undefined;
+        // Every running runner of this file's provider has its machine: none found.
+        return new RegExp(`^${PROVIDER}\\s+machines\\s.*\\scompleted\\s+\\d+ runners? looked at, 0 found$`, 'm').test(run.stdout) ? run : undefined;
       }, 60_000, 'the liveness pass listed as completed');
-      expect(listed.stdout).toMatch(/^fake\s+machines\s+every 1h\s+\S+\s+\S+\s+completed/m);
+      expect(listed.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+machines\\s+every 1h\\s+\\S+\\s+\\S+\\s+completed`, 'm'));
       const json = JSON.parse((await cli(['liveness', 'list', '--json'])).stdout) as { provider: string; check: string; runs: { status: string; result?: { counts: unknown } }[] }[];
-      expect(json.map((l) => `${l.provider} ${l.check}`)).toEqual(['fake machines', 'fake github']);
-      expect(json[0]?.runs).toEqual([expect.objectContaining({ status: 'completed', result: expect.objectContaining({ counts: { findings: expect.any(Number), orphaned: expect.any(Number), uncounted: expect.any(Number) } }) })]);
+      expect(json.map((l) => `${l.provider} ${l.check}`)).toEqual([`${PROVIDER} machines`, `${PROVIDER} github`]);
+      expect(json[0]?.runs).toEqual([expect.objectContaining({ status: 'completed', result: expect.objectContaining({ counts: { findings: 0, orphaned: 0, uncounted: 0 } }) })]);
     } finally {
       await schedule.delete();
     }
