@@ -2,45 +2,30 @@
  * Runner routes against real instance workflows run by a worker with the fake
  * provider and a GitHub double shared with the API.
  */
-import type { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GitHubApiError } from '../../github/port';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { runnerWorkflowId, type InstanceState } from '../../workflows/messages';
-import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
-import { expectError, testApp, validPool, type TestApp } from './support';
+import { eventually, instanceInput, uniqueName } from '../support/temporal';
+import { expectError, useWorkerAndApi, validPool } from './support';
 
-let connection: Connection;
-let client: Client;
-let worker: TestWorker;
-let api: TestApp;
-
-beforeAll(async () => {
-  ({ connection, client } = await connectClient());
-  worker = await startTestWorker();
-  api = testApp(client, worker.taskQueue, { github: worker.github });
-});
-
-afterAll(async () => {
-  await worker?.stop();
-  await connection?.close();
-});
+const env = useWorkerAndApi();
 
 async function getJson<T>(path: string): Promise<T> {
-  const response = await api.call('GET', path);
+  const response = await env.api.call('GET', path);
   expect(response.status, await response.clone().text()).toBe(200);
   return (await response.json()) as T;
 }
 
 async function runningRunner(pool = uniqueName('pool')): Promise<string> {
   const name = uniqueName('runner');
-  await client.workflow.start('runnerInstance', { taskQueue: worker.taskQueue, ...instanceStartOptions(instanceInput(name, { pool })) });
+  await env.client.workflow.start('runnerInstance', { taskQueue: env.worker.taskQueue, ...instanceStartOptions(instanceInput(name, { pool })) });
   await eventually(async () => (await getJson<InstanceState>(`/api/v1/runners/${name}`)).status === 'running', 20_000, `${name} running`);
   return name;
 }
 
 async function ended(name: string): Promise<boolean> {
-  const description = await client.workflow.getHandle(runnerWorkflowId(name)).describe();
+  const description = await env.client.workflow.getHandle(runnerWorkflowId(name)).describe();
   return description.status.name !== 'RUNNING';
 }
 
@@ -53,7 +38,7 @@ describe('GET /api/v1/runners/:name', () => {
   });
 
   it('answers 404 for an unknown runner', async () => {
-    await expectError(await api.call('GET', `/api/v1/runners/${uniqueName('nobody')}`), 404, 'not_found');
+    await expectError(await env.api.call('GET', `/api/v1/runners/${uniqueName('nobody')}`), 404, 'not_found');
   });
 });
 
@@ -77,7 +62,7 @@ describe('GET /api/v1/runners', () => {
 describe('DELETE /api/v1/runners/:name', () => {
   it('deletes gracefully with 202', async () => {
     const name = await runningRunner();
-    const response = await api.call('DELETE', `/api/v1/runners/${name}`);
+    const response = await env.api.call('DELETE', `/api/v1/runners/${name}`);
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ runner: name, action: 'delete' });
     await eventually(() => ended(name), 20_000, `${name} deleted`);
@@ -86,8 +71,8 @@ describe('DELETE /api/v1/runners/:name', () => {
 
   it('refuses to force-delete a runner busy on GitHub with 409 telling to cancel the job', async () => {
     const name = await runningRunner();
-    worker.github.busy.add(name);
-    const error = await expectError(await api.call('DELETE', `/api/v1/runners/${name}?force=true`), 409, 'runner_busy');
+    env.worker.github.busy.add(name);
+    const error = await expectError(await env.api.call('DELETE', `/api/v1/runners/${name}?force=true`), 409, 'runner_busy');
     expect(error.message).toMatch(/cancel the job/);
     const state = await getJson<InstanceState>(`/api/v1/runners/${name}`);
     expect(state).toMatchObject({ status: 'running', forced: false });
@@ -96,8 +81,8 @@ describe('DELETE /api/v1/runners/:name', () => {
 
   it('force-deletes a busy runner when told to bypass', async () => {
     const name = await runningRunner();
-    worker.github.busy.add(name);
-    const response = await api.call('DELETE', `/api/v1/runners/${name}?force=true&bypassBusy=true`);
+    env.worker.github.busy.add(name);
+    const response = await env.api.call('DELETE', `/api/v1/runners/${name}?force=true&bypassBusy=true`);
     expect(response.status).toBe(202);
     expect(await response.json()).toMatchObject({ runner: name, action: 'forceDelete', github: 'bypassed', warning: expect.stringContaining('running a job') });
     await eventually(() => ended(name), 20_000, `${name} gone`);
@@ -106,37 +91,37 @@ describe('DELETE /api/v1/runners/:name', () => {
 
   it('force-deletes an idle runner: removed from GitHub, then gone', async () => {
     const name = await runningRunner();
-    expect(worker.github.runners.has(name)).toBe(true);
-    const response = await api.call('DELETE', `/api/v1/runners/${name}?force=true`);
+    expect(env.worker.github.runners.has(name)).toBe(true);
+    const response = await env.api.call('DELETE', `/api/v1/runners/${name}?force=true`);
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ runner: name, action: 'forceDelete', github: 'removed' });
-    expect(worker.github.runners.has(name)).toBe(false);
+    expect(env.worker.github.runners.has(name)).toBe(false);
     await eventually(() => ended(name), 20_000, `${name} gone`);
     const state = await getJson<InstanceState>(`/api/v1/runners/${name}`);
     expect(state).toMatchObject({ status: 'deleted', forced: true });
-    await expectError(await api.call('DELETE', `/api/v1/runners/${name}?force=true`), 404, 'not_found');
+    await expectError(await env.api.call('DELETE', `/api/v1/runners/${name}?force=true`), 404, 'not_found');
   });
 
   it('answers 502 with the reason when GitHub fails, and keeps the runner', async () => {
     const name = await runningRunner();
-    worker.github.setFault('remove', { failTimes: 1, error: () => new GitHubApiError('GitHub answered 500 on DELETE', 500, true) });
-    const error = await expectError(await api.call('DELETE', `/api/v1/runners/${name}?force=true`), 502, 'github_error');
+    env.worker.github.setFault('remove', { failTimes: 1, error: () => new GitHubApiError('GitHub answered 500 on DELETE', 500, true) });
+    const error = await expectError(await env.api.call('DELETE', `/api/v1/runners/${name}?force=true`), 502, 'github_error');
     expect(error.message).toContain('GitHub answered 500');
     expect(await ended(name)).toBe(false);
   });
 
   it('answers 404 for an unknown runner', async () => {
-    await expectError(await api.call('DELETE', `/api/v1/runners/${uniqueName('nobody')}`), 404, 'not_found');
+    await expectError(await env.api.call('DELETE', `/api/v1/runners/${uniqueName('nobody')}`), 404, 'not_found');
   });
 });
 
 describe('pool reads answered by the workflow', () => {
   it('GET /api/v1/pools/:name answers the pool state', async () => {
     const name = uniqueName('pool').toLowerCase().slice(0, 60);
-    const created = await api.call('POST', '/api/v1/pools', { body: validPool(name, { maxRunners: 2 }) });
+    const created = await env.api.call('POST', '/api/v1/pools', { body: validPool(name, { maxRunners: 2 }) });
     expect(created.status).toBe(201);
     const pool = await getJson<{ name: string; settings: { name: string; maxRunners: number }; runners: unknown[]; deleting: boolean }>(`/api/v1/pools/${name}`);
     expect(pool).toMatchObject({ name, settings: { name, maxRunners: 2 }, runners: [], deleting: false });
-    expect((await api.call('DELETE', `/api/v1/pools/${name}`)).status).toBe(202);
+    expect((await env.api.call('DELETE', `/api/v1/pools/${name}`)).status).toBe(202);
   });
 });

@@ -2,13 +2,14 @@
  * An app wired to the test Temporal server, with a GitHub double and a log
  * that tests can read.
  */
-import type { Client } from '@temporalio/client';
-import { expect } from 'vitest';
+import type { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { createApp, type App } from '../../api/app';
 import type { AppDeps, AppLimits, Logger } from '../../api/deps';
 import { parseConfig } from '../../config/load';
 import type { GitHubPort } from '../../github/port';
 import { GitHubDouble } from '../support/github-double';
+import { connectClient, startTestWorker, type TestWorker } from '../support/temporal';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const WEBHOOK_SECRET = 'test-webhook-secret';
@@ -110,4 +111,29 @@ export function validPool(name: string, overrides: Record<string, unknown> = {})
     maxRunners: 3,
     ...overrides,
   };
+}
+
+export interface WorkerAndApi {
+  client: Client;
+  worker: TestWorker;
+  api: TestApp;
+}
+
+/**
+ * A file's worker on a task queue of its own and the API over it, sharing the worker's GitHub
+ * double; the fields are set before the file's first test, and all is stopped after its last.
+ */
+export function useWorkerAndApi(options: { limits?: Partial<AppLimits> } = {}): WorkerAndApi {
+  const env = {} as WorkerAndApi;
+  let connection: Connection | undefined;
+  beforeAll(async () => {
+    ({ connection, client: env.client } = await connectClient());
+    env.worker = await startTestWorker();
+    env.api = testApp(env.client, env.worker.taskQueue, { github: env.worker.github, ...(options.limits ? { limits: options.limits } : {}) });
+  });
+  afterAll(async () => {
+    await env.worker?.stop();
+    await connection?.close();
+  });
+  return env;
 }

@@ -19,6 +19,7 @@ describe('Temporal failures as API answers', () => {
   });
 });
 
+// The real server's side of this (a worker that stops, then 503 no_worker) is in no-worker.test.ts.
 describe('a task queue no worker polls', () => {
   const noPoller = () => serviceError(9, 'no poller seen for task queue recently, worker may be down');
 

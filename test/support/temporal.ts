@@ -118,16 +118,21 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
     ...(options.extraActivities ? { extraActivities: options.extraActivities } : {}),
   });
   const running = worker.run();
+  let stopped: Promise<void> | undefined;
   return {
     taskQueue,
     worker,
     fake: new FakeProviderControl(fakeDir),
     fakeDir,
     github,
-    async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-      await connection.close();
+    /** Safe to call again: a test that stops its worker midway leaves the same call to its clean-up. */
+    stop() {
+      stopped ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running;
+        await connection.close();
+      })();
+      return stopped;
     },
   };
 }
