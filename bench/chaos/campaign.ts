@@ -101,6 +101,8 @@ const TIMINGS = {
 const LIVENESS = { interval: '2s', githubInterval: '3s', jitter: '500ms' };
 /** Failed deliveries asked for again within seconds, so those of the server's restart are back while jobs still run. */
 const REDELIVERY = { interval: '2s', hookRefresh: '10s', firstDelay: '2s', maxDelay: '8s', maxAttempts: 8 };
+/** Longer than all of a failed delivery's redeliveries take: eight on a 2 s to 8 s backoff, 54 s in all. */
+const REDELIVERY_WAIT_MS = 60_000;
 /** Runners reset after they left, at most: a few are enough to show each one leaves again. */
 const MAX_RUNNER_RESETS = 3;
 /** How long GitHub keeps a job busy after its runner's machine died before it fails it. */
@@ -199,6 +201,11 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     log(`chaos: faults stopped after ${Math.round((Date.now() - started) / 1000)} s; ${completedJobs(stack, jobIds)}/${jobIds.size} jobs done`);
 
     await until(() => (done() ? true : undefined), Math.max(0, deadline - Date.now() - 60_000), 500);
+    // A failed delivery is asked for again on a backoff of up to REDELIVERY.maxDelay. The pool goes only
+    // once they all have been: the pass follows the webhooks of the credentials' pools, so a deleted
+    // pool's webhook (and what failed on it) is no longer followed, as it should not be.
+    await until(() => (unansweredDeliveries(stack.sim.deliveries()).length === 0 ? true : undefined), Math.max(0, Math.min(REDELIVERY_WAIT_MS, deadline - Date.now() - 60_000)), 500);
+    for (const d of unansweredDeliveries(stack.sim.deliveries())) log(`chaos: failed delivery not answered: ${d.id} ${d.event}.${d.action}, attempts ${d.statuses.join(', ')}`);
     const deleted = await processStackRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
     if (deleted.status >= 300) log(`chaos: pool delete answered ${deleted.status}`);
     await until(async () => ((await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).describe()).status.name === 'RUNNING' ? undefined : true), Math.max(0, deadline - Date.now()), 500);
@@ -230,17 +237,35 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
   }
 }
 
-/** Deliveries with a failed attempt, and how many of them a later attempt (a redelivery) got answered. */
-function failedDeliveries(log: readonly SentDelivery[]): Pick<ChaosReport['injected'], 'failedDeliveries' | 'failedDeliveriesAnswered'> {
-  const failed = new Set<string>();
-  const answered = new Set<string>();
+interface FailedDelivery {
+  id: string;
+  event: string;
+  action: string;
+  /** Every attempt's outcome, in order. */
+  statuses: SentDelivery['status'][];
+  answered: boolean;
+}
+
+/** Deliveries with a failed attempt, each with its attempts and whether a later one (a redelivery) got answered. */
+function failedDeliveryLog(log: readonly SentDelivery[]): FailedDelivery[] {
+  const failed = new Map<string, FailedDelivery>();
   for (const d of log) {
     if (d.status === 'lost') continue;
-    if (typeof d.status === 'number' && d.status >= 200 && d.status < 300) {
-      if (failed.has(d.id)) answered.add(d.id);
-    } else failed.add(d.id);
+    const ok = typeof d.status === 'number' && d.status >= 200 && d.status < 300;
+    const entry = failed.get(d.id);
+    if (entry) {
+      entry.statuses.push(d.status);
+      entry.answered ||= ok;
+    } else if (!ok) failed.set(d.id, { id: d.id, event: d.event, action: d.action, statuses: [d.status], answered: false });
   }
-  return { failedDeliveries: failed.size, failedDeliveriesAnswered: answered.size };
+  return [...failed.values()];
+}
+
+const unansweredDeliveries = (log: readonly SentDelivery[]): FailedDelivery[] => failedDeliveryLog(log).filter((d) => !d.answered);
+
+function failedDeliveries(log: readonly SentDelivery[]): Pick<ChaosReport['injected'], 'failedDeliveries' | 'failedDeliveriesAnswered'> {
+  const failed = failedDeliveryLog(log);
+  return { failedDeliveries: failed.length, failedDeliveriesAnswered: failed.filter((d) => d.answered).length };
 }
 
 /** Runners the provider's liveness passes asked to leave because their pool did not count them. */
