@@ -5,6 +5,8 @@
  * provider that lists per pool), or one paginated list-runners per GitHub scope
  * (GitHub pass), and one describe and one query (machine pass) or one query (GitHub
  * pass) per pool the listed runners belong to.
+ * The machine pass also reads the newest events of each of the provider's pools, and resets a
+ * pool whose workflow tasks keep failing on a nondeterminism error (pool-repair.ts).
  * Only instances found dead, orphaned or uncounted get a signal; a healthy fleet
  * costs no signal, no workflow task and no history event in any instance.
  *
@@ -26,6 +28,7 @@ import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../wor
 import { eachConcurrently } from '../domain/concurrency';
 import { livenessFindings, livenessLastRun } from '../observability/metrics';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { repairStuckPools, type PoolRepair } from './pool-repair';
 import { whileHeartbeating } from './heartbeat';
 import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
 
@@ -48,6 +51,8 @@ export interface LivenessReport {
   orphaned: { name: string; pool: string }[];
   /** Pooled runners their pool runs without counting them, asked to leave (machine pass). */
   uncounted: { name: string; pool: string }[];
+  /** Pools of this provider found stuck on a nondeterminism error and reset (machine pass). */
+  repaired?: PoolRepair[];
   failed: { target: string; error: string }[];
 }
 
@@ -61,6 +66,8 @@ export interface LivenessActivityDeps {
   signalConcurrency?: number;
   /** How long a pool may take to say which runners it counts, or a runner how it is (default 5 s). */
   poolQueryTimeoutMs?: number;
+  /** How long a pool's workflow tasks fail on nondeterminism before the machine pass resets it (default 1 min). */
+  stuckPoolAfterMs?: number;
 }
 
 interface LiveInstance {
@@ -198,6 +205,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     for (const { finding } of report.signalled) byFinding.set(finding, (byFinding.get(finding) ?? 0) + 1);
     for (const [finding, n] of byFinding) livenessFindings.inc({ ...labels, finding }, n);
     if (report.orphaned.length > 0) livenessFindings.inc({ ...labels, finding: 'pool_gone' }, report.orphaned.length);
+    if (report.repaired && report.repaired.length > 0) livenessFindings.inc({ ...labels, finding: 'pool_reset' }, report.repaired.length);
     if (report.uncounted.length > 0) livenessFindings.inc({ ...labels, finding: 'not_counted' }, report.uncounted.length);
     if (report.failed.length > 0) livenessFindings.inc({ ...labels, finding: 'failed_call' }, report.failed.length);
     livenessLastRun.set(labels, Date.now() / 1000);
@@ -366,6 +374,11 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
           // otherwise keep an ephemeral one waiting for a job GitHub has long finished.
           const instances = await runningInstances(args.provider, args.check === 'github' ? ['running', 'pending_delete'] : ['running']);
           const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], uncounted: [], failed: [] };
+          if (args.check === 'machines') {
+            report.repaired = [];
+            // Whether or not it has runners: a stuck pool starts none.
+            await repairStuckPools({ client, namespace: deps.namespace, stuckAfterMs: deps.stuckPoolAfterMs ?? 60_000 }, args.provider, { repaired: report.repaired, failed: report.failed });
+          }
           if (instances.length > 0) {
             if (args.check === 'machines') {
               // Before the provider listing, so a provider that is down does not keep orphans alive.

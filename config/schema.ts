@@ -238,13 +238,15 @@ export const configSchema = z
         interval: durationMs.default(60_000),
         githubInterval: durationMs.default(5 * 60_000),
         jitter: durationMs.default(15_000),
+        /** How long a pool's workflow tasks fail on a nondeterminism error before the machine pass resets it. */
+        stuckPoolAfter: durationMs.default(60_000),
       })
       .strict()
       .superRefine((l, ctx) => {
         if (l.interval < 1_000) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'must be at least 1s (the schedule granularity)' });
         if (l.githubInterval < 1_000) ctx.addIssue({ code: 'custom', path: ['githubInterval'], message: 'must be at least 1s (the schedule granularity)' });
       })
-      .default({ enabled: true, interval: 60_000, githubInterval: 5 * 60_000, jitter: 15_000 }),
+      .default({ enabled: true, interval: 60_000, githubInterval: 5 * 60_000, jitter: 15_000, stuckPoolAfter: 60_000 }),
     /**
      * Failed webhook deliveries asked for again (docs/self-healing.md): per credentials, a
      * pass every `interval` over the deliveries since the last one: an App's own webhook, or

@@ -21,8 +21,10 @@ export interface LivenessResult {
   orphaned: string[];
   /** Runners asked to leave because their pool does not count them. */
   uncounted: string[];
+  /** Pools found stuck on a nondeterminism error and reset. */
+  poolsReset: { pool: string; resetTo: number }[];
   /** How many of each the pass had, when more than the names shown. */
-  counts: { findings: number; orphaned: number; uncounted: number };
+  counts: { findings: number; orphaned: number; uncounted: number; poolsReset: number };
   failures: { target: string; error: string }[];
 }
 
@@ -41,7 +43,8 @@ function summarise(report: Omit<LivenessReport, 'uncounted'> & { uncounted?: Liv
     findings: report.signalled.slice(0, NAMES_SHOWN),
     orphaned: report.orphaned.slice(0, NAMES_SHOWN).map((o) => o.name),
     uncounted: uncounted.slice(0, NAMES_SHOWN).map((u) => u.name),
-    counts: { findings: report.signalled.length, orphaned: report.orphaned.length, uncounted: uncounted.length },
+    poolsReset: (report.repaired ?? []).slice(0, NAMES_SHOWN).map(({ pool, resetTo }) => ({ pool, resetTo })),
+    counts: { findings: report.signalled.length, orphaned: report.orphaned.length, uncounted: uncounted.length, poolsReset: report.repaired?.length ?? 0 },
     failures: report.failed.slice(0, NAMES_SHOWN),
   };
 }

@@ -3,7 +3,7 @@
  * and instances brought to idle the way the reconciler sees them.
  */
 import type { WorkflowHandle } from '@temporalio/client';
-import { createLivenessActivities, type LivenessArgs, type LivenessReport } from '../../activities/liveness-activities';
+import { createLivenessActivities, type LivenessActivityDeps, type LivenessArgs, type LivenessReport } from '../../activities/liveness-activities';
 import type { InstanceTimings } from '../../domain/timings';
 import type { InstanceSpec, RunnerInstanceInput } from '../../workflows/messages';
 import { livenessCheck } from '../../workflows/liveness-check';
@@ -14,9 +14,9 @@ import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/
 
 export type LivenessRig = ProviderRig;
 
-export function useLivenessRig(): LivenessRig {
+export function useLivenessRig(options: Pick<LivenessActivityDeps, 'stuckPoolAfterMs'> = {}): LivenessRig {
   return useProviderRig<LivenessRig>(
-    (rig) => createLivenessActivities({ controllerId: 'test-controller', providers: rig.providers, github: { get: () => rig.github }, client: rig.client, namespace: 'default', poolQueryTimeoutMs: 1_000 }),
+    (rig) => createLivenessActivities({ controllerId: 'test-controller', providers: rig.providers, github: { get: () => rig.github }, client: rig.client, namespace: 'default', poolQueryTimeoutMs: 1_000, ...options }),
     {},
   );
 }
