@@ -8,7 +8,8 @@
  * decides on them there, and again on the signals that come before its next workflow task, which
  * completes with both decisions' commands. Replayed, all those signals arrive in one activation
  * and make one decision: the history no longer replays, every worker that takes the pool fails
- * its task, and the pool starts no runner again. docs/self-healing.md has a reproduction.
+ * its task, and the pool starts no runner again (docs/self-healing.md tells how this was
+ * reproduced).
  *
  * The repair resets the pool to the task that made the commands, reapplying the signals that
  * came after it; the new run decides once on all of them. Runners started by the dropped

@@ -53,7 +53,7 @@ function operation(route: Route<unknown>): JsonObject {
   }
   // Every route behind a token reaches Temporal, which can be down or have no worker to answer.
   if (route.auth === 'admin' || route.auth === 'instance-token') {
-    responses['503'] ??= error('Temporal is not reachable (temporal_unavailable), or no worker polls the task queue (no_worker)');
+    responses['503'] ??= error("Temporal is not reachable (temporal_unavailable), no worker polls the task queue (no_worker), or the workflow's tasks are failing (workflow_task_failing)");
     responses['504'] ??= error('Temporal did not answer in time (temporal_timeout)');
   }
   const op: JsonObject = {

@@ -43,6 +43,14 @@ export function temporalHttpError(err: unknown, taskQueue?: string): HttpError |
   if (status?.code === GRPC_FAILED_PRECONDITION && /no poller seen/i.test(status.details)) {
     return new HttpError(503, 'no_worker', `no runnerflow worker polls ${queue}: start one (npm run worker) with this task queue`);
   }
+  // The server answers a query so when the workflow's tasks keep failing: no worker can run it as it is.
+  if (status?.code === GRPC_FAILED_PRECONDITION && /workflow task in failed state/i.test(status.details)) {
+    return new HttpError(
+      503,
+      'workflow_task_failing',
+      "the workflow's tasks are failing, so it cannot answer: its history in the Temporal Web UI says why (a pool stuck on a nondeterminism error is reset by the next liveness pass)",
+    );
+  }
   if (err instanceof QueryNotRegisteredError || err instanceof QueryRejectedError) {
     return new HttpError(502, 'query_failed', `the workflow did not answer the query: ${err.message}`);
   }

@@ -64,6 +64,8 @@ export interface ChaosReport {
   };
   /** Runners the liveness checks asked to leave because their pool did not count them: the reset ones, and no other. */
   uncounted: { asked: string[]; notReset: string[] };
+  /** Pools the liveness passes reset, stuck on a nondeterminism error. */
+  poolsReset: number;
   /** GitHub API calls the campaign cost, against the simulated installation's hourly limit. */
   github: { apiCalls: number; hourlyLimit: number; callsDuringPrimaryRateLimit: number; byOperation: Record<string, number> };
   outcome: RunOutcome;
@@ -97,8 +99,11 @@ const TIMINGS = {
   runnerOfflineGrace: 2_000,
   leaveReaskInterval: 5_000,
 };
-/** Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within seconds. */
-const LIVENESS = { interval: '2s', githubInterval: '3s', jitter: '500ms' };
+/**
+ * Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within
+ * seconds, and a pool stuck on a nondeterminism error is reset while the campaign's jobs still wait for it.
+ */
+const LIVENESS = { interval: '2s', githubInterval: '3s', jitter: '500ms', stuckPoolAfter: '3s' };
 /** Failed deliveries asked for again within seconds, so those of the server's restart are back while jobs still run. */
 const REDELIVERY = { interval: '2s', hookRefresh: '10s', firstDelay: '2s', maxDelay: '8s', maxAttempts: 8 };
 /** Longer than all of a failed delivery's redeliveries take: eight on a 2 s to 8 s backoff, 54 s in all. */
@@ -227,9 +232,9 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
     const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name) && !driver.resets.has(name)) };
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
-    const asked = await uncountedAsks(stack, provider);
+    const { asked, poolsReset } = await livenessOutcomes(stack, provider);
     const uncounted = { asked, notReset: asked.filter((name) => !driver.resets.has(name)) };
-    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, github, outcome };
+    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, github, outcome };
   } finally {
     // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
@@ -268,15 +273,17 @@ function failedDeliveries(log: readonly SentDelivery[]): Pick<ChaosReport['injec
   return { failedDeliveries: failed.length, failedDeliveriesAnswered: failed.filter((d) => d.answered).length };
 }
 
-/** Runners the provider's liveness passes asked to leave because their pool did not count them. */
-async function uncountedAsks(stack: ProcessStack, provider: string): Promise<string[]> {
+/** Runners the provider's liveness passes asked to leave because their pool did not count them, and pools they reset. */
+async function livenessOutcomes(stack: ProcessStack, provider: string): Promise<{ asked: string[]; poolsReset: number }> {
   const names = new Set<string>();
+  let poolsReset = 0;
   for await (const info of stack.client.workflow.list({ query: `WorkflowType = '${LIVENESS_CHECK_WORKFLOW}' AND ExecutionStatus = 'Completed'` })) {
     if (!info.workflowId.startsWith(`${livenessScheduleId(provider, 'machines')}-`)) continue;
     const report = (await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as LivenessReport;
     for (const { name } of report.uncounted ?? []) names.add(name);
+    poolsReset += report.repaired?.length ?? 0;
   }
-  return [...names].sort();
+  return { asked: [...names].sort(), poolsReset };
 }
 
 /** What an open workflow is waiting for, for the report. */

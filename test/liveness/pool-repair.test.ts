@@ -12,6 +12,7 @@ import { poolSettingsSchema } from '../../domain/pool';
 import { poolMemoOf } from '../../workflows/pool-memo';
 import { jobsQueuedSignal, poolStateQuery, poolWorkflowId, RUNNER_POOL_WORKFLOW, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
+import { expectError, testApp } from '../api/support';
 import { eventually, FAST_TIMINGS, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
 import { addProvider, runLiveness, useLivenessRig } from './helpers';
 
@@ -93,6 +94,17 @@ describe('a pool stuck on a nondeterminism error', () => {
         20_000,
         'a task failed on nondeterminism',
       );
+
+      // Meanwhile the API says what is wrong: once the server gives up waiting on the failing tasks, it says so.
+      const api = testApp(rig.client, taskQueue);
+      const seen: number[] = [];
+      const failing = await eventually(async () => {
+        const answer = await api.call('GET', `/api/v1/pools/${settings.name}`);
+        seen.push(answer.status);
+        return answer.status === 503 ? answer : undefined;
+      }, 30_000, "the API to say the pool's tasks are failing");
+      expect((await expectError(failing, 503, 'workflow_task_failing')).message).toMatch(/tasks are failing.*nondeterminism error is reset/);
+      expect(seen.filter((status) => status !== 503 && status !== 504)).toEqual([]);
 
       const report = await eventually(async () => {
         const pass = await runLiveness(rig, { provider: provider.name, check: 'machines' });
