@@ -363,8 +363,8 @@ function passesTable(view, headers, cells, what) {
 
 /**
  * @typedef {{ instances: number, listings: number, findings: { name: string, finding: string }[], orphaned: string[], uncounted: string[],
- *   poolsReset?: { pool: string, resetTo: number }[],
- *   counts: { findings: number, orphaned: number, uncounted: number, poolsReset?: number }, failures: { target: string, error: string }[] }} LivenessResult
+ *   poolsReset: { pool: string, resetTo: number }[],
+ *   counts: { findings: number, orphaned: number, uncounted: number, poolsReset: number }, failures: { target: string, error: string }[] }} LivenessResult
  * @typedef {{ provider: string, check: 'machines' | 'github', scheduleId: string, scheduled: boolean, paused?: boolean, note?: string,
  *   intervalMs?: number, nextRunAt?: string,
  *   runs: { workflowId: string, runId: string, scheduledAt: string, status: string, error?: string, result?: LivenessResult }[] }} Liveness
@@ -381,8 +381,7 @@ export function livenessView(checks) {
         namedCount(result?.counts.findings, result?.findings.map((f) => `${f.name}: ${FINDING_TEXT[f.finding] ?? f.finding}`)),
         namedCount(result?.counts.orphaned, result?.orphaned),
         namedCount(result?.counts.uncounted, result?.uncounted),
-        // Passes recorded before pools were looked at have no such count.
-        namedCount(result ? (result.counts.poolsReset ?? 0) : undefined, result?.poolsReset?.map((p) => `${p.pool}: reset to event ${p.resetTo} (stuck on a nondeterminism error)`)),
+        namedCount(result?.counts.poolsReset, result?.poolsReset.map((p) => `${p.pool}: reset to event ${p.resetTo} (stuck on a nondeterminism error)`)),
       ],
       'liveness pass',
     );

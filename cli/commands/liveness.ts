@@ -10,8 +10,7 @@ function outcome(run: LivenessRun | undefined): string {
   const parts = [`${instances} runner${instances === 1 ? '' : 's'} looked at`, `${counts.findings} found`];
   if (counts.orphaned > 0) parts.push(`${counts.orphaned} outlived their pool`);
   if (counts.uncounted > 0) parts.push(`${counts.uncounted} not counted by their pool`);
-  // Passes recorded before pools were looked at have no such count.
-  if ((counts.poolsReset ?? 0) > 0) parts.push(`${counts.poolsReset} pool${counts.poolsReset === 1 ? '' : 's'} reset (stuck on a nondeterminism error)`);
+  if (counts.poolsReset > 0) parts.push(`${counts.poolsReset} pool${counts.poolsReset === 1 ? '' : 's'} reset (stuck on a nondeterminism error)`);
   if (failures.length > 0) parts.push(`${failures.length} call${failures.length === 1 ? '' : 's'} failed`);
   return parts.join(', ');
 }
