@@ -6,7 +6,8 @@
  * (GitHub pass), and one describe and one query (machine pass) or one query (GitHub
  * pass) per pool the listed runners belong to.
  * The machine pass also reads the newest events of each of the provider's pools, and resets a
- * pool whose workflow tasks keep failing on a nondeterminism error (pool-repair.ts).
+ * pool whose workflow tasks keep failing on a nondeterminism error (pool-repair.ts); runner
+ * workflows the server reports so stuck are terminated (stuck-runners.ts, one query).
  * Only instances found dead, orphaned or uncounted get a signal; a healthy fleet
  * costs no signal, no workflow task and no history event in any instance.
  *
@@ -29,6 +30,7 @@ import { eachConcurrently } from '../domain/concurrency';
 import { livenessFindings, livenessLastRun } from '../observability/metrics';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { repairStuckPools, type PoolRepair } from './pool-repair';
+import { endStuckRunners, type EndedRunner } from './stuck-runners';
 import { whileHeartbeating } from './heartbeat';
 import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
 
@@ -53,6 +55,8 @@ export interface LivenessReport {
   uncounted: { name: string; pool: string }[];
   /** Pools of this provider found stuck on a nondeterminism error and reset (machine pass). */
   repaired?: PoolRepair[];
+  /** Runner workflows of this provider the server reports stuck on a nondeterminism error, terminated (machine pass). */
+  stuckRunnersEnded?: EndedRunner[];
   failed: { target: string; error: string }[];
 }
 
@@ -206,6 +210,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     for (const [finding, n] of byFinding) livenessFindings.inc({ ...labels, finding }, n);
     if (report.orphaned.length > 0) livenessFindings.inc({ ...labels, finding: 'pool_gone' }, report.orphaned.length);
     if (report.repaired && report.repaired.length > 0) livenessFindings.inc({ ...labels, finding: 'pool_reset' }, report.repaired.length);
+    if (report.stuckRunnersEnded && report.stuckRunnersEnded.length > 0) livenessFindings.inc({ ...labels, finding: 'runner_stuck' }, report.stuckRunnersEnded.length);
     if (report.uncounted.length > 0) livenessFindings.inc({ ...labels, finding: 'not_counted' }, report.uncounted.length);
     if (report.failed.length > 0) livenessFindings.inc({ ...labels, finding: 'failed_call' }, report.failed.length);
     livenessLastRun.set(labels, Date.now() / 1000);
@@ -376,8 +381,10 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
           const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], uncounted: [], failed: [] };
           if (args.check === 'machines') {
             report.repaired = [];
+            report.stuckRunnersEnded = [];
             // Whether or not it has runners: a stuck pool starts none.
             await repairStuckPools({ client, namespace: deps.namespace, stuckAfterMs: deps.stuckPoolAfterMs ?? 60_000 }, args.provider, { repaired: report.repaired, failed: report.failed });
+            await endStuckRunners(client, args.provider, { stuckRunnersEnded: report.stuckRunnersEnded, failed: report.failed });
           }
           if (instances.length > 0) {
             if (args.check === 'machines') {

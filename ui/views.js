@@ -363,8 +363,8 @@ function passesTable(view, headers, cells, what) {
 
 /**
  * @typedef {{ instances: number, listings: number, findings: { name: string, finding: string }[], orphaned: string[], uncounted: string[],
- *   poolsReset: { pool: string, resetTo: number }[],
- *   counts: { findings: number, orphaned: number, uncounted: number, poolsReset: number }, failures: { target: string, error: string }[] }} LivenessResult
+ *   poolsReset: { pool: string, resetTo: number }[], stuckRunnersEnded: string[],
+ *   counts: { findings: number, orphaned: number, uncounted: number, poolsReset: number, stuckRunnersEnded: number }, failures: { target: string, error: string }[] }} LivenessResult
  * @typedef {{ provider: string, check: 'machines' | 'github', scheduleId: string, scheduled: boolean, paused?: boolean, note?: string,
  *   intervalMs?: number, nextRunAt?: string,
  *   runs: { workflowId: string, runId: string, scheduledAt: string, status: string, error?: string, result?: LivenessResult }[] }} Liveness

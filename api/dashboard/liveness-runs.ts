@@ -23,8 +23,10 @@ export interface LivenessResult {
   uncounted: string[];
   /** Pools found stuck on a nondeterminism error and reset. */
   poolsReset: { pool: string; resetTo: number }[];
+  /** Runner workflows stuck on a nondeterminism error, terminated for the sweep to clean up after. */
+  stuckRunnersEnded: string[];
   /** How many of each the pass had, when more than the names shown. */
-  counts: { findings: number; orphaned: number; uncounted: number; poolsReset: number };
+  counts: { findings: number; orphaned: number; uncounted: number; poolsReset: number; stuckRunnersEnded: number };
   failures: { target: string; error: string }[];
 }
 
@@ -44,7 +46,14 @@ function summarise(report: Omit<LivenessReport, 'uncounted'> & { uncounted?: Liv
     orphaned: report.orphaned.slice(0, NAMES_SHOWN).map((o) => o.name),
     uncounted: uncounted.slice(0, NAMES_SHOWN).map((u) => u.name),
     poolsReset: (report.repaired ?? []).slice(0, NAMES_SHOWN).map(({ pool, resetTo }) => ({ pool, resetTo })),
-    counts: { findings: report.signalled.length, orphaned: report.orphaned.length, uncounted: uncounted.length, poolsReset: report.repaired?.length ?? 0 },
+    stuckRunnersEnded: (report.stuckRunnersEnded ?? []).slice(0, NAMES_SHOWN).map((r) => r.name),
+    counts: {
+      findings: report.signalled.length,
+      orphaned: report.orphaned.length,
+      uncounted: uncounted.length,
+      poolsReset: report.repaired?.length ?? 0,
+      stuckRunnersEnded: report.stuckRunnersEnded?.length ?? 0,
+    },
     failures: report.failed.slice(0, NAMES_SHOWN),
   };
 }

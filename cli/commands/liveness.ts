@@ -11,6 +11,7 @@ function outcome(run: LivenessRun | undefined): string {
   if (counts.orphaned > 0) parts.push(`${counts.orphaned} outlived their pool`);
   if (counts.uncounted > 0) parts.push(`${counts.uncounted} not counted by their pool`);
   if (counts.poolsReset > 0) parts.push(`${counts.poolsReset} pool${counts.poolsReset === 1 ? '' : 's'} reset (stuck on a nondeterminism error)`);
+  if (counts.stuckRunnersEnded > 0) parts.push(`${counts.stuckRunnersEnded} stuck runner workflow${counts.stuckRunnersEnded === 1 ? '' : 's'} ended`);
   if (failures.length > 0) parts.push(`${failures.length} call${failures.length === 1 ? '' : 's'} failed`);
   return parts.join(', ');
 }

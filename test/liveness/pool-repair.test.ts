@@ -4,6 +4,7 @@
  * commands, and the pool runs on with the signals that came after.
  */
 import { fileURLToPath } from 'node:url';
+import type { WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +14,9 @@ import { poolMemoOf } from '../../workflows/pool-memo';
 import { jobsQueuedSignal, poolStateQuery, poolWorkflowId, RUNNER_POOL_WORKFLOW, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
 import { expectError, testApp } from '../api/support';
-import { eventually, FAST_TIMINGS, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
+import { eventually, FAST_TIMINGS, instanceInput, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
+import { instanceStartOptions } from '../../workflows/instance-options';
+import { RUNNER_INSTANCE_WORKFLOW, runnerStatusSignal } from '../../workflows/messages';
 import { addProvider, runLiveness, useLivenessRig } from './helpers';
 
 const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
@@ -32,6 +35,25 @@ const failed = (id: number, ms: number, cause = WorkflowTaskFailedCause.WORKFLOW
     eventTime: at(ms),
     workflowTaskFailedEventAttributes: { cause, failure: { message: '[TMPRL1100] Nondeterminism error: No command scheduled for event HistoryEvent(id: 89, ActivityTaskScheduled)' } },
   }) as unknown as HistoryEvent;
+
+/** Starts a workflow whose first task a counterfeit of its type makes, on a worker stopped once it has. */
+async function withCounterfeitFirstTask<H extends WorkflowHandle>(taskQueue: string, start: () => Promise<H>): Promise<H> {
+  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const counterfeit = await Worker.create({ connection, taskQueue, workflowsPath: fileURLToPath(new URL('./fixtures/counterfeit-workflows.ts', import.meta.url)) });
+  const running = counterfeit.run();
+  try {
+    const handle = await start();
+    await eventually(async () => (await handle.fetchHistory()).events?.some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED), 20_000, 'the counterfeit first task');
+    return handle;
+  } finally {
+    counterfeit.shutdown();
+    await running;
+    await connection.close();
+  }
+}
+
+const nondeterminismFailed = async (handle: WorkflowHandle): Promise<boolean> =>
+  (await handle.fetchHistory()).events?.some((e) => e.workflowTaskFailedEventAttributes?.cause === WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR) ?? false;
 
 describe('telling a stuck pool', () => {
   it('takes a pool whose last task outcome is a nondeterminism failure, once the failures have lasted long enough', () => {
@@ -69,31 +91,22 @@ describe('a pool stuck on a nondeterminism error', () => {
     const input: RunnerPoolInput = { settings, timings: FAST_TIMINGS };
 
     // Its first task made by other code: the history the real pool code meets cannot be replayed.
-    const connection = await NativeConnection.connect({ address: temporalAddress() });
-    const counterfeit = await Worker.create({ connection, taskQueue, workflowsPath: fileURLToPath(new URL('./fixtures/counterfeit-pool.ts', import.meta.url)) });
-    const counterfeitRun = counterfeit.run();
-    const pool = await rig.client.workflow.start(RUNNER_POOL_WORKFLOW, {
-      taskQueue,
-      workflowId: poolWorkflowId(settings.name),
-      args: [input],
-      memo: { ...poolMemoOf(settings) },
-      typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
-    });
+    const pool = await withCounterfeitFirstTask(taskQueue, () =>
+      rig.client.workflow.start(RUNNER_POOL_WORKFLOW, {
+        taskQueue,
+        workflowId: poolWorkflowId(settings.name),
+        args: [input],
+        memo: { ...poolMemoOf(settings) },
+        typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
+      }),
+    );
     const stuckRun = pool.firstExecutionRunId;
-    await eventually(async () => (await pool.fetchHistory()).events?.some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED), 20_000, 'the counterfeit first task');
-    counterfeit.shutdown();
-    await counterfeitRun;
-    await connection.close();
 
     const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
     try {
       // A job comes: the real code takes the task, and fails it.
       await pool.signal(jobsQueuedSignal, { jobs: [{ jobId: 424242, labels: ['linux', 'stuck'], repository: 'acme/widgets' }] });
-      await eventually(
-        async () => (await pool.fetchHistory()).events?.some((e) => e.workflowTaskFailedEventAttributes?.cause === WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR),
-        20_000,
-        'a task failed on nondeterminism',
-      );
+      await eventually(() => nondeterminismFailed(pool), 20_000, 'a task failed on nondeterminism');
 
       // Meanwhile the API says what is wrong: once the server gives up waiting on the failing tasks, it says so.
       const api = testApp(rig.client, taskQueue);
@@ -125,6 +138,36 @@ describe('a pool stuck on a nondeterminism error', () => {
       expect((await runLiveness(rig, { provider: provider.name, check: 'machines' })).repaired).toEqual([]);
     } finally {
       await pool.terminate('test done').catch(() => undefined);
+      await worker.stop();
+    }
+  });
+});
+
+describe('a runner workflow stuck on a nondeterminism error', () => {
+  it('is terminated by the machine pass once the server reports it, for the clean-up of ended runners', async () => {
+    const provider = addProvider(rig);
+    const taskQueue = uniqueName('tq-stuck-runner');
+    const name = uniqueName('stuck-runner');
+    const runner = await withCounterfeitFirstTask(taskQueue, () =>
+      rig.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, {
+        taskQueue,
+        ...instanceStartOptions(instanceInput(name, { provider: provider.name })),
+      }),
+    );
+    const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
+    try {
+      // Its agent reports: the real code takes the task, and fails it, again and again.
+      await runner.signal(runnerStatusSignal, { status: 'idle' });
+      await eventually(() => nondeterminismFailed(runner), 20_000, 'a task failed on nondeterminism');
+
+      const report = await eventually(async () => {
+        const pass = await runLiveness(rig, { provider: provider.name, check: 'machines' });
+        return pass.stuckRunnersEnded?.length ? pass : undefined;
+      }, 40_000, 'a machine pass that ends the runner');
+      expect(report.stuckRunnersEnded).toEqual([{ name }]);
+      expect((await runner.describe()).status.name).toBe('TERMINATED');
+    } finally {
+      await runner.terminate('test done').catch(() => undefined);
       await worker.stop();
     }
   });

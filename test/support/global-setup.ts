@@ -21,6 +21,8 @@ export async function devServerEnv(stateDir: string): Promise<NodeJS.ProcessEnv 
     TEMPORAL_HTTP_PORT: String(await freePort()),
     TEMPORAL_METRICS_PORT: String(await freePort()),
     TEMPORAL_STATE_DIR: stateDir,
+    // Workflows whose tasks keep failing are marked after two failures instead of five, so tests wait seconds, not a minute.
+    TEMPORAL_DYNAMIC_CONFIG: 'system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute=2',
   };
 }
 
