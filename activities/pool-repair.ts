@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { quote } from '../api/temporal/visibility';
 import { eachConcurrently } from '../domain/concurrency';
 import { RUNNER_POOL_WORKFLOW } from '../workflows/pool-messages';
 import { RUNNER_POOL } from '../workflows/search-attributes';
@@ -92,7 +93,7 @@ export function resetPoint(history: readonly HistoryEvent[], cause: string): His
 export async function repairStuckPools(deps: PoolRepairDeps, provider: string, report: { repaired: PoolRepair[]; failed: { target: string; error: string }[] }): Promise<void> {
   const { client, namespace } = deps;
   const pools: { name: string; workflowId: string; runId: string }[] = [];
-  for await (const info of client.workflow.list({ query: `WorkflowType = '${RUNNER_POOL_WORKFLOW}' AND ExecutionStatus = 'Running'` })) {
+  for await (const info of client.workflow.list({ query: `WorkflowType = ${quote(RUNNER_POOL_WORKFLOW)} AND ExecutionStatus = 'Running'` })) {
     if ((info.memo as { provider?: unknown } | undefined)?.provider !== provider) continue;
     pools.push({ name: info.typedSearchAttributes.get(RUNNER_POOL) ?? info.workflowId, workflowId: info.workflowId, runId: info.runId });
   }
