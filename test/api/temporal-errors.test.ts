@@ -29,7 +29,7 @@ describe('a task queue no worker polls', () => {
     expect(error?.message).toBe('no runnerflow worker polls task queue "runnerflow-east": start one (npm run worker) with this task queue');
     // Another failed precondition is not this.
     expect(temporalHttpError(serviceError(9, 'workflow execution already completed'))).toBeUndefined();
-    // Nor is a workflow whose tasks keep failing (its real-server side is in test/liveness/pool-repair.test.ts).
+    // Nor is a workflow whose tasks keep failing (its real-server side is in test/liveness/stuck-workflows.test.ts).
     expect(temporalHttpError(serviceError(9, 'Unable to query workflow due to Workflow Task in failed state.'))).toMatchObject({ status: 503, code: 'workflow_task_failing' });
   });
 

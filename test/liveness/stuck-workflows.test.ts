@@ -1,7 +1,8 @@
 /**
- * A pool whose history its code no longer replays fails every workflow task, on every
- * worker, and starts no runner again. The machine pass resets it to the task that made the
- * commands, and the pool runs on with the signals that came after.
+ * A pool or runner whose history its code no longer replays fails every workflow task, on
+ * every worker, for good. The machine pass resets a pool to the task that made the commands,
+ * and it runs on with the signals that came after; it ends a runner, for the clean-up every
+ * ended runner gets.
  */
 import { fileURLToPath } from 'node:url';
 import type { WorkflowHandle } from '@temporalio/client';
