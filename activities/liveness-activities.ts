@@ -28,7 +28,7 @@ import { countedRunnersQuery, poolWorkflowId, registeredRunnersQuery } from '../
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { eachConcurrently } from '../domain/concurrency';
 import { livenessFindings, livenessLastRun } from '../observability/metrics';
-import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { FAILURE_TYPES, reportErrorText, toActivityFailure } from './failures';
 import { repairStuckPools, type PoolRepair } from './pool-repair';
 import { endStuckRunners, type EndedRunner } from './stuck-runners';
 import { whileHeartbeating } from './heartbeat';
@@ -86,7 +86,7 @@ interface LiveInstance {
 }
 
 const MAX_ERROR_LENGTH = 300;
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, MAX_ERROR_LENGTH);
+const errorText = (err: unknown): string => reportErrorText(err, MAX_ERROR_LENGTH);
 
 /** What a machine pass saw of one instance's machine: it, nothing (gone), or `unseen` when the listing that would show it failed. */
 type Seen = ProviderInstance | undefined | 'unseen';

@@ -22,6 +22,7 @@ import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { quote } from '../api/temporal/visibility';
 import { eachConcurrently } from '../domain/concurrency';
+import { reportErrorText } from './failures';
 import { RUNNER_POOL_WORKFLOW } from '../workflows/pool-messages';
 import { RUNNER_POOL } from '../workflows/search-attributes';
 
@@ -106,7 +107,7 @@ export async function repairStuckPools(deps: PoolRepairDeps, provider: string, r
       const history = await client.workflow.getHandle(pool.workflowId, pool.runId).fetchHistory();
       const point = resetPoint(history.events ?? [], cause);
       if (!point?.eventId) {
-        report.failed.push({ target: pool.workflowId, error: `stuck on a nondeterminism error, and no completed workflow task to reset to: ${cause}` });
+        report.failed.push({ target: pool.workflowId, error: `stuck on a nondeterminism error, and no completed workflow task to reset to: ${cause.slice(0, 200)}` });
         return;
       }
       // Only the run that was found stuck: a reset of a run that has been reset since would end its successor.
@@ -124,7 +125,7 @@ export async function repairStuckPools(deps: PoolRepairDeps, provider: string, r
       report.repaired.push({ pool: pool.name, resetTo, cause: cause.slice(0, 300) });
       log.warn('pool stuck on a nondeterminism error reset to the task that made the commands it no longer replays', { pool: pool.name, resetTo, cause });
     } catch (err) {
-      report.failed.push({ target: pool.workflowId, error: err instanceof Error ? err.message : String(err) });
+      report.failed.push({ target: pool.workflowId, error: reportErrorText(err) });
     }
   });
 }

@@ -16,6 +16,7 @@ import { log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { quote } from '../api/temporal/visibility';
 import { eachConcurrently } from '../domain/concurrency';
+import { reportErrorText } from './failures';
 import { instanceNameFromWorkflowId, RUNNER_INSTANCE_WORKFLOW } from '../workflows/messages';
 
 /** What the server records for a workflow whose tasks fail on nondeterminism. */
@@ -39,7 +40,7 @@ export async function endStuckRunners(client: Client, provider: string, report: 
     for await (const info of client.workflow.list({ query })) stuck.push({ workflowId: info.workflowId, runId: info.runId });
   } catch (err) {
     // A server older than the attribute says so here, every pass: the rest of the pass goes on.
-    report.failed.push({ target: 'stuck runner workflows', error: err instanceof Error ? err.message : String(err) });
+    report.failed.push({ target: 'stuck runner workflows', error: reportErrorText(err) });
     return;
   }
   await eachConcurrently(stuck, ENDS_AT_ONCE, async ({ workflowId, runId }) => {
@@ -49,7 +50,7 @@ export async function endStuckRunners(client: Client, provider: string, report: 
       report.stuckRunnersEnded.push({ name });
       log.warn('runner workflow stuck on a nondeterminism error terminated; its machine and registration go as any ended runner’s do', { provider, name });
     } catch (err) {
-      report.failed.push({ target: name, error: err instanceof Error ? err.message : String(err) });
+      report.failed.push({ target: name, error: reportErrorText(err) });
     }
   });
 }

@@ -48,7 +48,7 @@ export function temporalHttpError(err: unknown, taskQueue?: string): HttpError |
     return new HttpError(
       503,
       'workflow_task_failing',
-      "the workflow's tasks are failing, so it cannot answer: its history in the Temporal Web UI says why (a pool stuck on a nondeterminism error is reset by the next liveness pass)",
+      "the workflow's tasks are failing, so it cannot answer: its history in the Temporal Web UI says why (a pool stuck on a nondeterminism error is reset, and a runner ended, by the next liveness pass)",
     );
   }
   if (err instanceof QueryNotRegisteredError || err instanceof QueryRejectedError) {

@@ -64,8 +64,9 @@ export interface ChaosReport {
   };
   /** Runners the liveness checks asked to leave because their pool did not count them: the reset ones, and no other. */
   uncounted: { asked: string[]; notReset: string[] };
-  /** Pools the liveness passes reset, stuck on a nondeterminism error. */
+  /** Pools the liveness passes reset, and runner workflows they ended, stuck on a nondeterminism error. */
   poolsReset: number;
+  stuckRunnersEnded: number;
   /** GitHub API calls the campaign cost, against the simulated installation's hourly limit. */
   github: { apiCalls: number; hourlyLimit: number; callsDuringPrimaryRateLimit: number; byOperation: Record<string, number> };
   outcome: RunOutcome;
@@ -232,9 +233,9 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
     const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name) && !driver.resets.has(name)) };
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
-    const { asked, poolsReset } = await livenessOutcomes(stack, provider);
+    const { asked, poolsReset, stuckRunnersEnded } = await livenessOutcomes(stack, provider);
     const uncounted = { asked, notReset: asked.filter((name) => !driver.resets.has(name)) };
-    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, github, outcome };
+    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, github, outcome };
   } finally {
     // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
@@ -273,17 +274,19 @@ function failedDeliveries(log: readonly SentDelivery[]): Pick<ChaosReport['injec
   return { failedDeliveries: failed.length, failedDeliveriesAnswered: failed.filter((d) => d.answered).length };
 }
 
-/** Runners the provider's liveness passes asked to leave because their pool did not count them, and pools they reset. */
-async function livenessOutcomes(stack: ProcessStack, provider: string): Promise<{ asked: string[]; poolsReset: number }> {
+/** Runners the provider's liveness passes asked to leave because their pool did not count them, and the stuck pools and runners they healed. */
+async function livenessOutcomes(stack: ProcessStack, provider: string): Promise<{ asked: string[]; poolsReset: number; stuckRunnersEnded: number }> {
   const names = new Set<string>();
   let poolsReset = 0;
+  let stuckRunnersEnded = 0;
   for await (const info of stack.client.workflow.list({ query: `WorkflowType = '${LIVENESS_CHECK_WORKFLOW}' AND ExecutionStatus = 'Completed'` })) {
     if (!info.workflowId.startsWith(`${livenessScheduleId(provider, 'machines')}-`)) continue;
     const report = (await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as LivenessReport;
     for (const { name } of report.uncounted ?? []) names.add(name);
     poolsReset += report.repaired?.length ?? 0;
+    stuckRunnersEnded += report.stuckRunnersEnded?.length ?? 0;
   }
-  return { asked: [...names].sort(), poolsReset };
+  return { asked: [...names].sort(), poolsReset, stuckRunnersEnded };
 }
 
 /** What an open workflow is waiting for, for the report. */

@@ -24,6 +24,7 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'runners asked to leave as not counted by their pool', value: list(report.uncounted.asked) },
     { figure: 'of those, runners not reset (false alarms)', value: list(report.uncounted.notReset), target: '0', met: report.uncounted.notReset.length === 0 },
     { figure: 'pools reset, stuck on a nondeterminism error', value: String(report.poolsReset) },
+    { figure: 'runner workflows ended, stuck on a nondeterminism error', value: String(report.stuckRunnersEnded) },
     { figure: 'webhooks lost / duplicated', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated}` },
     {
       figure: 'failed webhook deliveries answered later (runnerflow asked again)',
