@@ -11,8 +11,14 @@ import { FAILURE_TYPES, type RetryAfterDetails } from '../domain/failure-types';
 
 export { FAILURE_TYPES, type RetryAfterDetails };
 
-/** An error as a pass's report names it: reports go into workflow history, so the text is bounded. */
-export const reportErrorText = (err: unknown, maxLength = 300): string => (err instanceof Error ? err.message : String(err)).slice(0, maxLength);
+/**
+ * An error as a pass's report names it. Reports go into workflow history, so a
+ * token an error message may carry is scrubbed (before the cut, which could
+ * otherwise leave half a token the scrubber no longer recognises) and the text
+ * is bounded.
+ */
+export const reportErrorText = (err: unknown, maxLength = 300): string =>
+  scrubSecrets(err instanceof Error ? err.message : String(err)).slice(0, maxLength);
 
 export interface FailureOptions {
   /** Treat non-retryable GitHub answers as retryable (an operator may fix credentials meanwhile). */

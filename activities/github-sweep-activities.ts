@@ -25,6 +25,7 @@ import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type Git
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { knownJobsQuery, poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
+import { reportErrorText } from './failures';
 import { activityTaskQueue } from './task-queue';
 
 export type RegistrationSweepReason = 'orphaned' | 'untracked';
@@ -90,7 +91,6 @@ interface ScopeGroup {
 const emptyReport = (): GitHubSweepReport => ({ scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] });
 /** A registration in `untrackedSince`: names are unique per scope, and GitHub compares them without case. */
 const untrackedKey = (scope: string, name: string): string => `${scope} ${name.toLowerCase()}`;
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NAMES_PER_QUERY = 100;
 const QUERIES_AT_ONCE = 16;
@@ -131,7 +131,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         // The memo lacks the credentials and runner prefix; the pool's own state has them.
         settings = (await poolState(entry.workflowId)).settings;
       } catch (err) {
-        report.failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
+        report.failed.push({ target: `pool ${entry.name}`, error: reportErrorText(err) });
         continue;
       }
       if (settings.provider !== provider) continue;
@@ -232,7 +232,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         report.removed.push({ name: runner.name, scope, reason });
         log.info('sweep removed runner registration', { name: runner.name, scope, reason, outcome });
       } catch (err) {
-        report.failed.push({ target: runner.name, error: errorText(err) });
+        report.failed.push({ target: runner.name, error: reportErrorText(err) });
       }
     }
   }
@@ -297,7 +297,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         }
         report.lostJobRotation[key] = rotation;
       } catch (err) {
-        report.failed.push({ target: `queued jobs of ${scopeKey(group.scope)}`, error: errorText(err) });
+        report.failed.push({ target: `queued jobs of ${scopeKey(group.scope)}`, error: reportErrorText(err) });
       }
     }
     if (stale.length === 0) return;
@@ -309,7 +309,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         report.requeued.push({ jobId: job.jobId, repository: job.repository ?? '' });
         log.info('sweep found a queued job no pool knew of', { jobId: job.jobId, repository: job.repository, queuedAt: job.queuedAt });
       } catch (err) {
-        report.failed.push({ target: `job ${job.jobId}`, error: errorText(err) });
+        report.failed.push({ target: `job ${job.jobId}`, error: reportErrorText(err) });
       }
     }
   }
@@ -349,7 +349,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
           await sweepScope(group, running, args.gracePeriodMs, report, carried);
         } catch (err) {
           // One scope failing (rate limit, revoked credentials) must not stop the others.
-          report.failed.push({ target: scopeKey(group.scope), error: errorText(err) });
+          report.failed.push({ target: scopeKey(group.scope), error: reportErrorText(err) });
           // Nor restart its clocks: what it had found is carried on as it was.
           const prefix = untrackedKey(scopeKey(group.scope), '');
           for (const [key, since] of Object.entries(carried)) if (key.startsWith(prefix)) (report.untrackedSince ??= {})[key] = since;

@@ -6,6 +6,7 @@
 import type { GitHubPort } from '../github/port';
 import type { HealthObservation, MachineSeen, RunnerSeen } from '../domain/liveness';
 import { isNotFound, type ProviderCallContext, type ProviderPort } from '../providers/port';
+import { reportErrorText } from './failures';
 import type { DeleteInstanceArgs, RemoveRunnerArgs } from './instance-activities';
 
 export type ObserveRunnerArgs = DeleteInstanceArgs & Pick<RemoveRunnerArgs, 'github' | 'githubRunnerId'>;
@@ -18,8 +19,6 @@ export interface ObserveRunnerDeps {
   extraSpecsOf?(target: ProviderPort, name: string): Promise<Pick<ProviderCallContext, 'extraSpecs'>>;
 }
 
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
-
 export function createObserveRunner(deps: ObserveRunnerDeps) {
   /** Never throws for a provider or GitHub failure: that side reads "unknown", which is no evidence of death. */
   return async function observeRunner(args: ObserveRunnerArgs): Promise<HealthObservation> {
@@ -30,7 +29,7 @@ export function createObserveRunner(deps: ObserveRunnerDeps) {
       .then((found): MachineSeen => found.status)
       .catch((err: unknown): MachineSeen => {
         if (isNotFound(err)) return 'gone';
-        errors.push(`provider: ${errorText(err)}`);
+        errors.push(`provider: ${reportErrorText(err)}`);
         return 'unknown';
       });
     let runner: RunnerSeen = 'unknown';
@@ -40,7 +39,7 @@ export function createObserveRunner(deps: ObserveRunnerDeps) {
       runner = found ? found.status : 'missing';
       busy = found?.busy ?? false;
     } catch (err) {
-      errors.push(`github: ${errorText(err)}`);
+      errors.push(`github: ${reportErrorText(err)}`);
     }
     return { machine, runner, busy, ...(errors.length > 0 ? { error: errors.join('; ') } : {}) };
   };

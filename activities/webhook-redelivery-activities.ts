@@ -34,8 +34,7 @@ import {
 import { scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
 import { poolStateQuery } from '../workflows/pool-messages';
 import { webhookRedeliveries, webhookRedeliveryLastRun } from '../observability/metrics';
-import { scrubSecrets } from '../observability/secret-scrub';
-import { toActivityFailure } from './failures';
+import { reportErrorText, toActivityFailure } from './failures';
 
 export interface RedeliveryArgs extends RedeliveryOptions {
   credentials: string;
@@ -84,8 +83,6 @@ const MAX_PAGES = 20;
 const MAX_GAPS = 20;
 const MAX_GAP_FAILURES = 3;
 const DEFAULT_HOOK_REFRESH_MS = 10 * 60_000;
-/** Reports go into workflow history: a token an error message may carry is scrubbed first. */
-const errorText = (err: unknown): string => scrubSecrets(err instanceof Error ? err.message : String(err)).slice(0, 300);
 const hookName = (stream: Pick<HookStreamState, 'scope' | 'hookId'>): string => `${scopeKey(stream.scope)} hook ${stream.hookId}`;
 
 /** Pools asked at once: many pools, or a few that do not answer, stay well inside a pass's heartbeat. */
@@ -104,7 +101,7 @@ export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs
         const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(entry.workflowId).query(poolStateQuery));
         if (settings.github.credentials === credentials) scopes.set(scopeKey(settings.github.scope), settings.github.scope);
       } catch (err) {
-        failed.push({ target: `pool ${entry.name}`, error: errorText(err) });
+        failed.push({ target: `pool ${entry.name}`, error: reportErrorText(err) });
       }
       Context.current().heartbeat();
     });
@@ -164,7 +161,7 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
         // The newest attempts are read whatever becomes of a gap. A cursor GitHub keeps refusing
         // (expired, say) would stop every later pass: after a few tries it is given up, and said so.
         const failures = (gap.failures ?? 0) + 1;
-        report.failed.push({ target: 'older deliveries', error: `${failures < MAX_GAP_FAILURES ? 'not read this pass' : 'given up'}: ${errorText(err)}` });
+        report.failed.push({ target: 'older deliveries', error: `${failures < MAX_GAP_FAILURES ? 'not read this pass' : 'given up'}: ${reportErrorText(err)}` });
         if (failures < MAX_GAP_FAILURES) gaps.push({ ...gap, failures });
         budget.pages = 0;
       }
@@ -207,7 +204,7 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
         log.info('failed webhook delivery asked for again', { guid: f.guid, event: f.event, action: f.action, redeliveries: f.redeliveries });
       } catch (err) {
         // Left due: the next pass asks again.
-        report.failed.push({ target: f.guid, error: errorText(err) });
+        report.failed.push({ target: f.guid, error: reportErrorText(err) });
       }
     }
     state.failing = state.failing.filter((f) => !done.has(f));
@@ -237,7 +234,7 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
         }
         Context.current().heartbeat();
       } catch (err) {
-        report.failed.push({ target: `${scopeKey(scope)} webhooks`, error: errorText(err) });
+        report.failed.push({ target: `${scopeKey(scope)} webhooks`, error: reportErrorText(err) });
         streams.push(...known.filter((s) => scopeKey(s.scope) === scopeKey(scope)));
       }
     }
@@ -267,7 +264,7 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
         next.push({ scope: stream.scope, hookId: stream.hookId, ...state });
       } catch (err) {
         // One webhook's failure (deleted since, rate limit) must not hold back the others.
-        report.failed.push({ target: hookName(stream), error: errorText(err) });
+        report.failed.push({ target: hookName(stream), error: reportErrorText(err) });
         next.push(stream);
       }
     }

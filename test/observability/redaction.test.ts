@@ -15,6 +15,7 @@ import { mintInstanceToken } from '../../api/instance-token';
 import { seal } from '../../api/sealed-secret';
 import { handleGitHubWebhook, type WorkflowJobSink } from '../../api/webhooks/github';
 import { resolveSecret } from '../../config/load';
+import { reportErrorText } from '../../activities/failures';
 import { OctokitGitHub } from '../../github/octokit-github';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { forceDeleteSignal, RUNNER_INSTANCE_WORKFLOW } from '../../workflows/messages';
@@ -89,6 +90,16 @@ describe('log redaction', () => {
     }
     expectNoSecretLogged();
     expect(lines.join('')).toContain('[redacted]');
+  });
+
+  it('keeps secrets out of the error text a periodic pass writes into its report (workflow history), bounded after scrubbing', () => {
+    const text = reportErrorText(new Error(`provider said: ${everything()}`), 10_000);
+    for (const secret of secrets()) expect(text.includes(secret), `a secret reached the report: ${secret.slice(0, 8)}…`).toBe(false);
+    expect(text).toContain('provider said: [redacted]');
+    // The cut comes after the scrub: a token cut short would no longer look like one.
+    const cut = reportErrorText(`x ${PAT}`, 12);
+    expect(cut).toBe(`x [redacted]`.slice(0, 12));
+    expect(reportErrorText(new Error('a'.repeat(500)))).toHaveLength(300);
   });
 
   it('keeps secrets out of the webhook intake logs (signature mismatch, a failing hand-over)', async () => {
