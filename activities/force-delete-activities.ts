@@ -25,6 +25,7 @@ import { isNotFound } from '../providers/port';
 import { RunnerExtraSpecs } from './instance-activities';
 import { cleanupSearchAttributes, cleanupWorkflowId, MACHINE_CLEANUP_WORKFLOW, type MachineCleanupInput } from '../workflows/cleanup-messages';
 import { removeRunnerAtGitHub, type GitHubClients } from './remove-runner';
+import { reportErrorText } from './failures';
 
 export interface ForceDeleteDeps {
   controllerId: string;
@@ -68,7 +69,8 @@ async function bounded(ms: number, work: (signal: AbortSignal) => Promise<unknow
   });
   const attempt = work(controller.signal).then(
     (): Attempt => ({ ok: true }),
-    (err: unknown): Attempt => ({ ok: false, error: err instanceof Error ? err.message : String(err) }),
+    // The error goes into the activity's result, and so into workflow history.
+    (err: unknown): Attempt => ({ ok: false, error: reportErrorText(err) }),
   );
   try {
     return await Promise.race([attempt, expired]);

@@ -17,6 +17,7 @@ import { SignalBatcher } from '../api/signal-batcher';
 import { instanceStartOptions } from '../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW, type RunnerInstanceInput } from '../workflows/messages';
 import { poolWorkflowId, runnersChangedSignal, type RunnerChangedArgs } from '../workflows/pool-messages';
+import { reportErrorText } from './failures';
 
 export interface StartRunnersArgs {
   runners: RunnerInstanceInput[];
@@ -90,7 +91,7 @@ export function createPoolActivities(deps: { client: Client }) {
       outcomes.forEach((outcome, i) => {
         if (outcome.status === 'fulfilled' || outcome.reason instanceof WorkflowExecutionAlreadyStartedError) return;
         const err: unknown = outcome.reason;
-        if (startRefused(err)) notStarted.push({ name: runners[i]!.name, error: err instanceof Error ? err.message : String(err) });
+        if (startRefused(err)) notStarted.push({ name: runners[i]!.name, error: reportErrorText(err) });
         else undecided ??= err;
       });
       // Those that did start are found by id on the retry.

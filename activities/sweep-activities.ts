@@ -19,7 +19,7 @@ import type { InstanceMemo } from '../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW, instanceNameFromWorkflowId, runnerWorkflowId } from '../workflows/messages';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER } from '../workflows/search-attributes';
 import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
-import { FAILURE_TYPES, toActivityFailure } from './failures';
+import { FAILURE_TYPES, reportErrorText, toActivityFailure } from './failures';
 import type { GitHubSweepReport } from './github-sweep-activities';
 import { whileHeartbeating } from './heartbeat';
 import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
@@ -399,7 +399,7 @@ function seconds(ms: number): string {
 function describeError(err: unknown): string {
   let text = err instanceof Error ? err.message : String(err);
   if (err instanceof ProviderError && err.providerMessage && !text.includes(err.providerMessage)) text += `: ${err.providerMessage}`;
-  return text.slice(0, MAX_ERROR_LENGTH);
+  return reportErrorText(text, MAX_ERROR_LENGTH);
 }
 
 export type SweepActivities = ReturnType<typeof createSweepActivities>;

@@ -19,6 +19,8 @@ import { reportErrorText } from '../../activities/failures';
 import { OctokitGitHub } from '../../github/octokit-github';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { forceDeleteSignal, RUNNER_INSTANCE_WORKFLOW } from '../../workflows/messages';
+import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
+import { waitForStatus } from '../instance/helpers';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { INSTANCE_TOKEN_KEY, testApp } from '../api/support';
 
@@ -47,6 +49,19 @@ let sealed = '';
 
 const secrets = (): string[] => [PAT, JIT_CONFIG, KEY_BODY, REGISTRATION_TOKEN, ADMIN_TOKEN, WEBHOOK_SECRET, instanceToken, sealed];
 const everything = (): string => `${PAT} ${JIT_CONFIG} ${PRIVATE_KEY} ${instanceToken} ${sealed} Authorization: Bearer ${ADMIN_TOKEN}`;
+
+/**
+ * A history as text, payloads included: a payload's data comes base64-encoded (or as
+ * bytes), so a secret inside an activity's result or a workflow's input would not be
+ * seen in the history as the client returns it.
+ */
+function historyText(history: unknown): string {
+  return JSON.stringify(history, (key, value: unknown) => {
+    if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
+    if (key === 'data' && typeof value === 'string') return Buffer.from(value, 'base64').toString('utf8');
+    return value;
+  });
+}
 
 function expectNoSecretLogged(): void {
   const output = lines.join('');
@@ -174,7 +189,7 @@ describe('log redaction', () => {
         handles.map(async (handle) => {
           await handle.signal(forceDeleteSignal, { reason: 'test done' });
           await handle.result();
-          return JSON.stringify(await handle.fetchHistory());
+          return historyText(await handle.fetchHistory());
         }),
       );
       for (const history of histories) for (const secret of secrets()) expect(history.includes(secret), 'a secret in workflow history').toBe(false);
@@ -184,6 +199,35 @@ describe('log redaction', () => {
       expect(output).toMatch(/Bad credentials/);
       expect(output).toMatch(/cloud said no/);
       expectNoSecretLogged();
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('keeps a provider error out of a forced delete’s result and its clean-up, both in workflow history', async () => {
+    const worker = await startTestWorker();
+    workers.push(worker);
+    const { client, connection } = await connectClient();
+    const name = uniqueName('redact-forced');
+    try {
+      const handle = await client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue: worker.taskQueue, ...instanceStartOptions(instanceInput(name)) });
+      await waitForStatus(handle, 'running');
+      // The provider answers every delete with an error that quotes secrets back.
+      worker.fake.setFault('delete', { failForever: true, message: `cloud said no: ${everything()}`, instance: name });
+      await handle.signal(forceDeleteSignal, { reason: 'test done' });
+      const final = await handle.result();
+      expect(final.leaked).toBe(true);
+      const cleanup = client.workflow.getHandle(cleanupWorkflowId(name));
+      // A retried activity's failures are not in history until it gives up; the Web UI shows the last one.
+      const lastFailure = await eventually(async () => {
+        const pending = (await cleanup.describe()).raw.pendingActivities ?? [];
+        return pending.map((a) => a.lastFailure?.message ?? '').find((m) => m.includes('cloud said no'));
+      }, 20_000, 'the clean-up to try the delete');
+      for (const text of [lastFailure, historyText(await handle.fetchHistory()), historyText(await cleanup.fetchHistory())]) {
+        for (const secret of secrets()) expect(text.includes(secret), `a secret in workflow history: ${secret.slice(0, 8)}…`).toBe(false);
+      }
+      expect(historyText(await handle.fetchHistory())).toContain('cloud said no');
+      await cleanup.terminate('test done');
     } finally {
       await connection.close();
     }
