@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { scrubSecrets } from '../../observability/secret-scrub';
 import { runnerStatusSignal } from '../../workflows/messages';
 import { readValidJson } from '../http/body';
 import { json } from '../http/responses';
@@ -39,7 +40,10 @@ export const callbackRoutes: Route<Services>[] = [
       if (body.instance !== undefined && body.instance !== claims.instance) {
         throw forbidden(`this token belongs to instance ${claims.instance}, not ${body.instance}`);
       }
-      const { instance: _instance, agent_id: _agentId, ...signal } = body;
+      const { instance: _instance, agent_id: _agentId, message, ...status } = body;
+      // The machine's own words go into workflow history: a failing runner may quote what it
+      // was started with (its JIT config, this token), so credentials are scrubbed first.
+      const signal = { ...status, ...(message !== undefined ? { message: scrubSecrets(message) } : {}) };
       await signalLiveRun(services, claims, runnerStatusSignal, signal);
       services.deps.logger.info('instance status callback', { instance: claims.instance, status: body.status });
       return json({ instance: claims.instance, status: body.status }, 202);

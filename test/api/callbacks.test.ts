@@ -69,6 +69,20 @@ describe('POST /api/v1/callbacks/status', () => {
     expect(await signalsOf(client, runnerWorkflowId(name), runId)).toEqual([{ name: 'runnerStatus', input: { status: 'idle', message: 'runner online' } }]);
   });
 
+  it('scrubs credentials out of the message a machine reports, before it reaches workflow history', async () => {
+    const { name, runId } = await startInstance();
+    const token = await tokenFor(name, runId);
+    // A runner's failure output may quote what it was started with: its JIT config, its own token.
+    const jitConfig = Buffer.from(JSON.stringify({ '.runner': 'c2VjcmV0LXJ1bm5lci1maWxl', '.credentials': 'c2VjcmV0LWNyZWRlbnRpYWxz' })).toString('base64');
+    const message = `config failed: ./run.sh --jitconfig ${jitConfig} (callback token ${token})`;
+    expect((await report(token, { status: 'failed', message })).status).toBe(202);
+    const [signal] = await signalsOf(client, runnerWorkflowId(name), runId);
+    const recorded = (signal?.input as { message?: string } | undefined)?.message ?? '';
+    expect(recorded).toContain('config failed: ./run.sh --jitconfig [redacted]');
+    expect(recorded).not.toContain(jitConfig);
+    expect(recorded).not.toContain(token);
+  });
+
   it('answers a missing token with 401 and an invalid one with 401 naming the reason', async () => {
     const { name, runId } = await startInstance();
     await expectError(await report(null), 401, 'unauthenticated');
