@@ -107,7 +107,7 @@ export async function repairStuckPools(deps: PoolRepairDeps, provider: string, r
       const history = await client.workflow.getHandle(pool.workflowId, pool.runId).fetchHistory();
       const point = resetPoint(history.events ?? [], cause);
       if (!point?.eventId) {
-        report.failed.push({ target: pool.workflowId, error: `stuck on a nondeterminism error, and no completed workflow task to reset to: ${cause.slice(0, 200)}` });
+        report.failed.push({ target: pool.workflowId, error: `stuck on a nondeterminism error, and no completed workflow task to reset to: ${reportErrorText(cause, 200)}` });
         return;
       }
       // Only the run that was found stuck: a reset of a run that has been reset since would end its successor.
@@ -117,12 +117,12 @@ export async function repairStuckPools(deps: PoolRepairDeps, provider: string, r
         namespace,
         workflowExecution: execution,
         workflowTaskFinishEventId: point.eventId,
-        reason: `runnerflow liveness: workflow tasks failing on a nondeterminism error (${cause.slice(0, 200)})`,
+        reason: `runnerflow liveness: workflow tasks failing on a nondeterminism error (${reportErrorText(cause, 200)})`,
         resetReapplyType: ResetReapplyType.RESET_REAPPLY_TYPE_SIGNAL,
         requestId: randomUUID(),
       });
       const resetTo = Number(point.eventId);
-      report.repaired.push({ pool: pool.name, resetTo, cause: cause.slice(0, 300) });
+      report.repaired.push({ pool: pool.name, resetTo, cause: reportErrorText(cause) });
       log.warn('pool stuck on a nondeterminism error reset to the task that made the commands it no longer replays', { pool: pool.name, resetTo, cause });
     } catch (err) {
       report.failed.push({ target: pool.workflowId, error: reportErrorText(err) });
