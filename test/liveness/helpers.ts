@@ -2,7 +2,7 @@
  * The liveness tests' rig (test/support/provider-rig.ts) with the liveness activities,
  * and instances brought to idle the way the reconciler sees them.
  */
-import type { WorkflowHandle } from '@temporalio/client';
+import { Client, type WorkflowHandle } from '@temporalio/client';
 import { createLivenessActivities, type LivenessActivityDeps, type LivenessArgs, type LivenessReport } from '../../activities/liveness-activities';
 import type { InstanceTimings } from '../../domain/timings';
 import type { InstanceSpec, RunnerInstanceInput } from '../../workflows/messages';
@@ -12,13 +12,48 @@ import { startInstance, waitForStatus } from '../instance/helpers';
 import { addProvider as addFakeProvider, useProviderRig, type ProviderRig, type TestProvider } from '../support/provider-rig';
 import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/temporal';
 
-export type LivenessRig = ProviderRig;
+export interface LivenessRig extends ProviderRig {
+  /**
+   * Runs once, when a pass has listed the runners it will look at and before it looks: what
+   * happens to them in between is what a pass on a busy system meets. Cleared once it has run.
+   */
+  afterNextListing?: (listed: string[]) => Promise<void>;
+}
 
-export function useLivenessRig(options: Pick<LivenessActivityDeps, 'stuckPoolAfterMs'> = {}): LivenessRig {
+export function useLivenessRig(options: Pick<LivenessActivityDeps, 'stuckPoolAfterMs' | 'poolQueryTimeoutMs'> = {}): LivenessRig {
   return useProviderRig<LivenessRig>(
-    (rig) => createLivenessActivities({ controllerId: 'test-controller', providers: rig.providers, github: { get: () => rig.github }, client: rig.client, namespace: 'default', poolQueryTimeoutMs: 1_000, ...options }),
+    (rig) => createLivenessActivities({ controllerId: 'test-controller', providers: rig.providers, github: { get: () => rig.github }, client: listingWithPause(rig), namespace: 'default', poolQueryTimeoutMs: 1_000, ...options }),
     {},
   );
+}
+
+/**
+ * The passes' own client on the same server, whose listing of running instances hands over to
+ * `rig.afterNextListing` before the pass goes on: a real list, a real pause, nothing answered
+ * in the server's place.
+ */
+function listingWithPause(rig: LivenessRig): Client {
+  const client = new Client({ connection: rig.client.connection, namespace: 'default' });
+  const list = client.workflow.list.bind(client.workflow);
+  client.workflow.list = ((options) => {
+    const listing = list(options);
+    return {
+      ...listing,
+      async *[Symbol.asyncIterator]() {
+        const listed: string[] = [];
+        for await (const info of listing) {
+          listed.push(info.workflowId.slice('runner/'.length));
+          yield info;
+        }
+        const pause = rig.afterNextListing;
+        if (pause && /RunnerStatus = 'running'/.test(options?.query ?? '')) {
+          rig.afterNextListing = undefined;
+          await pause(listed);
+        }
+      },
+    };
+  }) as typeof client.workflow.list;
+  return client;
 }
 
 export type { TestProvider };
