@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { poolReferenceIssues } from '../domain/pool';
-import { configSchema, parseListen, providerConfigSchema, type RunnerflowConfig, type SecretRef } from './schema';
+import { configSchema, DEFAULT_CONTROLLER_ID, parseListen, providerConfigSchema, type RunnerflowConfig, type SecretRef } from './schema';
 import { registerSecret } from '../observability/secret-scrub';
 
 export class ConfigError extends Error {
@@ -38,6 +38,22 @@ export function parseConfig(raw: unknown, where = 'config'): RunnerflowConfig {
   if (result.data.providers.length === 0) result.data.providers.push(providerConfigSchema.parse({ type: 'local-process', name: 'local' }));
   checkPoolReferences(result.data, where);
   return result.data;
+}
+
+/**
+ * What a config allows but an operator should hear about at start. A controllerId left at
+ * its default is the same in every installation that left it so; two of them sharing a
+ * GitHub organisation or a cloud account each take the other's runners and machines for
+ * their own, and their sweeps remove the ones that look abandoned.
+ */
+export function configWarnings(config: RunnerflowConfig): string[] {
+  const warnings: string[] = [];
+  if (config.controllerId === DEFAULT_CONTROLLER_ID && config.github.credentials.length > 0) {
+    warnings.push(
+      `controllerId is the default "${DEFAULT_CONTROLLER_ID}": give each runnerflow installation that shares a GitHub organisation, enterprise or cloud account with another one a controllerId of its own, or their sweeps remove each other's runners and machines`,
+    );
+  }
+  return warnings;
 }
 
 /**

@@ -165,10 +165,13 @@ export type FakeProviderConfig = z.infer<typeof fakeProviderSchema>;
 /** The Web UI of the local dev server as temporal-dev.sh starts it. */
 export const DEFAULT_WEB_UI_URL = 'http://127.0.0.1:8233';
 
+/** Kept for the installations that began with it: their runners' labels and machines' tags carry it. */
+export const DEFAULT_CONTROLLER_ID = 'runnerflow';
+
 export const configSchema = z
   .object({
     /** Identifies this installation to providers (GARM_CONTROLLER_ID) and in tags. */
-    controllerId: z.string().min(1).default('runnerflow'),
+    controllerId: z.string().min(1).default(DEFAULT_CONTROLLER_ID),
     temporal: z
       .object({
         address: z.string().default('127.0.0.1:7233'),

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseConfig } from '../../config/load';
+import { ConfigError, configWarnings, loadConfig, parseConfig } from '../../config/load';
 
 function configFile(yaml: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'runnerflow-config-')), 'runnerflow.yaml');
@@ -73,6 +73,22 @@ describe('github.credentials names', () => {
   it('accepts distinct names', () => {
     const config = parseConfig({ github: { credentials: [{ auth: pat }, { name: 'org-b', auth: pat }] } });
     expect(config.github.credentials.map((c) => c.name)).toEqual(['default', 'org-b']);
+  });
+});
+
+describe('warnings at start', () => {
+  const pat = { type: 'pat', token: { env: 'GH_TOKEN' } };
+
+  it('say when GitHub is configured and controllerId is left at its default, and what to do', () => {
+    const [warning, ...more] = configWarnings(parseConfig({ github: { credentials: [{ auth: pat }] } }));
+    expect(more).toEqual([]);
+    expect(warning).toContain('controllerId is the default "runnerflow"');
+    expect(warning).toContain('a controllerId of its own');
+  });
+
+  it('are none with a controllerId of the installation’s own, or with no GitHub to share', () => {
+    expect(configWarnings(parseConfig({ controllerId: 'ci-east', github: { credentials: [{ auth: pat }] } }))).toEqual([]);
+    expect(configWarnings(parseConfig({}))).toEqual([]);
   });
 });
 
