@@ -373,15 +373,22 @@ function passesTable(view, headers, cells, what) {
 export function livenessView(checks) {
   if (checks.length === 0) return empty('No providers are configured.');
   return checks.map((c) => {
+    // Stuck workflows are the machine check's to heal: the GitHub check's passes never reset or end one.
+    const machines = c.check === 'machines';
     const runs = passesTable(
       c,
-      ['Runners', 'Found', 'Pool gone', 'Not counted', 'Pools reset'],
+      ['Runners', 'Found', 'Pool gone', 'Not counted', ...(machines ? ['Pools reset', 'Stuck runners ended'] : [])],
       (result) => [
         h('td', {}, result?.instances ?? '–'),
         namedCount(result?.counts.findings, result?.findings.map((f) => `${f.name}: ${FINDING_TEXT[f.finding] ?? f.finding}`)),
         namedCount(result?.counts.orphaned, result?.orphaned),
         namedCount(result?.counts.uncounted, result?.uncounted),
-        namedCount(result?.counts.poolsReset, result?.poolsReset.map((p) => `${p.pool}: reset to event ${p.resetTo} (stuck on a nondeterminism error)`)),
+        ...(machines
+          ? [
+              namedCount(result?.counts.poolsReset, result?.poolsReset.map((p) => `${p.pool}: reset to event ${p.resetTo} (stuck on a nondeterminism error)`)),
+              namedCount(result?.counts.stuckRunnersEnded, result?.stuckRunnersEnded.map((name) => `${name}: workflow ended (its tasks kept failing)`)),
+            ]
+          : []),
       ],
       'liveness pass',
     );
