@@ -10,7 +10,7 @@ import { HttpError } from './api/http/errors';
 import { startPool } from './api/pool-settings';
 import { ListenError } from './api/node-server';
 import { serveApi } from './api/serve';
-import { ConfigError, loadConfig, resolveSecret, type LoadedConfig } from './config/load';
+import { ConfigError, configWarnings, loadConfig, resolveSecret, type LoadedConfig } from './config/load';
 import { DEFAULT_WEB_UI_URL } from './config/schema';
 import { poolSettingsSchema, type PoolSettings } from './domain/pool';
 import { parseDuration } from './domain/duration';
@@ -120,6 +120,8 @@ async function runDemo(loaded: LoadedConfig): Promise<() => Promise<void>> {
 
 async function runConfigured(loaded: LoadedConfig): Promise<() => Promise<void>> {
   const { config, env } = loaded;
+  // Not in the demo: its GitHub is a simulator no other installation shares.
+  for (const warning of configWarnings(config)) say(`warning: ${warning}`);
   // One key for minting (worker) and verifying (API) instance tokens in this process.
   if (!config.api.instanceTokenSecret) {
     env.RUNNERFLOW_INSTANCE_TOKEN_SECRET = randomBytes(32).toString('base64url');

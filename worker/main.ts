@@ -2,7 +2,7 @@
  * A standalone worker process: run as many as the load needs against one
  * Temporal cluster; they share nothing but Temporal.
  */
-import { ConfigError, loadConfig, resolveSecret } from '../config/load';
+import { ConfigError, configWarnings, loadConfig, resolveSecret } from '../config/load';
 import { createGitHubRegistry } from '../github/registry';
 import { startWorker } from './start';
 import { createLogger } from '../observability/logger';
@@ -13,6 +13,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ base: { component: 'worker' } });
   installTemporalRuntime(logger.pino, sdkRuntimeOptionsFromEnv(process.env, 'INFO'));
   const loaded = loadConfig();
+  for (const warning of configWarnings(loaded.config)) logger.warn(warning);
   const instanceTokenKey = resolveSecret(loaded.config.api.instanceTokenSecret, loaded.env);
   if (!instanceTokenKey) {
     throw new ConfigError('a standalone worker needs api.instanceTokenSecret (shared with the API processes that verify instance callbacks)');

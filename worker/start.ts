@@ -13,7 +13,7 @@ import { createLivenessActivities } from '../activities/liveness-activities';
 import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
 import { seal } from '../api/sealed-secret';
-import { configWarnings, type LoadedConfig } from '../config/load';
+import type { LoadedConfig } from '../config/load';
 import type { GitHubRegistry } from '../github/registry';
 import { createProviders } from '../providers/registry';
 import type { ProviderPort } from '../providers/port';
@@ -58,7 +58,6 @@ function callbackBaseUrl(options: StartWorkerOptions): string {
 export async function startWorker(options: StartWorkerOptions): Promise<StartedWorker> {
   const { config } = options.loaded;
   const log = options.log ?? ((m: string) => console.log(m));
-  for (const warning of configWarnings(config)) log(`warning: ${warning}`);
 
   // Kept open while the worker runs: the sweep activities read visibility through it.
   const clientConnection = await connectTemporal({ address: config.temporal.address });

@@ -143,6 +143,8 @@ it('Ctrl-C leaves the dev server running, ends within its bound and removes the 
   // The configured Web UI, not the dev server's default, in the banner and in what the dashboard reads.
   const [, apiUrl, token] = await eventually(() => /HTTP API: (\S+) \(admin token: (\S+)\)/.exec(demo.output()) ?? undefined, 10_000, 'the banner');
   expect(demo.output()).toContain(`Temporal Web UI: ${WEB_UI_URL} `);
+  // The demo's GitHub is its own simulator: nothing to share a controllerId with.
+  expect(demo.output()).not.toContain('controllerId is the default');
   const summary = (await (await fetch(`${apiUrl}/api/v1/summary`, { headers: { authorization: `Bearer ${token}` } })).json()) as { temporal: { webUiUrl: string } };
   expect(summary.temporal.webUiUrl).toBe(WEB_UI_URL);
 
@@ -280,6 +282,8 @@ it('a configured start without an admin token says so in its banner instead of p
     expect(output).toMatch(/^runnerflow: HTTP API: http:\S+ \(no admin token configured: \/api\/v1 refuses every caller until RUNNERFLOW_ADMIN_TOKEN or api\.adminToken is set\)$/m);
     expect(output).not.toMatch(/admin token: \(/);
     expect(output).toContain('Temporal Web UI: https://temporal.example.com/namespaces/default ');
+    // Real GitHub credentials and no controllerId of its own: said before anything else starts.
+    expect(output).toMatch(/^runnerflow: warning: controllerId is the default "runnerflow": give each runnerflow installation/m);
   } finally {
     process.kill(-child.pid!, 'SIGINT');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
