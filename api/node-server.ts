@@ -5,7 +5,6 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import { parseListen, type ListenAddress } from '../config/schema';
 import type { App } from './app';
 import { payloadTooLarge } from './http/body';
@@ -57,8 +56,57 @@ function toRequest(req: IncomingMessage, base: string): Request {
   return new Request(`${base}${req.url ?? '/'}`, {
     method,
     headers,
-    ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
+    ...(hasBody ? { body: bodyStream(req), duplex: 'half' } : {}),
   } as RequestInit);
+}
+
+/** Chunks the app has not read yet, at most: past this the socket is paused (back pressure). */
+const BODY_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * The request body as a web stream. Not `Readable.toWeb`: a route that refuses a body unread
+ * (its Content-Length is over the route's limit) cancels the stream, node:http then discards
+ * the rest of the body, and Node's adapter would enqueue those bytes into the closed stream
+ * and throw outside any request, ending the process. Here a cancelled body's bytes are
+ * dropped as they come.
+ */
+function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let open = true;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        req.on('data', (chunk: Buffer) => {
+          if (!open) return;
+          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          if ((controller.desiredSize ?? 0) <= 0) req.pause();
+        });
+        req.once('end', () => {
+          if (!open) return;
+          open = false;
+          controller.close();
+        });
+        const fail = (err: Error) => {
+          if (!open) return;
+          open = false;
+          controller.error(err);
+        };
+        req.once('error', fail);
+        // The client went away before the body was whole.
+        req.once('close', () => {
+          if (!req.complete) fail(new Error('the client closed the connection before the request body was complete'));
+        });
+      },
+      pull() {
+        req.resume();
+      },
+      cancel() {
+        open = false;
+        // Drained, not destroyed: the response still goes out on this connection.
+        req.resume();
+      },
+    },
+    { highWaterMark: BODY_BUFFER_BYTES, size: (chunk) => chunk.byteLength },
+  );
 }
 
 /**

@@ -1,6 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseListen, startHttpServer, type HttpServer } from '../../api/node-server';
+import { readJson } from '../../api/http/body';
+import { HttpError } from '../../api/http/errors';
 
 let server: HttpServer | undefined;
 
@@ -147,6 +149,29 @@ describe('startHttpServer', () => {
     expect(result.status).toBe(413);
     expect(JSON.parse(result.body)).toEqual({ error: { code: 'payload_too_large', message: expect.stringContaining('100 bytes') } });
     expect(called).toBe(false);
+  });
+
+  it('survives a route that refuses a declared body unread: the rest of the body is discarded, not fed to a closed stream', async () => {
+    const limit = 1024 * 1024;
+    server = await startHttpServer(async (request) => {
+      try {
+        return Response.json(await readJson(request, limit));
+      } catch (err) {
+        if (err instanceof HttpError) return Response.json({ code: err.code }, { status: err.status });
+        throw err;
+      }
+    }, '127.0.0.1:0');
+    const url = server.url;
+    // Content-Length over the route's limit and the whole body sent at once, as fetch does.
+    for (let i = 0; i < 3; i++) {
+      const refused = await fetch(`${url}/pools`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'x'.repeat(limit + 50_000) });
+      expect(refused.status).toBe(413);
+      expect(await refused.json()).toEqual({ code: 'payload_too_large' });
+    }
+    // Give the discarded bytes time to arrive; a crash here would end the test process.
+    await new Promise((r) => setTimeout(r, 300));
+    const ok = await fetch(`${url}/pools`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"a"}' });
+    expect(await ok.json()).toEqual({ name: 'a' });
   });
 
   it('answers 500 in the error shape when the app itself throws', async () => {
