@@ -62,9 +62,23 @@ function matchPath(pattern: string, pathname: string): Record<string, string> | 
   return params;
 }
 
+/**
+ * Without its trailing slashes, by a loop: `/\/+$/` tries every slash of a path made of slashes
+ * as a start, so a caller with no credentials could spend the process's time on one request.
+ */
+function withoutTrailingSlashes(pathname: string): string {
+  let end = pathname.length;
+  while (end > 1 && pathname.charCodeAt(end - 1) === 0x2f) end--;
+  return pathname.slice(0, end);
+}
+
+/** How much of a path an error repeats: enough to recognise it, not a caller's 16 KB. */
+const PATH_SHOWN = 200;
+const shownPath = (path: string): string => (path.length > PATH_SHOWN ? `${path.slice(0, PATH_SHOWN)}… (${path.length} characters)` : path);
+
 /** Finds the route; a known path with another method is 405 with `Allow`, anything else 404. */
 export function findRoute<S>(routes: readonly Route<S>[], method: string, pathname: string): RouteMatch<S> {
-  const path = pathname.length > 1 ? pathname.replace(/\/+$/, '') : pathname;
+  const path = withoutTrailingSlashes(pathname);
   const allowed: string[] = [];
   for (const route of routes) {
     const params = matchPath(route.path, path);
@@ -74,7 +88,7 @@ export function findRoute<S>(routes: readonly Route<S>[], method: string, pathna
   }
   if (allowed.length > 0) {
     const allow = [...new Set(allowed)].join(', ');
-    throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${path}; allowed: ${allow}`, undefined, { allow });
+    throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${shownPath(path)}; allowed: ${allow}`, undefined, { allow });
   }
-  throw new HttpError(404, 'not_found', `no route for ${method} ${path}`);
+  throw new HttpError(404, 'not_found', `no route for ${method} ${shownPath(path)}`);
 }

@@ -23,6 +23,16 @@ describe('routing', () => {
     expect(error.message).toContain('/api/v1/nope');
   });
 
+  it('takes trailing slashes off a path, and repeats no more than the start of a long unknown one', async () => {
+    const response = await api.call('PATCH', '/api/v1/pools///');
+    expect(response.headers.get('allow')).toBe('GET, POST');
+    // A path of slashes is where a pattern for trailing slashes would backtrack on every one.
+    const slashes = `${'/'.repeat(16_000)}x`;
+    const error = await expectError(await api.call('GET', slashes, { token: null }), 404, 'not_found');
+    expect(error.message.length).toBeLessThan(300);
+    expect(error.message).toContain('(16001 characters)');
+  });
+
   it('answers a wrong method with 405 and Allow', async () => {
     const response = await api.call('PATCH', '/api/v1/pools');
     expect(response.headers.get('allow')).toBe('GET, POST');
