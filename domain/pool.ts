@@ -24,6 +24,8 @@ export const scaleSetSettingsSchema = z
 
 export const MAX_RUNNERS_PER_POOL = 5_000;
 
+export const poolNameSchema = z.string().regex(NAME, 'lowercase letters, digits and dashes, at most 63 characters, starting and ending alphanumeric');
+
 /**
  * A pool's settings as operators write them (durations as "10m" or milliseconds).
  *
@@ -35,7 +37,7 @@ export const MAX_RUNNERS_PER_POOL = 5_000;
  */
 export const poolSettingsSchema = z
   .object({
-    name: z.string().regex(NAME, 'lowercase letters, digits and dashes, at most 63 characters, starting and ending alphanumeric'),
+    name: poolNameSchema,
     /** Which configured GitHub credentials to use, and for which repo/org/enterprise. */
     github: z.object({ credentials: z.string().min(1).default('default'), scope: githubScopeSchema }).strict(),
     labels: z.array(z.string().min(1).max(256)).min(1).max(100),
@@ -92,14 +94,51 @@ function extraSpecsSizeIssue(extraSpecs: Record<string, unknown>): string | unde
 }
 
 /**
- * The settings a pool is given from now on, through the API, the config file or an
- * `updatePool` signal: the pool settings plus the `extraSpecs` size cap. The pool workflow
- * checks its signals against this only behind a `patched` branch, so a history that took
- * larger extra specs replays as it ran (see above).
+ * Largest share of the rest of the settings every runner's start input carries (labels, image,
+ * flavor, runner group, GitHub scope and credentials, scale set name), as JSON. With the
+ * extra specs' 16 KiB a batch of 50 starts stays near 1.2 MB, under the 2 MB the server takes;
+ * a 700 KB image made three starts too large for good. Real values are a few hundred bytes.
  */
-export const newPoolSettingsSchema = poolSettingsSchema.superRefine((p, ctx) => {
+export const MAX_RUNNER_SETTINGS_BYTES = 8 * 1024;
+
+const jsonBytes = (value: unknown): number => new TextEncoder().encode(JSON.stringify(value) ?? '').length;
+
+/** The issue, named at the largest of the fields every runner carries, so the caller sees where. */
+function runnerSettingsSizeIssue(p: PoolSettings): { path: string; message: string } | undefined {
+  const carried: Record<string, unknown> = {
+    labels: p.labels,
+    image: p.image,
+    flavor: p.flavor,
+    runnerGroup: p.runnerGroup,
+    github: p.github,
+    ...(p.scaleSet?.name !== undefined ? { scaleSet: p.scaleSet.name } : {}),
+  };
+  const total = jsonBytes(carried);
+  if (total <= MAX_RUNNER_SETTINGS_BYTES) return undefined;
+  const [largest] = Object.entries(carried)
+    .map(([field, value]) => [field, jsonBytes(value)] as const)
+    .sort((a, b) => b[1] - a[1])[0]!;
+  return {
+    path: largest,
+    message: `labels, image, flavor, runnerGroup, github and the scale set name come to ${total} bytes as JSON, ${largest} the largest; at most ${MAX_RUNNER_SETTINGS_BYTES} (8 KiB), since every runner of the pool carries a copy`,
+  };
+}
+
+/** The pool settings plus the `extraSpecs` size cap: what `updatePool` signals were checked against before the cap on the rest. */
+export const extraSpecsCappedSettingsSchema = poolSettingsSchema.superRefine((p, ctx) => {
   const issue = extraSpecsSizeIssue(p.extraSpecs);
   if (issue) ctx.addIssue({ code: 'custom', path: ['extraSpecs'], message: issue });
+});
+
+/**
+ * The settings a pool is given from now on, through the API, the config file or an
+ * `updatePool` signal: the pool settings plus the size caps on what every runner carries. The
+ * pool workflow checks its signals against each cap only behind a `patched` branch, so a
+ * history that took larger settings replays as it ran (see above).
+ */
+export const newPoolSettingsSchema = extraSpecsCappedSettingsSchema.superRefine((p, ctx) => {
+  const issue = runnerSettingsSizeIssue(p);
+  if (issue) ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.message });
 });
 
 /** What a pool names that the installation must have: a provider and GitHub credentials of those names. */

@@ -4,16 +4,21 @@
  * workflow it creates, and evaluating these was a sixth of the workflow thread's time per
  * runner lifecycle (bench/README.md). Only pool workflows load this (runner-pool.ts).
  */
-import { newPoolSettingsSchema, poolSettingsSchema, type PoolSettings } from '../domain/pool';
+import { extraSpecsCappedSettingsSchema, newPoolSettingsSchema, poolSettingsSchema, type PoolSettings } from '../domain/pool';
 import { asObject, ignored } from './signal-input';
+
+/** Which of the API's size caps on new settings a pool's history holds its signals to (each came with a `patched` branch). */
+export type SettingsCaps = 'none' | 'extraSpecs' | 'all';
+
+const SCHEMA_BY_CAPS = { none: poolSettingsSchema, extraSpecs: extraSpecsCappedSettingsSchema, all: newPoolSettingsSchema } as const;
 
 /**
  * New settings for a pool, checked against the same schema the API uses: a signal typed into the
- * Web UI must not leave the pool deciding on a maxRunners that is not a number. `capped`: also
- * refuse what the API refuses for new settings (the `extraSpecs` size cap).
+ * Web UI must not leave the pool deciding on a maxRunners that is not a number, nor on settings
+ * too large for its runners' starts.
  */
-export function poolSettingsArgs(args: unknown, options: { capped?: boolean } = {}): PoolSettings | undefined {
-  const result = (options.capped ? newPoolSettingsSchema : poolSettingsSchema).safeParse(asObject(args).settings);
+export function poolSettingsArgs(args: unknown, options: { caps?: SettingsCaps } = {}): PoolSettings | undefined {
+  const result = SCHEMA_BY_CAPS[options.caps ?? 'none'].safeParse(asObject(args).settings);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   return ignored('updatePool', `settings are not valid pool settings (${issue ? `${issue.path.join('.') || 'settings'}: ${issue.message}` : 'missing'})`, args);

@@ -181,10 +181,11 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   setHandler(registeredRunnersQuery, () => book.registeredRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.registeredRunners });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
   setHandler(updatePoolSignal, (args) => {
-    // A signal sent by hand is held to what the API holds new settings to: extra specs past the
-    // cap would make every batch of runner starts too large for the server, for good.
-    // (patched: pools that took larger ones replay taking them.)
-    const settings = poolSettingsArgs(args, { capped: patched('update-signal-extra-specs-capped') });
+    // A signal sent by hand is held to what the API holds new settings to: extra specs, labels or
+    // an image past their caps would make every batch of runner starts too large for the server,
+    // for good. (patched: pools that took larger ones replay taking them.)
+    const caps = patched('update-signal-runner-settings-capped') ? 'all' : patched('update-signal-extra-specs-capped') ? 'extraSpecs' : 'none';
+    const settings = poolSettingsArgs(args, { caps });
     if (!settings) return;
     if (settings.name !== book.settings.name) {
       log.warn('ignored settings for another pool', { pool: book.settings.name, got: settings.name });

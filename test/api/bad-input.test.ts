@@ -87,6 +87,28 @@ describe('extra specs every runner carries', () => {
   });
 });
 
+describe('the rest of what every runner carries', () => {
+  it('POST and PUT refuse labels, image, flavor, runner group and scope past 8 KiB together, naming the largest, and start nothing', async () => {
+    const name = poolName();
+    const image = `registry.example.com/${'i'.repeat(700_000)}`;
+    const error = await expectError(await api.call('POST', '/api/v1/pools', { body: validPool(name, { image }) }), 400, 'validation_failed');
+    expect(error.details).toEqual([{ path: 'image', message: expect.stringMatching(/come to \d+ bytes as JSON, image the largest; at most 8192 \(8 KiB\), since every runner of the pool carries a copy$/) }]);
+    await expectError(await api.call('GET', `/api/v1/pools/${name}`), 404);
+    const labels = Array.from({ length: 40 }, (_, i) => `label-${i}-${'l'.repeat(240)}`);
+    const put = await expectError(await api.call('PUT', `/api/v1/pools/${name}`, { body: validPool(name, { labels }) }), 400, 'validation_failed');
+    expect(put.message).toMatch(/labels: .* labels the largest; at most 8192/);
+  });
+
+  it('POST takes a long image reference and the 100 labels of ordinary length a pool may have', async () => {
+    const name = poolName();
+    const labels = Array.from({ length: 100 }, (_, i) => `label-${i}`);
+    const image = `123456789012.dkr.ecr.eu-west-1.amazonaws.com/${'team/'.repeat(20)}runner@sha256:${'a'.repeat(64)}`;
+    const response = await api.call('POST', '/api/v1/pools', { body: validPool(name, { labels, image }) });
+    expect(response.status, await response.clone().text()).toBe(201);
+    await client.workflow.getHandle(poolWorkflowId(name)).terminate('test done');
+  });
+});
+
 describe('a body nested too deep', () => {
   it('is refused with 400 naming the limit, not a 500', async () => {
     const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;

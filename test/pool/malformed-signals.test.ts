@@ -60,6 +60,13 @@ describe('malformed signals', () => {
     await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 3 ? true : undefined), 20_000, 'a runner for the third job');
     expect((await pool.query(poolStateQuery)).settings).toMatchObject({ maxRunners: 3, extraSpecs: {} });
 
+    // So would an image or labels past the cap on what else every runner carries.
+    await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4, image: 'i'.repeat(9_000) } });
+    await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4, labels: Array.from({ length: 40 }, (_, i) => `${i}-${'l'.repeat(250)}`) } });
+    await pool.signal(jobQueuedSignal, { jobId: 44, labels: ['linux'] });
+    await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 3 ? true : undefined), 20_000, 'the runners so far');
+    expect((await pool.query(poolStateQuery)).settings).toMatchObject({ maxRunners: 3, image: settings.image, labels: settings.labels });
+
     // A valid update still applies.
     await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4 } });
     await eventually(async () => ((await pool.query(poolStateQuery)).settings.maxRunners === 4 ? true : undefined), 10_000, 'settings updated');

@@ -58,6 +58,18 @@ describe('runnerPool histories replay with the current code', () => {
     await expect(replayHistory(history, 'pool/signalled-extra-specs')).resolves.toBeUndefined();
   });
 
+  it('a pool that took an image past the cap from an updatePool signal (recorded before such signals were refused)', async () => {
+    const history = loadHistory(__dirname, 'large-image-by-signal-before-refused.json');
+    // Recorded with the extra specs' cap in force, before the cap on the rest a runner carries.
+    expect(patchIds(history.events)).toContain('update-signal-extra-specs-capped');
+    expect(patchIds(history.events)).not.toContain('update-signal-runner-settings-capped');
+    // The settings it took let it start two runners, each carrying the 10 KB image, where its own allowed one.
+    const starts = history.events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'startRunners');
+    const runners = starts.flatMap((e) => payload<{ runners: { spec: { image: string } }[] }>(e.activityTaskScheduledEventAttributes!.input!.payloads![0]).runners);
+    expect(runners.map((r) => r.spec.image.length)).toEqual([10_021, 10_021]);
+    await expect(replayHistory(history, 'pool/signalled-large-image')).resolves.toBeUndefined();
+  });
+
   it('a pool that took a mode change from an updatePool signal (recorded before such signals were refused)', async () => {
     const history = loadHistory(__dirname, 'mode-change-by-signal-before-refused.json');
     expect(patchIds(history.events)).not.toContain('mode-change-refused-in-signal');
