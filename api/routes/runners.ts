@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { INSTANCE_STATUSES } from '../../domain/instance-status';
+import { poolNameSchema } from '../../domain/pool';
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import { MACHINE_CLEANUP_WORKFLOW } from '../../workflows/cleanup-messages';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../../workflows/search-attributes';
@@ -16,7 +17,8 @@ import { andQuery, quote } from '../temporal/visibility';
 const TAG = 'runners';
 
 const listQuery = z.object({
-  pool: z.string().min(1).optional(),
+  // A pool name or nothing: any other text is no pool's, and a NUL would cut the visibility query short.
+  pool: poolNameSchema.optional(),
   status: z
     .enum(INSTANCE_STATUSES, { error: (issue) => `unknown status "${String(issue.input)}"; expected one of ${INSTANCE_STATUSES.join(', ')}` })
     .optional(),

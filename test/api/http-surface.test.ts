@@ -145,6 +145,21 @@ describe('query validation', () => {
     expect(error.details).toEqual([{ path: 'query.status', message: expect.stringContaining('pending_create') }]);
   });
 
+  it('names a pool filter that is no pool name, without asking Temporal', async () => {
+    // A NUL would cut the visibility query short; the server then fails it as unavailable.
+    for (const pool of ['%00', 'a%00b', 'Bad%20Name']) {
+      const error = await expectError(await api.call('GET', `/api/v1/runners?pool=${pool}`), 400, 'validation_failed');
+      expect(error.details).toEqual([{ path: 'query.pool', message: expect.stringContaining('lowercase letters, digits and dashes') }]);
+    }
+  });
+
+  it('refuses a parameter given twice or given empty, rather than guess', async () => {
+    const twice = await expectError(await api.call('GET', '/api/v1/runners?limit=1&limit=x'), 400, 'validation_failed');
+    expect(twice.details).toEqual([{ path: 'query.limit', message: 'given 2 times; give it once' }]);
+    const empty = await expectError(await api.call('GET', '/api/v1/runners?limit='), 400, 'validation_failed');
+    expect(empty.message).toBe('invalid query: query.limit: is empty; give a value or leave it out');
+  });
+
   it('refuses bypassBusy without force', async () => {
     const error = await expectError(await api.call('DELETE', '/api/v1/runners/r1?bypassBusy=true'), 400);
     expect(error.message).toMatch(/only with force=true/);
