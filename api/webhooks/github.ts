@@ -158,6 +158,8 @@ export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookD
   return acknowledge(result);
 }
 
+const readableTime = (value: string | null | undefined): string | undefined => (value && Number.isFinite(Date.parse(value)) ? value : undefined);
+
 async function dispatch(event: WorkflowJobEvent, deliveryId: string, deps: GitHubWebhookDeps): Promise<Result> {
   const job = event.workflow_job;
   const runnerName = job.runner_name ?? undefined;
@@ -169,7 +171,8 @@ async function dispatch(event: WorkflowJobEvent, deliveryId: string, deps: GitHu
         runId: job.run_id,
         labels: job.labels,
         repository: event.repository?.full_name,
-        queuedAt: job.created_at ?? job.started_at ?? undefined,
+        // The pool drops a job whose time it cannot read: a malformed one is left out instead.
+        queuedAt: readableTime(job.created_at) ?? readableTime(job.started_at),
         deliveryId,
       });
       return 'queued';

@@ -122,6 +122,24 @@ describe('webhook intake: rejections', () => {
     expect(error.message).toContain('workflow_job.id');
   });
 
+  it('400 at once for labels no pool could have, saying why, and nothing reaches the sink', async () => {
+    const sink = new RecordingSink();
+    const long = await handleGitHubWebhook(signedRequest(job('queued', { labels: ['self-hosted', 'x'.repeat(3_000_000)] })), deps(sink));
+    expect(long.status).toBe(400);
+    expect((await errorOf(long)).message).toBe('workflow_job.labels.1: longer than 256 characters, the longest label a pool can have');
+    const many = await handleGitHubWebhook(signedRequest(job('queued', { labels: Array.from({ length: 201 }, (_, i) => `l${i}`) })), deps(sink));
+    expect(many.status).toBe(400);
+    expect((await errorOf(many)).message).toContain('more than 200 labels');
+    expect(sink.calls).toEqual([]);
+  });
+
+  it('hands on a queued job whose time is unreadable without that time, rather than one its pool would drop', async () => {
+    const sink = new RecordingSink();
+    const res = await handleGitHubWebhook(signedRequest(job('queued', { created_at: 'not a date' })), deps(sink));
+    expect(res.status).toBe(200);
+    expect(sink.calls).toEqual([{ kind: 'queued', job: expect.objectContaining({ jobId: 42, queuedAt: undefined }) }]);
+  });
+
   it('400 naming a field of the wrong type', async () => {
     const res = await handleGitHubWebhook(signedRequest(job('queued', { labels: 'self-hosted' })), deps());
     expect(res.status).toBe(400);
