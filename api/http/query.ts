@@ -7,6 +7,15 @@ export const queryFlag = z
   .optional()
   .transform((v) => v === 'true' || v === '1');
 
+/** A whole number in a query, written in digits: not `0x10`, `1e3` or an empty string read as 0. */
+export const queryInt = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .regex(/^\d{1,9}$/, 'must be a whole number written in digits')
+    .transform(Number)
+    .pipe(z.number().min(min).max(max))
+    .default(fallback);
+
 /**
  * Validates the query string; unknown parameters are ignored. A known one given twice, or given
  * empty, is refused: which of two values counts, or whether `limit=` means 0, would be a guess.

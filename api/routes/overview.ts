@@ -6,14 +6,14 @@ import { poolOverview } from '../dashboard/pool-overview';
 import { credentialsRedelivery } from '../dashboard/redelivery-runs';
 import { providerSweep, sweepNow } from '../dashboard/sweep-runs';
 import { conflict, notFound } from '../http/errors';
-import { parseQuery } from '../http/query';
+import { parseQuery, queryInt } from '../http/query';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import type { Services } from '../services';
 import { isNotFound } from '../temporal/errors';
 
 /** How many of a schedule's last runs to show. */
-const recentRunsQuery = z.object({ runs: z.coerce.number().int().min(1).max(20).default(5) });
+const recentRunsQuery = z.object({ runs: queryInt(1, 20, 5) });
 
 async function unmatchedCount(services: Services): Promise<number> {
   const handle = services.deps.client.workflow.getHandle(unmatchedJobsWorkflowId(services.deps.taskQueue));

@@ -1,9 +1,9 @@
-import { newPoolSettingsSchema } from '../../domain/pool';
+import { newPoolSettingsSchema, poolNameSchema } from '../../domain/pool';
 import { poolMemoOf } from '../../workflows/pool-memo';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { readJson, readValidJson } from '../http/body';
-import { HttpError, badRequest, conflict, validationError } from '../http/errors';
+import { HttpError, badRequest, conflict, notFound, validationError } from '../http/errors';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import { checkPoolReferences, startPool } from '../pool-settings';
@@ -79,6 +79,8 @@ export const poolRoutes: Route<Services>[] = [
     },
     async handle({ request, params, services }) {
       const name = params.name!;
+      // Only pools that exist are replaced, and no pool has a name the schema refuses: said as GET says it.
+      if (!poolNameSchema.safeParse(name).success) throw notFound(`pool ${name} does not exist`);
       const raw = await readJson(request, services.limits.apiBodyBytes);
       if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw badRequest('request body must be a JSON object');
       const body = raw as Record<string, unknown>;

@@ -6,7 +6,7 @@ import { MACHINE_CLEANUP_WORKFLOW } from '../../workflows/cleanup-messages';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../../workflows/search-attributes';
 import { RUNNER_INSTANCE_WORKFLOW, deleteSignal, forceDeleteSignal, instanceNameFromWorkflowId, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { badRequest } from '../http/errors';
-import { parseQuery, queryFlag } from '../http/query';
+import { parseQuery, queryFlag, queryInt } from '../http/query';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import { githubMemoOf, removeFromGitHub } from '../runner-removal';
@@ -23,7 +23,7 @@ const listQuery = z.object({
     .enum(INSTANCE_STATUSES, { error: (issue) => `unknown status "${String(issue.input)}"; expected one of ${INSTANCE_STATUSES.join(', ')}` })
     .optional(),
   leaked: queryFlag,
-  limit: z.coerce.number().int().min(1).max(5000).default(500),
+  limit: queryInt(1, 5000, 500),
 });
 
 const deleteQuery = z.object({ force: queryFlag, bypassBusy: queryFlag });

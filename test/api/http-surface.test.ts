@@ -160,6 +160,21 @@ describe('query validation', () => {
     expect(empty.message).toBe('invalid query: query.limit: is empty; give a value or leave it out');
   });
 
+  it('takes a count only in digits', async () => {
+    for (const limit of ['0x10', '1e3', '-1', '1.5']) {
+      const error = await expectError(await api.call('GET', `/api/v1/runners?limit=${limit}`), 400, 'validation_failed');
+      expect(error.details).toEqual([{ path: 'query.limit', message: 'must be a whole number written in digits' }]);
+    }
+    const tooMany = await expectError(await api.call('GET', '/api/v1/sweeps?runs=21'), 400, 'validation_failed');
+    expect(tooMany.details).toEqual([{ path: 'query.runs', message: expect.stringContaining('20') }]);
+    expect((await api.call('GET', '/api/v1/runners?limit=3')).status).toBe(200);
+  });
+
+  it('answers a PUT to a name no pool can have as GET does, not as a bad body', async () => {
+    const error = await expectError(await api.call('PUT', '/api/v1/pools/Bad%20Name', { body: { labels: ['x'] } }), 404, 'not_found');
+    expect(error.message).toBe('pool Bad Name does not exist');
+  });
+
   it('refuses bypassBusy without force', async () => {
     const error = await expectError(await api.call('DELETE', '/api/v1/runners/r1?bypassBusy=true'), 400);
     expect(error.message).toMatch(/only with force=true/);
