@@ -12,24 +12,32 @@ import { z } from 'zod';
  */
 const MAX_JOB_LABEL_LENGTH = 256;
 const MAX_JOB_LABELS = 200;
+/** A pool's labels are at most 8 KiB together (with the rest every runner carries); a job's may add GitHub's defaults. */
+const MAX_JOB_LABELS_BYTES = 9 * 1024;
+
+/** Names, times and outcomes GitHub sends are short; one far longer is not GitHub's, and would travel in signals. */
+const short = (max: number) => z.string().max(max, `longer than ${max} characters`);
 
 export const workflowJobEventSchema = z.object({
-  action: z.string().min(1),
+  action: short(64).min(1),
   workflow_job: z.object({
     id: z.number().int().positive(),
     run_id: z.number().int().positive().optional(),
     labels: z
       .array(z.string().max(MAX_JOB_LABEL_LENGTH, `longer than ${MAX_JOB_LABEL_LENGTH} characters, the longest label a pool can have`))
-      .max(MAX_JOB_LABELS, `more than ${MAX_JOB_LABELS} labels; a pool has at most 100, so none could take this job`),
-    status: z.string().optional(),
-    conclusion: z.string().nullable().optional(),
-    created_at: z.string().optional(),
-    started_at: z.string().nullable().optional(),
+      .max(MAX_JOB_LABELS, `more than ${MAX_JOB_LABELS} labels; a pool has at most 100, so none could take this job`)
+      .refine((labels) => new TextEncoder().encode(JSON.stringify(labels)).length <= MAX_JOB_LABELS_BYTES, {
+        message: `more than ${MAX_JOB_LABELS_BYTES} bytes of labels as JSON; a pool's come to at most 8 KiB, so none could take this job`,
+      }),
+    status: short(64).optional(),
+    conclusion: short(64).nullable().optional(),
+    created_at: short(64).optional(),
+    started_at: short(64).nullable().optional(),
     // GitHub fills runner fields in odd places (queued events included); only in_progress/completed read them.
     runner_id: z.number().int().nullable().optional(),
-    runner_name: z.string().nullable().optional(),
+    runner_name: short(256).nullable().optional(),
   }),
-  repository: z.object({ full_name: z.string() }).optional(),
+  repository: z.object({ full_name: short(256) }).optional(),
 });
 
 export type WorkflowJobEvent = z.infer<typeof workflowJobEventSchema>;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { handleGitHubWebhook, type GitHubWebhookDeps } from '../../api/webhooks/github';
 import { RecentDeliveries } from '../../api/webhooks/recent-deliveries';
+import { webhookDeliveries } from '../../observability/metrics';
 import { RecordingSink } from './support/recording-sink';
 import { WEBHOOK_SECRET, signedRequest } from './support/signed-request';
 
@@ -34,6 +35,16 @@ describe('webhook intake: rejections', () => {
     expect(res.status).toBe(401);
     expect((await errorOf(res)).code).toBe('invalid_signature');
     expect(sink.calls).toEqual([]);
+  });
+
+  it('counts deliveries under a few event names, whatever the unsigned header says', async () => {
+    const events = async () => new Set((await webhookDeliveries.get()).values.map((v) => String(v.labels.event)));
+    for (let i = 0; i < 50; i++) {
+      await handleGitHubWebhook(signedRequest(job('queued'), { signature: null, event: `made-up-${i}-${'e'.repeat(1_000)}` }), deps());
+    }
+    await handleGitHubWebhook(signedRequest({ zen: 'hi' }, { event: 'push' }), deps());
+    expect([...(await events())].filter((e) => !['workflow_job', 'ping', 'other', 'unknown'].includes(e))).toEqual([]);
+    expect(await events()).toContain('other');
   });
 
   it('401 on a malformed signature header', async () => {
@@ -126,10 +137,29 @@ describe('webhook intake: rejections', () => {
     const sink = new RecordingSink();
     const long = await handleGitHubWebhook(signedRequest(job('queued', { labels: ['self-hosted', 'x'.repeat(3_000_000)] })), deps(sink));
     expect(long.status).toBe(400);
-    expect((await errorOf(long)).message).toBe('workflow_job.labels.1: longer than 256 characters, the longest label a pool can have');
+    expect((await errorOf(long)).message).toContain('workflow_job.labels.1: longer than 256 characters, the longest label a pool can have');
     const many = await handleGitHubWebhook(signedRequest(job('queued', { labels: Array.from({ length: 201 }, (_, i) => `l${i}`) })), deps(sink));
     expect(many.status).toBe(400);
     expect((await errorOf(many)).message).toContain('more than 200 labels');
+    const heavy = await handleGitHubWebhook(signedRequest(job('queued', { labels: Array.from({ length: 40 }, (_, i) => `${i}-${'l'.repeat(250)}`) })), deps(sink));
+    expect((await errorOf(heavy)).message).toContain('more than 9216 bytes of labels');
+    expect(sink.calls).toEqual([]);
+  });
+
+  it('400 at once for names, times and outcomes far longer than GitHub sends', async () => {
+    const sink = new RecordingSink();
+    const cases: [Record<string, unknown>, string][] = [
+      [{ created_at: `2024-05-01T10:00:00Z (${'c'.repeat(3_000_000)})` }, 'workflow_job.created_at: longer than 64 characters'],
+      [{ runner_name: 'r'.repeat(10_000) }, 'workflow_job.runner_name: longer than 256 characters'],
+      [{ conclusion: 'x'.repeat(1_000) }, 'workflow_job.conclusion: longer than 64 characters'],
+    ];
+    for (const [fields, message] of cases) {
+      const res = await handleGitHubWebhook(signedRequest(job('completed', fields)), deps(sink));
+      expect(res.status).toBe(400);
+      expect((await errorOf(res)).message).toBe(message);
+    }
+    const repo = await handleGitHubWebhook(signedRequest({ ...job('queued'), repository: { full_name: 'o/'.repeat(1_000) } }), deps(sink));
+    expect((await errorOf(repo)).message).toBe('repository.full_name: longer than 256 characters');
     expect(sink.calls).toEqual([]);
   });
 
