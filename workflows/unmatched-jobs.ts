@@ -7,17 +7,40 @@ import { jobsUnmatchedSignal, POOL_MESSAGE_DESCRIPTIONS, unmatchedJobSignal, unm
 import { queuedJobsArgs } from './signal-input';
 
 const KEEP = 500;
+/**
+ * The record's size as JSON, at most: it travels whole in every query answer and every
+ * continue-as-new, and the server takes 2 MB in one payload. Past that the record could not
+ * continue, and every read of it would fail. Oldest jobs go first.
+ */
+const MAX_RECORD_BYTES = 1_500_000;
+/** A reason names the pools that did not fit; with many pools, the start of the list says enough. */
+const MAX_REASON_LENGTH = 1_000;
+
+const sizeOf = (job: UnmatchedJob): number => JSON.stringify(job).length;
 
 export async function unmatchedJobs(carried: UnmatchedJob[] = []): Promise<void> {
-  const jobs = [...carried];
+  const jobs: UnmatchedJob[] = [];
+  const sizes: number[] = [];
+  let bytes = 0;
+  const known = new Set<number>();
   setHandler(unmatchedJobsQuery, () => [...jobs], { description: POOL_MESSAGE_DESCRIPTIONS.unmatchedJobs });
-  const known = new Set(carried.map((j) => j.jobId));
+  function dropOldest(): void {
+    const dropped = jobs.shift()!;
+    bytes -= sizes.shift()!;
+    known.delete(dropped.jobId);
+  }
   function record(job: UnmatchedJob): void {
     if (known.has(job.jobId)) return;
+    const reason = typeof job.reason === 'string' ? job.reason.slice(0, MAX_REASON_LENGTH) : 'no reason given';
+    const kept = { ...job, reason, recordedAt: job.recordedAt ?? new Date().toISOString() };
     known.add(job.jobId);
-    jobs.push({ ...job, recordedAt: job.recordedAt ?? new Date().toISOString() });
-    if (jobs.length > KEEP) for (const dropped of jobs.splice(0, jobs.length - KEEP)) known.delete(dropped.jobId);
+    jobs.push(kept);
+    sizes.push(sizeOf(kept));
+    bytes += sizes.at(-1)!;
+    while (jobs.length > KEEP || (bytes > MAX_RECORD_BYTES && jobs.length > 1)) dropOldest();
   }
+  // Carried jobs go through the same bounds as new ones.
+  for (const job of carried) record(job);
   // Checked first: a handler that threw on a malformed job would fail every retry of this task.
   function recordValid(signal: string, batch: unknown): void {
     for (const job of queuedJobsArgs(signal, batch)) {
