@@ -46,6 +46,8 @@ export interface Detour<T> {
 
 interface Waiting<T> {
   item: T;
+  /** Its size as JSON, as it will travel in the signal. */
+  bytes: number;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -67,6 +69,8 @@ interface Spell {
 export interface SignalBatcherOptions<T> {
   /** Keeps one signal well inside Temporal's 2 MB payload limit. */
   maxBatch?: number;
+  /** The same by size: a batch's items come to at most this many bytes as JSON (one item always goes). */
+  maxBatchBytes?: number;
   detour?: Detour<T>;
   /** Least time between the starts of two signals to one target; 0 sends as soon as the last returned. */
   paceMs?: number;
@@ -75,6 +79,7 @@ export interface SignalBatcherOptions<T> {
 export class SignalBatcher<T> {
   private readonly targets = new Map<string, Target<T>>();
   private readonly maxBatch: number;
+  private readonly maxBatchBytes: number;
   private readonly detour?: Detour<T>;
   private readonly paceMs: number;
 
@@ -84,6 +89,7 @@ export class SignalBatcher<T> {
     options: SignalBatcherOptions<T> = {},
   ) {
     this.maxBatch = options.maxBatch ?? 500;
+    this.maxBatchBytes = options.maxBatchBytes ?? 1_000_000;
     this.detour = options.detour;
     this.paceMs = options.paceMs ?? 0;
   }
@@ -95,7 +101,7 @@ export class SignalBatcher<T> {
         target = { waiting: [], sending: false };
         this.targets.set(workflowId, target);
       }
-      target.waiting.push({ item, resolve, reject });
+      target.waiting.push({ item, bytes: JSON.stringify(item)?.length ?? 0, resolve, reject });
       if (!target.sending) void this.drain(workflowId, target);
     });
   }
@@ -103,7 +109,7 @@ export class SignalBatcher<T> {
   private async drain(workflowId: string, target: Target<T>): Promise<void> {
     target.sending = true;
     while (target.waiting.length > 0) {
-      const batch = target.waiting.splice(0, this.maxBatch);
+      const batch = target.waiting.splice(0, this.batchLength(target.waiting));
       const leftAt = Date.now();
       try {
         await this.deliver(workflowId, target, batch.map((w) => w.item));
@@ -117,6 +123,18 @@ export class SignalBatcher<T> {
     }
     target.sending = false;
     this.forgetIfDone(workflowId, target);
+  }
+
+  /** How many of the waiting items the next signal takes: up to the count and the size, at least one. */
+  private batchLength(waiting: readonly Waiting<T>[]): number {
+    let bytes = 0;
+    let n = 0;
+    while (n < waiting.length && n < this.maxBatch) {
+      bytes += waiting[n]!.bytes;
+      if (n > 0 && bytes > this.maxBatchBytes) break;
+      n++;
+    }
+    return n;
   }
 
   /** A target whose last answer was a refusal is kept (one small entry per such pool) so its spell is taken up again. */

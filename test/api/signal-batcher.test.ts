@@ -189,6 +189,29 @@ describe('SignalBatcher with a pace', () => {
   });
 });
 
+describe('SignalBatcher batch size', () => {
+  it('cuts a batch by its size as JSON too, and sends an item larger than the bound on its own', async () => {
+    const sent: string[][] = [];
+    let first = true;
+    const batcher = new SignalBatcher<string>(
+      async (_workflowId, items) => {
+        sent.push(items);
+        // The first signal is slow, so the rest wait and go out as batches.
+        if (first) {
+          first = false;
+          await sleep(200);
+        }
+      },
+      { maxBatchBytes: 1_000 },
+    );
+    const head = batcher.add('pool/a', 'first');
+    const rest = [...Array.from({ length: 6 }, (_, i) => `${i}-${'x'.repeat(300)}`), 'y'.repeat(5_000), 'z'].map((item) => batcher.add('pool/a', item));
+    await Promise.all([head, ...rest]);
+    expect(sent.map((items) => items.map((i) => i.slice(0, 2)))).toEqual([['fi'], ['0-', '1-', '2-'], ['3-', '4-', '5-'], ['yy'], ['z']]);
+    expect(sent.every((items) => items.length === 1 || JSON.stringify(items).length <= 1_000 + 2 * items.length)).toBe(true);
+  });
+});
+
 describe('SignalBatcher with a target that refuses', () => {
   class Refused extends Error {}
 
