@@ -181,6 +181,9 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
         }
         response = await app(request);
       }
+      // A body the app answered without reading to its end is never read now: node:http would keep
+      // the connection for the next request behind those bytes, and that request would hang.
+      if (!req.complete) res.setHeader('connection', 'close');
       await writeResponse(res, response);
     };
     serve().catch((err: unknown) => {

@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseListen, startHttpServer, type HttpServer } from '../../api/node-server';
 import { readJson } from '../../api/http/body';
@@ -172,6 +172,33 @@ describe('startHttpServer', () => {
     await new Promise((r) => setTimeout(r, 300));
     const ok = await fetch(`${url}/pools`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"a"}' });
     expect(await ok.json()).toEqual({ name: 'a' });
+  });
+
+  it('closes a kept-alive connection whose body the app answered without reading, so the next request is answered', async () => {
+    server = await startHttpServer(async (request) => {
+      if (new URL(request.url).pathname === '/read') return Response.json({ read: (await request.text()).length });
+      return Response.json({ error: 'no' }, { status: 401 });
+    }, '127.0.0.1:0');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (path: string, body: string) =>
+      new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const req = httpRequest(`${server!.url}${path}`, { method: 'POST', agent, headers: { 'content-length': String(body.length) } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+        });
+        req.on('error', reject);
+        req.setTimeout(3_000, () => req.destroy(new Error('no answer on the kept-alive connection')));
+        req.end(body);
+      });
+    try {
+      expect(await post('/refuse', 'x'.repeat(300_000))).toEqual({ status: 401, connection: 'close' });
+      expect((await post('/refuse', 'x'.repeat(300_000))).status).toBe(401);
+      // A body read to its end keeps the connection for the next request.
+      expect(await post('/read', 'x'.repeat(300_000))).toEqual({ status: 200, connection: 'keep-alive' });
+      expect(await post('/read', '{}')).toEqual({ status: 200, connection: 'keep-alive' });
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('answers 500 in the error shape when the app itself throws', async () => {
