@@ -33,6 +33,13 @@ describe('routing', () => {
     expect(error.message).toContain('(16001 characters)');
   });
 
+  it('quotes at most the start of a very long value it refuses, and says how long it was', async () => {
+    const name = `p${'x'.repeat(20_000)}`;
+    const error = await expectError(await api.call('GET', `/api/v1/pools/${name}`), 404, 'not_found');
+    expect(error.message.length).toBeLessThan(2_100);
+    expect(error.message).toMatch(/^pool pxxx.*… \(20021 characters in all\)$/);
+  });
+
   it('answers a wrong method with 405 and Allow', async () => {
     const response = await api.call('PATCH', '/api/v1/pools');
     expect(response.headers.get('allow')).toBe('GET, POST');
