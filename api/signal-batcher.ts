@@ -101,7 +101,7 @@ export class SignalBatcher<T> {
         target = { waiting: [], sending: false };
         this.targets.set(workflowId, target);
       }
-      target.waiting.push({ item, bytes: JSON.stringify(item)?.length ?? 0, resolve, reject });
+      target.waiting.push({ item, bytes: Buffer.byteLength(JSON.stringify(item) ?? ''), resolve, reject });
       if (!target.sending) void this.drain(workflowId, target);
     });
   }

@@ -16,7 +16,16 @@ const MAX_RECORD_BYTES = 1_500_000;
 /** A reason names the pools that did not fit; with many pools, the start of the list says enough. */
 const MAX_REASON_LENGTH = 1_000;
 
-const sizeOf = (job: UnmatchedJob): number => JSON.stringify(job).length;
+/** Bytes as UTF-8, which the limit counts: a label of non-ASCII characters takes up to three a character. */
+function sizeOf(job: UnmatchedJob): number {
+  const text = JSON.stringify(job);
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) bytes += c > 0x7ff && (c < 0xd800 || c > 0xdfff) ? 2 : 1;
+  }
+  return bytes;
+}
 
 export async function unmatchedJobs(carried: UnmatchedJob[] = []): Promise<void> {
   const jobs: UnmatchedJob[] = [];

@@ -28,4 +28,17 @@ describe('the unmatched-jobs record', () => {
     expect(recorded.every((j) => j.reason.length === 1_000)).toBe(true);
     await handle.terminate('test done');
   });
+
+  it('counts its size in bytes, as the server does, when labels are not ASCII', async () => {
+    const handle = await env.client.workflow.start(UNMATCHED_JOBS_WORKFLOW, { taskQueue: env.w.taskQueue, workflowId: uniqueName('unmatched-utf8'), args: [[]] });
+    // 32 labels of 90 euro signs: 2,900 characters, 8.6 KB as UTF-8.
+    const labels = Array.from({ length: 32 }, (_, i) => `${i}${'€'.repeat(90)}`);
+    for (let batch = 0; batch < 6; batch++) {
+      await handle.signal(jobsUnmatchedSignal, { jobs: Array.from({ length: 50 }, (_, i) => ({ jobId: batch * 50 + i + 1, labels, reason: 'no pool has these labels' })) });
+    }
+    const recorded = await handle.query(unmatchedJobsQuery);
+    expect(Buffer.byteLength(JSON.stringify(recorded))).toBeLessThanOrEqual(1_500_000);
+    expect(recorded.at(-1)!.jobId).toBe(300);
+    await handle.terminate('test done');
+  });
 });
