@@ -18,6 +18,7 @@
  * signal is left to land: the pool drops jobs it already has, by job id.
  */
 import { randomUUID } from 'node:crypto';
+import { jsonBytes } from '../domain/json-size';
 
 export interface Detour<T> {
   /** How long a signal to the target may take before its batch goes around. */
@@ -101,7 +102,7 @@ export class SignalBatcher<T> {
         target = { waiting: [], sending: false };
         this.targets.set(workflowId, target);
       }
-      target.waiting.push({ item, bytes: Buffer.byteLength(JSON.stringify(item) ?? ''), resolve, reject });
+      target.waiting.push({ item, bytes: jsonBytes(item), resolve, reject });
       if (!target.sending) void this.drain(workflowId, target);
     });
   }

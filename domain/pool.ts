@@ -1,3 +1,4 @@
+import { jsonBytes } from './json-size';
 import { z } from 'zod';
 import { durationMs } from './duration';
 
@@ -100,8 +101,6 @@ function extraSpecsSizeIssue(extraSpecs: Record<string, unknown>): string | unde
  * a 700 KB image made three starts too large for good. Real values are a few hundred bytes.
  */
 export const MAX_RUNNER_SETTINGS_BYTES = 8 * 1024;
-
-const jsonBytes = (value: unknown): number => new TextEncoder().encode(JSON.stringify(value) ?? '').length;
 
 /** The issue, named at the largest of the fields every runner carries, so the caller sees where. */
 function runnerSettingsSizeIssue(p: PoolSettings): { path: string; message: string } | undefined {

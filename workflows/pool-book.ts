@@ -3,6 +3,7 @@
  * rules can be read (and unit-tested) in one place. The runnerPool workflow
  * feeds it signals and carries out its plans.
  */
+import { jsonBytes } from '../domain/json-size';
 import type { RunnerStatus } from '../domain/instance-status';
 import { isDeleting, isLeaving } from '../domain/instance-status';
 import type { PoolSettings } from '../domain/pool';
@@ -466,17 +467,17 @@ export class PoolBook {
    */
   carryWithin(maxBytes: number): { carried: PoolCarriedState; dropped: number } {
     let carried = this.carry();
-    let size = JSON.stringify(carried).length;
+    let size = jsonBytes(carried);
     let dropped = 0;
     while (size > maxBytes && this.queued.size > 0) {
-      const perJob = JSON.stringify(carried.queue ?? carried.queuedJobs ?? []).length / this.queued.size;
+      const perJob = jsonBytes(carried.queue ?? carried.queuedJobs ?? []) / this.queued.size;
       // A tenth more than the estimate, so one or two rounds do it.
       const count = Math.max(1, Math.ceil(((size - maxBytes) / Math.max(perJob, 1)) * 1.1));
       const went = this.queued.dropNewest(count);
       dropped += went;
       this.queuedJobsDropped += went;
       carried = this.carry();
-      size = JSON.stringify(carried).length;
+      size = jsonBytes(carried);
     }
     return { carried, dropped };
   }

@@ -2,6 +2,7 @@
  * unmatchedJobs: the jobs no pool could take, kept so operators can see them
  * (and fix a pool's labels) instead of finding out from a stuck CI queue.
  */
+import { jsonBytes } from '../domain/json-size';
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import { jobsUnmatchedSignal, POOL_MESSAGE_DESCRIPTIONS, unmatchedJobSignal, unmatchedJobsQuery, type UnmatchedJob } from './pool-messages';
 import { queuedJobsArgs } from './signal-input';
@@ -15,17 +16,6 @@ const KEEP = 500;
 const MAX_RECORD_BYTES = 1_500_000;
 /** A reason names the pools that did not fit; with many pools, the start of the list says enough. */
 const MAX_REASON_LENGTH = 1_000;
-
-/** Bytes as UTF-8, which the limit counts: a label of non-ASCII characters takes up to three a character. */
-function sizeOf(job: UnmatchedJob): number {
-  const text = JSON.stringify(job);
-  let bytes = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c > 0x7f) bytes += c > 0x7ff && (c < 0xd800 || c > 0xdfff) ? 2 : 1;
-  }
-  return bytes;
-}
 
 export async function unmatchedJobs(carried: UnmatchedJob[] = []): Promise<void> {
   const jobs: UnmatchedJob[] = [];
@@ -44,7 +34,7 @@ export async function unmatchedJobs(carried: UnmatchedJob[] = []): Promise<void>
     const kept = { ...job, reason, recordedAt: job.recordedAt ?? new Date().toISOString() };
     known.add(job.jobId);
     jobs.push(kept);
-    sizes.push(sizeOf(kept));
+    sizes.push(jsonBytes(kept));
     bytes += sizes.at(-1)!;
     while (jobs.length > KEEP || (bytes > MAX_RECORD_BYTES && jobs.length > 1)) dropOldest();
   }

@@ -4,6 +4,7 @@
  * delivery is refused with the field named.
  */
 import { z } from 'zod';
+import { jsonBytes } from '../../domain/json-size';
 
 /**
  * A pool has at most 100 labels of at most 256 characters; a job with a label past that, or
@@ -26,7 +27,7 @@ export const workflowJobEventSchema = z.object({
     labels: z
       .array(z.string().max(MAX_JOB_LABEL_LENGTH, `longer than ${MAX_JOB_LABEL_LENGTH} characters, the longest label a pool can have`))
       .max(MAX_JOB_LABELS, `more than ${MAX_JOB_LABELS} labels; a pool has at most 100, so none could take this job`)
-      .refine((labels) => new TextEncoder().encode(JSON.stringify(labels)).length <= MAX_JOB_LABELS_BYTES, {
+      .refine((labels) => jsonBytes(labels) <= MAX_JOB_LABELS_BYTES, {
         message: `more than ${MAX_JOB_LABELS_BYTES} bytes of labels as JSON; a pool's come to at most 8 KiB, so none could take this job`,
       }),
     status: short(64).optional(),
