@@ -83,13 +83,12 @@ export const poolSettingsSchema = z
 export const MAX_EXTRA_SPECS_BYTES = 16 * 1024;
 
 function extraSpecsSizeIssue(extraSpecs: Record<string, unknown>): string | undefined {
-  let text: string | undefined;
+  let bytes: number;
   try {
-    text = JSON.stringify(extraSpecs);
+    bytes = jsonBytes(extraSpecs);
   } catch (err) {
     return `cannot be written as JSON (${(err as Error).message})`;
   }
-  const bytes = new TextEncoder().encode(text ?? '').length;
   if (bytes <= MAX_EXTRA_SPECS_BYTES) return undefined;
   return `is ${bytes} bytes as JSON; at most ${MAX_EXTRA_SPECS_BYTES} (16 KiB), since every runner of the pool carries a copy`;
 }
