@@ -25,6 +25,10 @@ export const scaleSetSettingsSchema = z
 
 export const MAX_RUNNERS_PER_POOL = 5_000;
 
+/** A pool's labels: how many, and how long each. A job's labels are checked against the same (api/webhooks). */
+export const MAX_POOL_LABELS = 100;
+export const MAX_LABEL_LENGTH = 256;
+
 export const poolNameSchema = z.string().regex(NAME, 'lowercase letters, digits and dashes, at most 63 characters, starting and ending alphanumeric');
 
 /**
@@ -41,7 +45,7 @@ export const poolSettingsSchema = z
     name: poolNameSchema,
     /** Which configured GitHub credentials to use, and for which repo/org/enterprise. */
     github: z.object({ credentials: z.string().min(1).default('default'), scope: githubScopeSchema }).strict(),
-    labels: z.array(z.string().min(1).max(256)).min(1).max(100),
+    labels: z.array(z.string().min(1).max(MAX_LABEL_LENGTH)).min(1).max(MAX_POOL_LABELS),
     provider: z.string().min(1),
     image: z.string().default(''),
     flavor: z.string().default(''),
