@@ -1,6 +1,6 @@
 import { jsonBytes } from './json-size';
 import { z } from 'zod';
-import { durationMs } from './duration';
+import { durationMs, durationMsWithFractions } from './duration';
 
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -32,52 +32,68 @@ export const MAX_LABEL_LENGTH = 256;
 export const poolNameSchema = z.string().regex(NAME, 'lowercase letters, digits and dashes, at most 63 characters, starting and ending alphanumeric');
 
 /**
+ * A check across fields runs once those fields are valid themselves: `maxRunners: -1`
+ * is one mistake, and an answer that also blamed the `minIdleRunners` nobody sent
+ * would send the operator looking for a second. (zod runs an object's checks after
+ * field issues it can continue past, such as a number out of range; never after one
+ * it cannot, such as a wrong type.)
+ */
+function onceValid(...fields: string[]): { when: (payload: z.core.ParsePayload) => boolean } {
+  return { when: (payload) => payload.issues.every((issue) => issue.continue === true && !fields.includes(String(issue.path?.[0]))) };
+}
+
+/** A pool's settings, with durations read by `duration` (see `poolSettingsSchema`). */
+function settingsSchemaOf(duration: typeof durationMs) {
+  return z
+    .object({
+      name: poolNameSchema,
+      /** Which configured GitHub credentials to use, and for which repo/org/enterprise. */
+      github: z.object({ credentials: z.string().min(1).default('default'), scope: githubScopeSchema }).strict(),
+      labels: z.array(z.string().min(1).max(MAX_LABEL_LENGTH)).min(1).max(MAX_POOL_LABELS),
+      provider: z.string().min(1),
+      image: z.string().default(''),
+      flavor: z.string().default(''),
+      osType: z.enum(['linux', 'windows']).default('linux'),
+      osArch: z.enum(['amd64', 'arm64', 'arm', 'i386']).default('amd64'),
+      extraSpecs: z.record(z.string(), z.unknown()).default({}),
+      minIdleRunners: z.number().int().min(0).default(0),
+      /**
+       * A pool's state (every runner, and the queued jobs) travels whole in each
+       * continue-as-new and state query, both bounded by the server's 2 MB payload
+       * limit. Measured: 10,000 runners carried 1.8 MB, too close to it; 5,000 carry
+       * under 1 MB. More runners than that: more pools (routing spreads equal
+       * priorities by free capacity).
+       */
+      maxRunners: z.number().int().min(0).max(MAX_RUNNERS_PER_POOL, `at most ${MAX_RUNNERS_PER_POOL} per pool: split a larger fleet into pools of equal priority`).default(10),
+      bootstrapTimeout: duration.default(10 * 60_000),
+      idleTimeout: duration.default(5 * 60_000),
+      runnerPrefix: z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, 'lowercase letters, digits and dashes, at most 31 characters').optional(),
+      runnerGroup: z.string().default('Default'),
+      runnerGroupId: z.number().int().min(1).default(1),
+      ephemeral: z.boolean().default(true),
+      enabled: z.boolean().default(true),
+      priority: z.number().int().min(0).max(1000).default(0),
+      /** `webhook`: runners follow queued `workflow_job` webhooks. `scaleSet`: a GitHub runner scale set's listener drives them. */
+      mode: z.enum(['webhook', 'scaleSet']).default('webhook'),
+      scaleSet: scaleSetSettingsSchema.optional(),
+    })
+    .strict()
+    .refine((p) => p.minIdleRunners <= p.maxRunners, { message: 'minIdleRunners must not exceed maxRunners', path: ['minIdleRunners'], ...onceValid('minIdleRunners', 'maxRunners') })
+    .refine((p) => p.mode === 'scaleSet' || p.scaleSet === undefined, { message: 'scaleSet settings need mode: scaleSet', path: ['scaleSet'], ...onceValid('mode', 'scaleSet') })
+    .refine((p) => (p.scaleSet?.minRunners ?? 0) <= p.maxRunners, { message: 'scaleSet.minRunners must not exceed maxRunners', path: ['scaleSet', 'minRunners'], ...onceValid('scaleSet', 'maxRunners') })
+    .refine((p) => p.mode !== 'scaleSet' || p.ephemeral, { message: 'scale set runners are always ephemeral', path: ['ephemeral'], ...onceValid('mode', 'ephemeral') });
+}
+
+/**
  * A pool's settings as operators write them (durations as "10m" or milliseconds).
  *
  * The pool workflow checks every `updatePool` signal against this schema too
  * (workflows/pool-settings-input.ts), also when it replays a history. A change that refuses
  * settings it used to accept makes a running pool replay an old update as ignored, which
  * is other commands for the same history: such a change goes with a `patched` branch in
- * that check that keeps the old schema for runs begun before it.
+ * that check that keeps the old schema for runs begun before it (`earlierSignalSettingsSchemas`).
  */
-export const poolSettingsSchema = z
-  .object({
-    name: poolNameSchema,
-    /** Which configured GitHub credentials to use, and for which repo/org/enterprise. */
-    github: z.object({ credentials: z.string().min(1).default('default'), scope: githubScopeSchema }).strict(),
-    labels: z.array(z.string().min(1).max(MAX_LABEL_LENGTH)).min(1).max(MAX_POOL_LABELS),
-    provider: z.string().min(1),
-    image: z.string().default(''),
-    flavor: z.string().default(''),
-    osType: z.enum(['linux', 'windows']).default('linux'),
-    osArch: z.enum(['amd64', 'arm64', 'arm', 'i386']).default('amd64'),
-    extraSpecs: z.record(z.string(), z.unknown()).default({}),
-    minIdleRunners: z.number().int().min(0).default(0),
-    /**
-     * A pool's state (every runner, and the queued jobs) travels whole in each
-     * continue-as-new and state query, both bounded by the server's 2 MB payload
-     * limit. Measured: 10,000 runners carried 1.8 MB, too close to it; 5,000 carry
-     * under 1 MB. More runners than that: more pools (routing spreads equal
-     * priorities by free capacity).
-     */
-    maxRunners: z.number().int().min(0).max(MAX_RUNNERS_PER_POOL, `at most ${MAX_RUNNERS_PER_POOL} per pool: split a larger fleet into pools of equal priority`).default(10),
-    bootstrapTimeout: durationMs.default(10 * 60_000),
-    idleTimeout: durationMs.default(5 * 60_000),
-    runnerPrefix: z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, 'lowercase letters, digits and dashes, at most 31 characters').optional(),
-    runnerGroup: z.string().default('Default'),
-    runnerGroupId: z.number().int().min(1).default(1),
-    ephemeral: z.boolean().default(true),
-    enabled: z.boolean().default(true),
-    priority: z.number().int().min(0).max(1000).default(0),
-    /** `webhook`: runners follow queued `workflow_job` webhooks. `scaleSet`: a GitHub runner scale set's listener drives them. */
-    mode: z.enum(['webhook', 'scaleSet']).default('webhook'),
-    scaleSet: scaleSetSettingsSchema.optional(),
-  })
-  .strict()
-  .refine((p) => p.minIdleRunners <= p.maxRunners, { message: 'minIdleRunners must not exceed maxRunners', path: ['minIdleRunners'] })
-  .refine((p) => p.mode === 'scaleSet' || p.scaleSet === undefined, { message: 'scaleSet settings need mode: scaleSet', path: ['scaleSet'] })
-  .refine((p) => (p.scaleSet?.minRunners ?? 0) <= p.maxRunners, { message: 'scaleSet.minRunners must not exceed maxRunners', path: ['scaleSet', 'minRunners'] })
-  .refine((p) => p.mode !== 'scaleSet' || p.ephemeral, { message: 'scale set runners are always ephemeral', path: ['ephemeral'] });
+export const poolSettingsSchema = settingsSchemaOf(durationMs);
 
 /**
  * Largest `extraSpecs`, as JSON. Every runner's start input carries the pool's extra specs and a
@@ -126,11 +142,21 @@ function runnerSettingsSizeIssue(p: PoolSettings): { path: string; message: stri
   };
 }
 
-/** The pool settings plus the `extraSpecs` size cap: what `updatePool` signals were checked against before the cap on the rest. */
-export const extraSpecsCappedSettingsSchema = poolSettingsSchema.superRefine((p, ctx) => {
-  const issue = extraSpecsSizeIssue(p.extraSpecs);
-  if (issue) ctx.addIssue({ code: 'custom', path: ['extraSpecs'], message: issue });
-});
+/** Settings plus the `extraSpecs` size cap. */
+function withExtraSpecsCap<S extends z.ZodType<PoolSettings>>(schema: S) {
+  return schema.superRefine((p, ctx) => {
+    const issue = extraSpecsSizeIssue(p.extraSpecs);
+    if (issue) ctx.addIssue({ code: 'custom', path: ['extraSpecs'], message: issue });
+  });
+}
+
+/** Settings plus the cap on the rest of what every runner carries. */
+function withRunnerSettingsCap<S extends z.ZodType<PoolSettings>>(schema: S) {
+  return schema.superRefine((p, ctx) => {
+    const issue = runnerSettingsSizeIssue(p);
+    if (issue) ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.message });
+  });
+}
 
 /**
  * The settings a pool is given from now on, through the API, the config file or an
@@ -138,10 +164,22 @@ export const extraSpecsCappedSettingsSchema = poolSettingsSchema.superRefine((p,
  * pool workflow checks its signals against each cap only behind a `patched` branch, so a
  * history that took larger settings replays as it ran (see above).
  */
-export const newPoolSettingsSchema = extraSpecsCappedSettingsSchema.superRefine((p, ctx) => {
-  const issue = runnerSettingsSizeIssue(p);
-  if (issue) ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.message });
-});
+export const newPoolSettingsSchema = withRunnerSettingsCap(withExtraSpecsCap(poolSettingsSchema));
+
+/**
+ * What `updatePool` signals were checked against before each of the checks above came in,
+ * by the checks then in force: durations with fractions of a millisecond were taken, the size
+ * caps came one after the other. Built on first use: only pool workflows replaying such a
+ * history need them.
+ */
+export function earlierSignalSettingsSchemas() {
+  const fractions = settingsSchemaOf(durationMsWithFractions);
+  return {
+    none: fractions,
+    extraSpecs: withExtraSpecsCap(fractions),
+    all: withRunnerSettingsCap(withExtraSpecsCap(fractions)),
+  };
+}
 
 /** What a pool names that the installation must have: a provider and GitHub credentials of those names. */
 export function poolReferenceIssues(

@@ -16,8 +16,12 @@ export interface QueuedJob {
   labels: string[];
   /** owner/repo the job belongs to, for operators. */
   repository?: string;
+  /** When GitHub queued it, as `Date.parse` reads it (see `isReadableTime`). */
   queuedAt?: string;
 }
+
+/** A queued job's time the pool can count its wait from: a job whose `queuedAt` fails this is dropped by the pool. */
+export const isReadableTime = (value: unknown): value is string => typeof value === 'string' && Number.isFinite(Date.parse(value));
 
 export interface RunnerPoolInput {
   settings: PoolSettings;

@@ -183,9 +183,16 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   setHandler(updatePoolSignal, (args) => {
     // A signal sent by hand is held to what the API holds new settings to: extra specs, labels or
     // an image past their caps would make every batch of runner starts too large for the server,
-    // for good. (patched: pools that took larger ones replay taking them.)
-    const caps = patched('update-signal-runner-settings-capped') ? 'all' : patched('update-signal-extra-specs-capped') ? 'extraSpecs' : 'none';
-    const settings = poolSettingsArgs(args, { caps });
+    // for good; a fraction of a millisecond is no duration a timer can keep. (patched: pools that
+    // took such settings replay taking them.)
+    const checks = patched('update-signal-durations-whole-ms')
+      ? 'wholeMs'
+      : patched('update-signal-runner-settings-capped')
+        ? 'all'
+        : patched('update-signal-extra-specs-capped')
+          ? 'extraSpecs'
+          : 'none';
+    const settings = poolSettingsArgs(args, { checks });
     if (!settings) return;
     if (settings.name !== book.settings.name) {
       log.warn('ignored settings for another pool', { pool: book.settings.name, got: settings.name });

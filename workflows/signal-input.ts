@@ -7,7 +7,7 @@ import { log, setDefaultSignalHandler } from '@temporalio/workflow';
 import { INSTANCE_STATUSES, RUNNER_STATUSES } from '../domain/instance-status';
 import { HEALTH_FINDINGS, type HealthFinding } from '../domain/liveness';
 import type { HealthReportArgs, JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
-import type { JobProgressArgs, QueuedJob, RunnerChangedArgs } from './pool-messages';
+import { isReadableTime, type JobProgressArgs, type QueuedJob, type RunnerChangedArgs } from './pool-messages';
 import type { ScaleSetDemandArgs, UpdateListenerArgs } from './scale-set-messages';
 
 const REPORTABLE = ['installing', 'idle', 'failed'] as const;
@@ -61,7 +61,7 @@ export function queuedJobsArgs(signal: string, jobs: unknown): QueuedJob[] {
   for (const item of list) {
     const { jobId, runId, labels, repository, queuedAt } = asObject(item);
     const labelsOk = labels === undefined || (Array.isArray(labels) && labels.every((l) => typeof l === 'string'));
-    const queuedAtOk = queuedAt === undefined || (typeof queuedAt === 'string' && Number.isFinite(Date.parse(queuedAt)));
+    const queuedAtOk = queuedAt === undefined || isReadableTime(queuedAt);
     if (typeof jobId !== 'number' || !Number.isSafeInteger(jobId) || jobId <= 0 || !labelsOk || !queuedAtOk) {
       ignored += 1;
       continue;

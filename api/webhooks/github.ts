@@ -21,7 +21,7 @@
  */
 import { Webhooks } from '@octokit/webhooks';
 import { webhookDeliveries } from '../../observability/metrics';
-import type { QueuedJob } from '../../workflows/pool-messages';
+import { isReadableTime, type QueuedJob } from '../../workflows/pool-messages';
 import type { JobCompletedArgs, JobStartedArgs } from '../../workflows/messages';
 import { BodyTooLargeError, readBoundedBody } from './bounded-body';
 import { RecentDeliveries } from './recent-deliveries';
@@ -166,8 +166,6 @@ export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookD
   return acknowledge(result);
 }
 
-const readableTime = (value: string | null | undefined): string | undefined => (value && Number.isFinite(Date.parse(value)) ? value : undefined);
-
 async function dispatch(event: WorkflowJobEvent, deliveryId: string, deps: GitHubWebhookDeps): Promise<Result> {
   const job = event.workflow_job;
   const runnerName = job.runner_name ?? undefined;
@@ -180,7 +178,7 @@ async function dispatch(event: WorkflowJobEvent, deliveryId: string, deps: GitHu
         labels: job.labels,
         repository: event.repository?.full_name,
         // The pool drops a job whose time it cannot read: a malformed one is left out instead.
-        queuedAt: readableTime(job.created_at) ?? readableTime(job.started_at),
+        queuedAt: [job.created_at, job.started_at].find(isReadableTime),
         deliveryId,
       });
       return 'queued';

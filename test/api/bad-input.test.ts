@@ -58,6 +58,25 @@ describe('pool durations out of range', () => {
     expect(error.message).toMatch(/bootstrapTimeout: duration .* is longer than the maximum/);
   });
 
+  it.each([
+    ['a fraction of a millisecond', '0.0001ms'],
+    ['half a millisecond as a number', 1.5],
+  ])('POST refuses %s with 400 naming idleTimeout, and starts nothing', async (_what, value) => {
+    const name = poolName();
+    const error = await expectError(await api.call('POST', '/api/v1/pools', { body: validPool(name, { idleTimeout: value }) }), 400, 'validation_failed');
+    expect(error.message).toMatch(/idleTimeout: duration .* is not a whole number of milliseconds/);
+    expect(error.details).toEqual([expect.objectContaining({ path: 'idleTimeout' })]);
+    await expectError(await api.call('GET', `/api/v1/pools/${name}`), 404);
+  });
+
+  it('reads a fraction of a unit as the whole milliseconds it names', async () => {
+    const name = poolName();
+    const response = await api.call('POST', '/api/v1/pools', { body: validPool(name, { idleTimeout: '1.005s' }) });
+    expect(response.status, await response.clone().text()).toBe(201);
+    expect(((await response.json()) as { pool: { idleTimeout: number } }).pool.idleTimeout).toBe(1_005);
+    await client.workflow.getHandle(poolWorkflowId(name)).terminate('test done');
+  });
+
   it('still accepts 365 days', async () => {
     const name = poolName();
     const response = await api.call('POST', '/api/v1/pools', { body: validPool(name, { idleTimeout: '365d' }) });

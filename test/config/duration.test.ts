@@ -27,6 +27,23 @@ describe('parseDuration', () => {
     expect(() => parseDuration(input)).toThrow(/^duration .+ is longer than the maximum of 365d \(31536000000 ms\)$/);
   });
 
+  it('reads fractions of a unit as whole milliseconds, exactly', () => {
+    expect(parseDuration('1.005s')).toBe(1_005);
+    expect(parseDuration('0.29s')).toBe(290);
+    expect(parseDuration('2.5m')).toBe(150_000);
+    expect(parseDuration('0.00000125d')).toBe(108);
+    expect(parseDuration(`1.${'0'.repeat(400)}s`)).toBe(1_000);
+  });
+
+  it.each([
+    ['a fraction of a millisecond', '0.0001ms', /^duration "0\.0001ms" is not a whole number of milliseconds \(0\.0001 ms\)$/],
+    ['half a millisecond as a number', 1.5, /^duration 1\.5 is not a whole number of milliseconds \(1\.5 ms\)$/],
+    ['a day\'s fraction under a millisecond', '0.00000001d', /is not a whole number of milliseconds \(0\.864 ms\)$/],
+    ['a fraction with more digits than any unit divides into', `1.${'9'.repeat(400)}s`, /^duration "1\.9{34}\.\.\. is not a whole number of milliseconds$/],
+  ])('refuses %s, naming the value', (_what, input, message) => {
+    expect(() => parseDuration(input)).toThrow(message);
+  });
+
   it('shortens a long value in the message', () => {
     expect(() => parseDuration('9'.repeat(400))).toThrow(`duration "${'9'.repeat(36)}... is longer than the maximum of 365d`);
   });

@@ -67,6 +67,13 @@ describe('malformed signals', () => {
     await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 3 ? true : undefined), 20_000, 'the runners so far');
     expect((await pool.query(poolStateQuery)).settings).toMatchObject({ maxRunners: 3, image: settings.image, labels: settings.labels });
 
+    // A fraction of a millisecond is no duration a timer keeps.
+    await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4, idleTimeout: 90_000.5 } });
+    await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4, bootstrapTimeout: '0.0001ms' } as never });
+    await pool.signal(jobQueuedSignal, { jobId: 45, labels: ['linux'] });
+    await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 3 ? true : undefined), 20_000, 'the runners so far');
+    expect((await pool.query(poolStateQuery)).settings).toMatchObject({ maxRunners: 3, idleTimeout: settings.idleTimeout, bootstrapTimeout: settings.bootstrapTimeout });
+
     // A valid update still applies.
     await pool.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 4 } });
     await eventually(async () => ((await pool.query(poolStateQuery)).settings.maxRunners === 4 ? true : undefined), 10_000, 'settings updated');

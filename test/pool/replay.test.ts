@@ -70,6 +70,19 @@ describe('runnerPool histories replay with the current code', () => {
     await expect(replayHistory(history, 'pool/signalled-large-image')).resolves.toBeUndefined();
   });
 
+  it('a pool that took durations with fractions of a millisecond from an updatePool signal (recorded before such signals were refused)', async () => {
+    const history = loadHistory(__dirname, 'fractional-duration-by-signal-before-refused.json');
+    expect(patchIds(history.events)).toContain('update-signal-runner-settings-capped');
+    expect(patchIds(history.events)).not.toContain('update-signal-durations-whole-ms');
+    // The signal carried a number and a string with fractions; the old code took both and wrote its memo.
+    const update = history.events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'updatePool')!;
+    const sent = payload<{ settings: { idleTimeout: number; bootstrapTimeout: string } }>(update.workflowExecutionSignaledEventAttributes!.input!.payloads![0]).settings;
+    expect([sent.idleTimeout, sent.bootstrapTimeout]).toEqual([90_000.5, '20.0005s']);
+    const memoAfter = history.events.filter((e) => e.workflowPropertiesModifiedEventAttributes && Number(e.eventId) > Number(update.eventId));
+    expect(memoAfter.length).toBeGreaterThan(0);
+    await expect(replayHistory(history, 'pool/fractional-duration')).resolves.toBeUndefined();
+  });
+
   it('a pool that took a mode change from an updatePool signal (recorded before such signals were refused)', async () => {
     const history = loadHistory(__dirname, 'mode-change-by-signal-before-refused.json');
     expect(patchIds(history.events)).not.toContain('mode-change-refused-in-signal');
