@@ -1,10 +1,9 @@
 /**
- * Serves a fetch-style app over node:http: requests and responses are streamed,
- * not buffered, and a body whose Content-Length exceeds the server-wide cap is
- * refused before the app sees it (the app caps what it reads per route too).
+ * Serves a fetch-style app over node:http, from a thread of its own (see FRONT): requests
+ * and responses are streamed, not buffered, and a body whose Content-Length exceeds the
+ * server-wide cap is refused before the app sees it (the app caps what it reads per route too).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Worker, type TransferListItem } from 'node:worker_threads';
 import { parseListen, type ListenAddress } from '../config/schema';
 import type { App } from './app';
 import { payloadTooLarge } from './http/body';
@@ -48,175 +47,301 @@ export interface HttpServerOptions {
   onError?: (message: string, meta: Record<string, unknown>) => void;
 }
 
-function toRequest(req: IncomingMessage, base: string): Request {
-  const headers = new Headers();
-  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
-  const method = req.method ?? 'GET';
-  const hasBody = method !== 'GET' && method !== 'HEAD';
-  return new Request(`${base}${req.url ?? '/'}`, {
-    method,
-    headers,
-    ...(hasBody ? { body: bodyStream(req), duplex: 'half' } : {}),
-  } as RequestInit);
-}
-
-/** Chunks the app has not read yet, at most: past this the socket is paused (back pressure). */
-const BODY_BUFFER_BYTES = 64 * 1024;
-
 /**
- * The request body as a web stream. Not `Readable.toWeb`: a route that refuses a body unread
- * (its Content-Length is over the route's limit) cancels the stream, node:http then discards
- * the rest of the body, and Node's adapter would enqueue those bytes into the closed stream
- * and throw outside any request, ending the process. Here a cancelled body's bytes are
- * dropped as they come.
+ * The HTTP front: a thread of its own that accepts connections, parses requests and writes
+ * responses, while the app runs on the calling thread. libuv (Node 20) accepts one connection
+ * per listening socket per turn of the event loop; on the thread that also runs the worker's
+ * activities a turn takes tens of milliseconds under load, so a burst of deliveries, each on a
+ * new connection as a proxy without keep-alive sends them, queued by the hundred in the
+ * kernel's accept queue and waited seconds for it (bench/README.md). The front's own loop
+ * does little else, and accepts as they come.
+ *
+ * Plain JavaScript: a worker thread does not go through tsx. Messages, by request id:
+ * front → app: request (head), body, body-end, body-error, written, gone;
+ * app → front: resume (the app wants more of the body), discard (it stopped reading), head,
+ * chunk, end, destroy.
  */
-function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
-  let open = true;
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        req.on('data', (chunk: Buffer) => {
-          if (!open) return;
-          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-          if ((controller.desiredSize ?? 0) <= 0) req.pause();
-        });
-        req.once('end', () => {
-          if (!open) return;
-          open = false;
-          controller.close();
-        });
-        const fail = (err: Error) => {
-          if (!open) return;
-          open = false;
-          controller.error(err);
-        };
-        req.once('error', fail);
-        // The client went away before the body was whole.
-        req.once('close', () => {
-          if (!req.complete) fail(new Error('the client closed the connection before the request body was complete'));
-        });
-      },
-      pull() {
-        req.resume();
-      },
-      cancel() {
-        open = false;
-        // Drained, not destroyed: the response still goes out on this connection.
-        req.resume();
-      },
-    },
-    { highWaterMark: BODY_BUFFER_BYTES, size: (chunk) => chunk.byteLength },
-  );
-}
+const FRONT = String.raw`
+const { parentPort, workerData } = require('node:worker_threads');
+const http = require('node:http');
+const { host, port, maxBodyBytes, bodyBufferBytes } = workerData;
+const post = (message, transfer) => parentPort.postMessage(message, transfer);
+const live = new Map();
+let nextId = 0;
 
-/**
- * Chunks go from the body's reader straight to the socket, waiting for 'drain'
- * when it is full: measured, `pipeline(Readable.fromWeb(...))` cost more main
- * thread time than the webhook handler itself on a small JSON answer.
- */
-async function writeResponse(res: ServerResponse, response: Response): Promise<void> {
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, key) => {
-    if (key !== 'set-cookie') headers[key] = value;
+const server = http.createServer((req, res) => {
+  const id = ++nextId;
+  const x = { req, res, discard: false };
+  live.set(id, x);
+  const declared = Number(req.headers['content-length']);
+  const tooLarge = Number.isFinite(declared) && declared > maxBodyBytes;
+  const hasBody = !tooLarge && req.method !== 'GET' && req.method !== 'HEAD';
+  post({ t: 'request', id, method: req.method, url: req.url, rawHeaders: req.rawHeaders, hasBody, tooLarge });
+  if (hasBody) {
+    // Back pressure: at most bodyBufferBytes go to the app before it asks for more (resume).
+    let unasked = 0;
+    req.on('data', (chunk) => {
+      if (x.discard) return;
+      // A copy: the chunk may share its memory with other buffers, which a transfer would take away.
+      const copy = new Uint8Array(chunk);
+      post({ t: 'body', id, chunk: copy }, [copy.buffer]);
+      unasked += copy.byteLength;
+      if (unasked >= bodyBufferBytes) req.pause();
+    });
+    x.resume = () => { unasked = 0; req.resume(); };
+    req.once('end', () => { if (!x.discard) post({ t: 'body-end', id }); });
+    const failed = (message) => { if (!x.discard) { x.discard = true; post({ t: 'body-error', id, message }); } };
+    req.once('error', (err) => failed(err.message));
+    req.once('close', () => { if (!req.complete) failed('the client closed the connection before the request body was complete'); });
+  }
+  res.once('close', () => {
+    live.delete(id);
+    if (!res.writableFinished) post({ t: 'gone', id });
   });
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) headers['set-cookie'] = cookies;
-  res.writeHead(response.status, headers);
-  if (!response.body) {
-    res.end();
+});
+
+parentPort.on('message', (m) => {
+  if (m.t === 'close') {
+    const grace = setTimeout(() => server.closeAllConnections(), m.graceMs);
+    server.close(() => { clearTimeout(grace); post({ t: 'closed' }); });
+    server.closeIdleConnections();
     return;
   }
-  const reader = response.body.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (res.destroyed) throw new Error('the client went away');
-      if (!res.write(value)) await waitForDrain(res);
-    }
-    res.end();
-  } catch (err) {
-    // The app's stream stops producing for a client that is gone.
-    await reader.cancel(err).catch(() => undefined);
-    throw err;
+  const x = live.get(m.id);
+  if (!x) return;
+  const { req, res } = x;
+  switch (m.t) {
+    case 'resume': if (x.resume) x.resume(); break;
+    // Drained, not destroyed: the response still goes out on this connection.
+    case 'discard': x.discard = true; req.resume(); break;
+    case 'head':
+      // A body answered before it was read to its end is never read now: node:http would keep the
+      // connection for the next request behind those bytes, and that request would hang.
+      if (!req.complete) m.headers.connection = 'close';
+      res.writeHead(m.status, m.headers);
+      break;
+    case 'chunk':
+      if (res.write(m.bytes)) post({ t: 'written', id: m.id });
+      else res.once('drain', () => post({ t: 'written', id: m.id }));
+      break;
+    case 'end': res.end(); break;
+    case 'destroy': res.destroy(); break;
   }
+});
+
+server.once('error', (err) => post({ t: 'listen-error', code: err.code, message: err.message }));
+server.listen(port, host, () => {
+  server.removeAllListeners('error');
+  server.on('error', (err) => post({ t: 'error', message: err.message }));
+  const a = server.address();
+  post({ t: 'listening', address: a.address, family: a.family, port: a.port });
+});
+`;
+
+type FromFront =
+  | { t: 'listening'; address: string; family: string; port: number }
+  | { t: 'listen-error'; code?: string; message: string }
+  | { t: 'error'; message: string }
+  | { t: 'closed' }
+  | { t: 'request'; id: number; method: string; url: string; rawHeaders: string[]; hasBody: boolean; tooLarge: boolean }
+  | { t: 'body'; id: number; chunk: Uint8Array }
+  | { t: 'body-end' | 'written' | 'gone'; id: number }
+  | { t: 'body-error'; id: number; message: string };
+
+type ToFront =
+  | { t: 'resume' | 'discard' | 'end' | 'destroy'; id: number }
+  | { t: 'head'; id: number; status: number; headers: Record<string, string | string[]> }
+  | { t: 'chunk'; id: number; bytes: Uint8Array }
+  | { t: 'close'; graceMs: number };
+
+/** One request and its response, as the app's side sees it. */
+interface Exchange {
+  body?: ReadableStreamDefaultController<Uint8Array>;
+  bodyOpen: boolean;
+  /** The front wrote the last chunk (or the client went away). */
+  written?: { resolve: () => void; reject: (err: Error) => void };
+  headSent: boolean;
+  gone: boolean;
 }
 
-function waitForDrain(res: ServerResponse): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = (err?: Error) => {
-      res.off('drain', onDrain);
-      res.off('close', onClose);
-      if (err) reject(err);
-      else resolve();
-    };
-    const onDrain = () => done();
-    const onClose = () => done(new Error('the client went away'));
-    res.once('drain', onDrain);
-    res.once('close', onClose);
-  });
-}
+/** Body bytes the front hands over before the app asks for more: past this it pauses the socket (back pressure). */
+const BODY_BUFFER_BYTES = 64 * 1024;
 
 export async function startHttpServer(app: App, listen: string | ListenAddress, options: HttpServerOptions = {}): Promise<HttpServer> {
   const { host, port } = typeof listen === 'string' ? parseListen(listen) : listen;
   const maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
   const onError = options.onError ?? ((message, meta) => console.error(JSON.stringify({ level: 'error', message, ...meta })));
+  const front = new Worker(FRONT, { eval: true, workerData: { host, port, maxBodyBytes, bodyBufferBytes: BODY_BUFFER_BYTES } });
+  const send = (message: ToFront, transfer?: TransferListItem[]): void => front.postMessage(message, transfer);
+  const exchanges = new Map<number, Exchange>();
   let base = '';
+  let closed: (() => void) | undefined;
 
-  const server = createServer((req, res) => {
-    const serve = async (): Promise<void> => {
-      let response: Response;
-      const declared = Number(req.headers['content-length']);
-      if (Number.isFinite(declared) && declared > maxBodyBytes) {
-        response = errorResponse(payloadTooLarge(maxBodyBytes));
-        res.setHeader('connection', 'close');
-      } else {
-        let request: Request;
-        try {
-          request = toRequest(req, base);
-        } catch {
-          response = errorResponse(new HttpError(400, 'bad_request', 'the request line or headers are malformed'));
-          await writeResponse(res, response);
-          return;
-        }
-        response = await app(request);
+  /** The request body as a web stream fed by the front; cancelling it lets the front drop the rest. */
+  const bodyStream = (id: number, exchange: Exchange): ReadableStream<Uint8Array> =>
+    new ReadableStream<Uint8Array>(
+      {
+        start(controller) {
+          exchange.body = controller;
+        },
+        pull() {
+          send({ t: 'resume', id });
+        },
+        cancel() {
+          exchange.bodyOpen = false;
+          send({ t: 'discard', id });
+        },
+      },
+      { highWaterMark: BODY_BUFFER_BYTES, size: (chunk) => chunk.byteLength },
+    );
+
+  const writeResponse = async (id: number, exchange: Exchange, response: Response): Promise<void> => {
+    const headers: Record<string, string | string[]> = {};
+    response.headers.forEach((value, key) => {
+      if (key !== 'set-cookie') headers[key] = value;
+    });
+    const cookies = response.headers.getSetCookie();
+    if (cookies.length > 0) headers['set-cookie'] = cookies;
+    send({ t: 'head', id, status: response.status, headers });
+    exchange.headSent = true;
+    if (!response.body) return send({ t: 'end', id });
+    const reader = response.body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (exchange.gone) throw new Error('the client went away');
+        // A copy the front can own: the app's chunk may be a view into memory it keeps.
+        const bytes = new Uint8Array(value);
+        await new Promise<void>((resolve, reject) => {
+          exchange.written = { resolve, reject };
+          send({ t: 'chunk', id, bytes }, [bytes.buffer]);
+        });
       }
-      // A body the app answered without reading to its end is never read now: node:http would keep
-      // the connection for the next request behind those bytes, and that request would hang.
-      if (!req.complete) res.setHeader('connection', 'close');
-      await writeResponse(res, response);
-    };
-    serve().catch((err: unknown) => {
-      onError('http response failed', { path: req.url, error: (err as Error).message });
-      // Once headers are out, the status cannot change: cut the response short instead.
-      if (res.headersSent) return void res.destroy();
-      res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-      res.end(JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
-    });
+      send({ t: 'end', id });
+    } catch (err) {
+      // The app's stream stops producing for a client that is gone.
+      await reader.cancel(err).catch(() => undefined);
+      throw err;
+    }
+  };
+
+  const serve = async (m: Extract<FromFront, { t: 'request' }>, exchange: Exchange): Promise<void> => {
+    let response: Response;
+    if (m.tooLarge) {
+      response = errorResponse(payloadTooLarge(maxBodyBytes));
+    } else {
+      let request: Request;
+      try {
+        const headers = new Headers();
+        for (let i = 0; i + 1 < m.rawHeaders.length; i += 2) headers.append(m.rawHeaders[i]!, m.rawHeaders[i + 1]!);
+        request = new Request(`${base}${m.url || '/'}`, {
+          method: m.method,
+          headers,
+          ...(m.hasBody ? { body: bodyStream(m.id, exchange), duplex: 'half' } : {}),
+        } as RequestInit);
+      } catch {
+        response = errorResponse(new HttpError(400, 'bad_request', 'the request line or headers are malformed'));
+        return writeResponse(m.id, exchange, response);
+      }
+      response = await app(request);
+    }
+    await writeResponse(m.id, exchange, response);
+  };
+
+  const settle = (id: number, exchange: Exchange): void => {
+    if (exchanges.get(id) === exchange) exchanges.delete(id);
+    // A body the app left unread: the front stops handing it over.
+    if (exchange.bodyOpen) send({ t: 'discard', id });
+  };
+
+  front.on('message', (m: FromFront) => {
+    switch (m.t) {
+      case 'request': {
+        const exchange: Exchange = { bodyOpen: m.hasBody, headSent: false, gone: false };
+        exchanges.set(m.id, exchange);
+        void serve(m, exchange)
+          .catch((err: unknown) => {
+            onError('http response failed', { path: m.url, error: (err as Error).message });
+            if (exchange.gone) return;
+            // Once headers are out, the status cannot change: cut the response short instead.
+            if (exchange.headSent) return send({ t: 'destroy', id: m.id });
+            const body = new TextEncoder().encode(JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
+            send({ t: 'head', id: m.id, status: 500, headers: { 'content-type': 'application/json; charset=utf-8' } });
+            send({ t: 'chunk', id: m.id, bytes: body }, [body.buffer]);
+            send({ t: 'end', id: m.id });
+          })
+          .finally(() => settle(m.id, exchange));
+        return;
+      }
+      case 'body': {
+        const exchange = exchanges.get(m.id);
+        if (!exchange?.body || !exchange.bodyOpen) return;
+        exchange.body.enqueue(m.chunk);
+        return;
+      }
+      case 'body-end': {
+        const exchange = exchanges.get(m.id);
+        if (!exchange?.body || !exchange.bodyOpen) return;
+        exchange.bodyOpen = false;
+        exchange.body.close();
+        return;
+      }
+      case 'body-error': {
+        const exchange = exchanges.get(m.id);
+        if (!exchange?.body || !exchange.bodyOpen) return;
+        exchange.bodyOpen = false;
+        exchange.body.error(new Error(m.message));
+        return;
+      }
+      case 'written':
+        exchanges.get(m.id)?.written?.resolve();
+        return;
+      case 'gone': {
+        const exchange = exchanges.get(m.id);
+        if (!exchange) return;
+        exchange.gone = true;
+        exchange.written?.reject(new Error('the client went away'));
+        return;
+      }
+      case 'error':
+        onError('http server error', { error: m.message });
+        return;
+      case 'closed':
+        closed?.();
+        return;
+      default:
+        return;
+    }
   });
 
-  await new Promise<void>((resolve, reject) => {
-    const refused = (err: NodeJS.ErrnoException) => reject(new ListenError(host, port, err));
-    server.once('error', refused);
-    server.listen(port, host, () => {
-      server.off('error', refused);
-      resolve();
-    });
+  const listening = await new Promise<Extract<FromFront, { t: 'listening' }>>((resolve, reject) => {
+    const first = (m: FromFront) => {
+      if (m.t === 'listening') resolve(m);
+      else if (m.t === 'listen-error') reject(new ListenError(host, port, Object.assign(new Error(m.message), { code: m.code })));
+      else return;
+      front.off('message', first);
+      front.off('error', crashed);
+    };
+    const crashed = (err: Error) => reject(err);
+    front.on('message', first);
+    front.once('error', crashed);
+  }).catch(async (err: unknown) => {
+    await front.terminate();
+    throw err;
   });
-  const address = server.address() as AddressInfo;
-  const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  base = `http://${hostPart}:${address.port}`;
+  front.on('error', (err) => onError('http front failed', { error: err.message }));
+  const hostPart = listening.family === 'IPv6' ? `[${listening.address}]` : listening.address;
+  base = `http://${hostPart}:${listening.port}`;
 
   return {
     url: base,
-    close: () =>
-      new Promise<void>((resolve) => {
-        const grace = setTimeout(() => server.closeAllConnections(), options.closeGraceMs ?? 5_000);
-        server.close(() => {
-          clearTimeout(grace);
-          resolve();
-        });
-        server.closeIdleConnections();
-      }),
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        closed = resolve;
+        send({ t: 'close', graceMs: options.closeGraceMs ?? 5_000 });
+      });
+      await front.terminate();
+    },
   };
 }
