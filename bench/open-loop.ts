@@ -28,8 +28,8 @@ const SENDER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const http = require('node:http');
 const { createHmac } = require('node:crypto');
-const { url, secret, rate, seconds, timeoutMs, requests } = workerData;
-const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
+const { url, secret, rate, seconds, timeoutMs, requests, keepAlive } = workerData;
+const agent = new http.Agent({ keepAlive: keepAlive !== false, maxSockets: 512 });
 const target = new URL(url);
 const latencies = [];
 const sentAt = [];
@@ -72,7 +72,16 @@ tick();
  * Sends `requests` (cycled, each signed with `secret` as GitHub signs
  * deliveries) at `rate` per second for `seconds`.
  */
-export function openLoop(options: { url: string; secret: string; rate: number; seconds: number; timeoutMs: number; requests: OpenLoopRequest[] }): Promise<OpenLoopResult> {
+export function openLoop(options: {
+  url: string;
+  secret: string;
+  rate: number;
+  seconds: number;
+  timeoutMs: number;
+  requests: OpenLoopRequest[];
+  /** false: a new connection per request, as a proxy without upstream keep-alive (nginx's default) sends them. */
+  keepAlive?: boolean;
+}): Promise<OpenLoopResult> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(SENDER, { eval: true, workerData: options });
     worker.once('message', (result: OpenLoopResult) => {

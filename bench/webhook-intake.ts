@@ -11,7 +11,7 @@
  * the intake alone; `--max-runners` lets the pool make runners meanwhile.
  * Afterwards it checks every job reached its place (pool queue or unmatched record).
  *
- *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms] [--pace 20ms] [--warm-up 3]
+ *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms] [--pace 20ms] [--warm-up 3] [--no-keep-alive]
  *
  * The table also gives the p99 of each second of the burst, which shows where
  * in it the tail lies.
@@ -25,6 +25,9 @@
  * --processes gives each a process of its own, as a larger deployment does.
  * --relay-after sets `api.intakeRelayAfter` (0 turns the relay off), --pace
  * `api.intakePace` (least time between two signals to one pool).
+ *
+ * The sender keeps its connections alive, as a reverse proxy with upstream keep-alive
+ * does; --no-keep-alive opens one per delivery, as one without it (nginx's default) does.
  */
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -61,6 +64,7 @@ async function main(): Promise<void> {
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const processes = process.argv.includes('--processes');
+  const keepAlive = !process.argv.includes('--no-keep-alive');
   const relayAfter = stringArg('relay-after');
   const pace = stringArg('pace');
   const api = { ...(relayAfter !== undefined ? { intakeRelayAfter: relayAfter } : {}), ...(pace !== undefined ? { intakePace: pace } : {}) };
@@ -93,7 +97,7 @@ async function main(): Promise<void> {
       (matching ? matchingIds : unmatchedIds).add(id);
       return delivery(id, matching);
     });
-    console.log(`webhook-intake: ${total} signed queued deliveries at ${rate}/s for ${seconds} s (half matching pool ${pool.name}, max ${maxRunners} runners) on ${temporal.address}`);
+    console.log(`webhook-intake: ${total} signed queued deliveries at ${rate}/s for ${seconds} s (half matching pool ${pool.name}, max ${maxRunners} runners, ${keepAlive ? "connections kept alive" : "a connection per delivery"}) on ${temporal.address}`);
     const apiUrl = 'processes' in stack ? stack.apis[0]!.url! : stack.api.url;
     const webhookSecret = stack.webhookSecret;
     const pids = {
@@ -102,14 +106,14 @@ async function main(): Promise<void> {
     };
     const url = `${apiUrl}/webhooks/github`;
     const warmUpRequests = Array.from({ length: WARM_UP_RATE * warmUpSeconds }, (_, i) => delivery(firstId + total + i, i % 2 === 0));
-    const warmUp = warmUpSeconds > 0 ? await openLoop({ url, secret: webhookSecret, rate: WARM_UP_RATE, seconds: warmUpSeconds, timeoutMs: GITHUB_TIMEOUT_MS, requests: warmUpRequests }) : undefined;
+    const warmUp = warmUpSeconds > 0 ? await openLoop({ url, secret: webhookSecret, rate: WARM_UP_RATE, seconds: warmUpSeconds, timeoutMs: GITHUB_TIMEOUT_MS, requests: warmUpRequests, keepAlive }) : undefined;
     // A burst comes after a quiet spell: what the warm-up set going (a relay, a pool's tasks) settles first.
     if (warmUp) await new Promise((resolve) => setTimeout(resolve, WARM_UP_QUIET_MS));
     // In one process the API shares its thread with the worker's activities and the simulator: a busy event loop delays every answer.
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
     const cpuBefore = cpuSnapshot(pids);
-    const result = await openLoop({ url, secret: webhookSecret, rate, seconds, timeoutMs: GITHUB_TIMEOUT_MS, requests });
+    const result = await openLoop({ url, secret: webhookSecret, rate, seconds, timeoutMs: GITHUB_TIMEOUT_MS, requests, keepAlive });
 
     loopDelay.disable();
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(pids));
