@@ -339,6 +339,8 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
     close: async () => {
       await new Promise<void>((resolve) => {
         closed = resolve;
+        // A front that is already gone has nothing left to close.
+        front.once('exit', () => resolve());
         send({ t: 'close', graceMs: options.closeGraceMs ?? 5_000 });
       });
       await front.terminate();
