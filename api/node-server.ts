@@ -121,8 +121,8 @@ parentPort.on('message', (m) => {
       res.writeHead(m.status, m.headers);
       break;
     case 'chunk':
-      if (res.write(m.bytes)) post({ t: 'written', id: m.id });
-      else res.once('drain', () => post({ t: 'written', id: m.id }));
+      if (res.write(m.bytes)) post({ t: 'written', id: m.id, bytes: m.bytes.byteLength });
+      else { const bytes = m.bytes.byteLength; res.once('drain', () => post({ t: 'written', id: m.id, bytes })); }
       break;
     case 'end': res.end(); break;
     case 'destroy': res.destroy(); break;
@@ -145,7 +145,8 @@ type FromFront =
   | { t: 'closed' }
   | { t: 'request'; id: number; method: string; url: string; rawHeaders: string[]; hasBody: boolean; tooLarge: boolean }
   | { t: 'body'; id: number; chunk: Uint8Array }
-  | { t: 'body-end' | 'written' | 'gone'; id: number }
+  | { t: 'body-end' | 'gone'; id: number }
+  | { t: 'written'; id: number; bytes: number }
   | { t: 'body-error'; id: number; message: string };
 
 type ToFront =
@@ -158,7 +159,9 @@ type ToFront =
 interface Exchange {
   body?: ReadableStreamDefaultController<Uint8Array>;
   bodyOpen: boolean;
-  /** The front wrote the last chunk (or the client went away). */
+  /** Response bytes sent to the front and not yet written by it to the socket. */
+  unwritten: number;
+  /** Waiting for the front to write enough of them (or for the client to go away). */
   written?: { resolve: () => void; reject: (err: Error) => void };
   headSent: boolean;
   gone: boolean;
@@ -166,6 +169,13 @@ interface Exchange {
 
 /** Body bytes the front hands over before the app asks for more: past this it pauses the socket (back pressure). */
 const BODY_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * Response bytes the app sends ahead of the socket: past this it waits for the front to write
+ * them (back pressure). A small answer goes out whole without waiting for the front's word,
+ * which would cost the app's thread a turn of its event loop per response.
+ */
+const RESPONSE_WINDOW_BYTES = 64 * 1024;
 
 export async function startHttpServer(app: App, listen: string | ListenAddress, options: HttpServerOptions = {}): Promise<HttpServer> {
   const { host, port } = typeof listen === 'string' ? parseListen(listen) : listen;
@@ -213,10 +223,13 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
         if (exchange.gone) throw new Error('the client went away');
         // A copy the front can own: the app's chunk may be a view into memory it keeps.
         const bytes = new Uint8Array(value);
-        await new Promise<void>((resolve, reject) => {
-          exchange.written = { resolve, reject };
-          send({ t: 'chunk', id, bytes }, [bytes.buffer]);
-        });
+        exchange.unwritten += bytes.byteLength;
+        send({ t: 'chunk', id, bytes }, [bytes.buffer]);
+        if (exchange.unwritten > RESPONSE_WINDOW_BYTES) {
+          await new Promise<void>((resolve, reject) => {
+            exchange.written = { resolve, reject };
+          });
+        }
       }
       send({ t: 'end', id });
     } catch (err) {
@@ -258,7 +271,7 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
   front.on('message', (m: FromFront) => {
     switch (m.t) {
       case 'request': {
-        const exchange: Exchange = { bodyOpen: m.hasBody, headSent: false, gone: false };
+        const exchange: Exchange = { bodyOpen: m.hasBody, unwritten: 0, headSent: false, gone: false };
         exchanges.set(m.id, exchange);
         void serve(m, exchange)
           .catch((err: unknown) => {
@@ -294,9 +307,16 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
         exchange.body.error(new Error(m.message));
         return;
       }
-      case 'written':
-        exchanges.get(m.id)?.written?.resolve();
+      case 'written': {
+        const exchange = exchanges.get(m.id);
+        if (!exchange) return;
+        exchange.unwritten -= m.bytes;
+        if (exchange.written && exchange.unwritten <= RESPONSE_WINDOW_BYTES) {
+          exchange.written.resolve();
+          exchange.written = undefined;
+        }
         return;
+      }
       case 'gone': {
         const exchange = exchanges.get(m.id);
         if (!exchange) return;
