@@ -115,8 +115,8 @@ parentPort.on('message', (m) => {
     // Drained, not destroyed: the response still goes out on this connection.
     case 'discard': x.discard = true; req.resume(); break;
     case 'head':
-      // A body answered before it was read to its end is never read now: node:http would keep the
-      // connection for the next request behind those bytes, and that request would hang.
+      // A body not yet received whole when the answer goes: closing the connection spares
+      // reading the rest of an upload nobody wants, and no next request waits behind it.
       if (!req.complete) m.headers.connection = 'close';
       res.writeHead(m.status, m.headers);
       break;
