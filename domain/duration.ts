@@ -59,6 +59,7 @@ export function parseDuration(input: string | number, { wholeMs = true }: { whol
   if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) {
     throw new Error(`${shown(input)} is not a duration (examples: 500ms, 30s, 5m, 1h30m)`);
   }
+  // As read before the rule, in floating point: a pool replaying a signal must get the value it got then.
   if (!wholeMs) return checked(parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_MS[p[2]!]!, 0), input, false);
   return checked(
     parts.reduce((sum, p) => sum + partMs(p[1]!, UNIT_MS[p[2]!]!), 0),
