@@ -220,3 +220,89 @@ describe('startHttpServer', () => {
     expect(errors).toEqual(['app bug with detail']);
   });
 });
+
+/**
+ * libuv as Node 20 ships it accepts one connection per turn of the event loop, so a server on a
+ * thread that is busy with other work leaves new connections queued in the kernel for seconds
+ * (GitHub gives up on a delivery after 10). The front thread accepts and reads requests whatever
+ * the app's thread is doing: proven here by holding the app's thread still while a client opens
+ * connections that ask `Expect: 100-continue`, which only a server that has accepted and parsed
+ * the request can answer.
+ */
+describe('the front thread', () => {
+  const CONNECTIONS = 100;
+  // A client in a process of its own: this process's thread is the one held still.
+  const CLIENT = `
+    const net = require('node:net');
+    const port = Number(process.argv[1]);
+    let continued = 0, answered = 0, lastContinueAt = 0;
+    process.stdout.write('ready\\n');
+    process.stdin.once('data', () => {
+      for (let i = 0; i < ${CONNECTIONS}; i++) {
+        const socket = net.connect(port, '127.0.0.1', () => {
+          socket.write('POST /probe HTTP/1.1\\r\\nHost: probe\\r\\nContent-Type: application/json\\r\\nContent-Length: 2\\r\\nExpect: 100-continue\\r\\nConnection: close\\r\\n\\r\\n');
+        });
+        let seen = '';
+        socket.on('data', (chunk) => {
+          const before = seen;
+          seen += chunk.toString();
+          if (!before.includes('100 Continue') && seen.includes('100 Continue')) {
+            continued++;
+            lastContinueAt = Date.now();
+            socket.write('{}');
+          }
+          if (!before.includes(' 200 ') && seen.includes(' 200 ') && ++answered === ${CONNECTIONS}) finish();
+        });
+        socket.on('error', () => undefined);
+      }
+    });
+    let done = false;
+    function finish() {
+      if (done) return;
+      done = true;
+      process.stdout.write(JSON.stringify({ continued, answered, lastContinueAt }) + '\\n');
+      process.exit(0);
+    }
+    setTimeout(finish, 30000).unref();
+  `;
+
+  it('accepts and reads requests while the app thread is busy', async () => {
+    const { spawn } = await import('node:child_process');
+    let requests = 0;
+    server = await startHttpServer(async (request) => {
+      requests += 1;
+      return Response.json(await request.json());
+    }, '127.0.0.1:0');
+    const child = spawn(process.execPath, ['-e', CLIENT, new URL(server.url).port], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const lines: string[] = [];
+    let nextLine: (() => void) | undefined;
+    child.stdout.setEncoding('utf8');
+    let buffered = '';
+    child.stdout.on('data', (chunk: string) => {
+      buffered += chunk;
+      const parts = buffered.split('\n');
+      buffered = parts.pop() ?? '';
+      lines.push(...parts);
+      nextLine?.();
+    });
+    const line = async (n: number): Promise<string> => {
+      while (lines.length < n) await new Promise<void>((resolve) => (nextLine = resolve));
+      return lines[n - 1]!;
+    };
+    expect(await line(1)).toBe('ready');
+
+    child.stdin.write('go\n');
+    // Hold this thread still (without spinning a core) while the client connects.
+    const heldMs = 3_000;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, heldMs);
+    const releasedAt = Date.now();
+
+    const result = JSON.parse(await line(2)) as { continued: number; answered: number; lastContinueAt: number };
+    // Every connection was accepted and its headers read while the app's thread could do nothing.
+    expect(result.continued).toBe(CONNECTIONS);
+    expect(result.lastContinueAt).toBeLessThan(releasedAt);
+    // And each request then reached the app and was answered, once.
+    expect(result.answered).toBe(CONNECTIONS);
+    expect(requests).toBe(CONNECTIONS);
+  }, 60_000);
+});
