@@ -182,6 +182,29 @@ async function createSeconds(client: Client, runner: string): Promise<number | u
   }
 }
 
+/**
+ * The order things happen in a job's life. One look sees several steps at once (at a
+ * poll a second, a runner created, online and busy, and its job started): told in this
+ * order, a runner is created before a job starts on it, whichever snapshot noticed what.
+ */
+const TELLING_ORDER: Record<Exclude<StoryEvent['kind'], 'summary'>, number> = {
+  job_queued: 0,
+  runner_requested: 1,
+  runner_created: 2,
+  runner_online: 3,
+  runner_took_job: 4,
+  job_started: 5,
+  job_finished: 6,
+  runner_leaving: 7,
+  runner_removed: 8,
+};
+
+/** One look's events in the order they happened (stable within a kind). */
+export function inTellingOrder(events: StoryEvent[]): StoryEvent[] {
+  const rank = (e: StoryEvent) => (e.kind === 'summary' ? Number.MAX_SAFE_INTEGER : TELLING_ORDER[e.kind]);
+  return events.map((e, i) => ({ e, i })).sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i).map(({ e }) => e);
+}
+
 /** Starts telling; the returned function stops it. */
 export function startDemoStory(options: DemoStoryOptions): () => void {
   const book = new StoryBook();
@@ -192,16 +215,14 @@ export function startDemoStory(options: DemoStoryOptions): () => void {
     if (busy || stopped) return;
     busy = true;
     try {
-      for (const e of book.jobEvents(options.jobs())) options.emit(e);
+      const told = book.jobEvents(options.jobs());
       const view = await pool.query(poolStateQuery).catch(() => undefined);
       if (view && !stopped) {
         const { events, created } = book.runnerEvents(view.runners);
         const timings = await Promise.all(created.map((name) => createSeconds(options.client, name)));
-        // Told in order: requested, created, then what the runner did since.
-        for (const e of events) if (e.kind === 'runner_requested') options.emit(e);
-        created.forEach((runner, i) => options.emit({ kind: 'runner_created', runner, ...(timings[i] !== undefined ? { createSeconds: timings[i] } : {}) }));
-        for (const e of events) if (e.kind !== 'runner_requested') options.emit(e);
+        told.push(...events, ...created.map((runner, i): StoryEvent => ({ kind: 'runner_created', runner, ...(timings[i] !== undefined ? { createSeconds: timings[i] } : {}) })));
       }
+      if (!stopped) for (const e of inTellingOrder(told)) options.emit(e);
     } finally {
       busy = false;
     }

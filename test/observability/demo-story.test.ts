@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startDemoStory, storyEmitter, storyLine, type StoryEvent } from '../../devstack/demo-story';
+import { inTellingOrder, startDemoStory, storyEmitter, storyLine, type StoryEvent } from '../../devstack/demo-story';
 import { createLogger } from '../../observability/logger';
 import { api, e2ePool, useE2EStack } from '../e2e/stack';
 import { eventually } from '../support/temporal';
@@ -56,6 +56,27 @@ describe('the demo story', () => {
       const last = events.filter((e) => e.kind === 'summary').at(-1);
       return last?.kind === 'summary' && Object.keys(last.runners).length === 0;
     }, 5_000, 'an empty pool in the summary');
+  });
+
+  it('tells what one look saw in the order it happened: a runner is created before a job starts on it', () => {
+    const seen: StoryEvent[] = [
+      { kind: 'job_started', job: 'build', jobId: 1, runner: 'r-1', queueSeconds: 1.4 },
+      { kind: 'job_queued', job: 'test', jobId: 2 },
+      { kind: 'runner_removed', runner: 'r-0' },
+      { kind: 'runner_took_job', runner: 'r-1', jobId: 1 },
+      { kind: 'runner_requested', runner: 'r-1' },
+      { kind: 'runner_requested', runner: 'r-2' },
+      { kind: 'runner_created', runner: 'r-1', createSeconds: 0.1 },
+    ];
+    expect(inTellingOrder(seen).map((e) => ('runner' in e && e.kind.startsWith('runner') ? `${e.kind} ${e.runner}` : e.kind))).toEqual([
+      'job_queued',
+      'runner_requested r-1',
+      'runner_requested r-2',
+      'runner_created r-1',
+      'runner_took_job r-1',
+      'job_started',
+      'runner_removed r-0',
+    ]);
   });
 
   it('emits structured demo events for JSON logs', () => {
