@@ -106,7 +106,11 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
     const common = {
       baseUrl: options.apiUrl.replace(/\/+$/, ''),
       userAgent: 'runnerflow',
-      log: { debug: () => undefined, info: () => undefined, warn: (m: string) => this.logger.warn(m), error: (m: string) => this.logger.warn(m) },
+      // Octokit logs every answer that is not a 2xx as an error, but whether it is one is the port's
+      // to say: a 404 for a runner already removed, 422 for a busy one and 409 for a JIT name taken
+      // are answers, and warning about them taught operators to ignore warnings. A real failure
+      // reaches the caller as a GitHubApiError naming its operation, and is counted by outcome.
+      log: { debug: () => undefined, info: () => undefined, warn: (m: string) => this.logger.warn(m), error: (m: string) => this.logger.debug(m) },
     };
     // auth-app caches installation tokens (59 minutes of their 60) and mints a new one after.
     this.octokit =

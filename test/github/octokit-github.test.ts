@@ -45,6 +45,27 @@ describe('OctokitGitHub against the simulator', () => {
     expect(await env.github.findRunnerByName(repo, 'pool-a-2')).toBeUndefined();
   });
 
+  it('warns about none of the answers the port expects (404 gone, 422 busy, 409 name taken), nor about a failure it hands back', async () => {
+    const lines: { level: string; message: string }[] = [];
+    const logger = { debug: (message: string) => lines.push({ level: 'debug', message }), warn: (message: string) => lines.push({ level: 'warn', message }) };
+    const github = new OctokitGitHub({ credentialsName: 'sim', apiUrl: env.sim.url, auth: { type: 'pat', token: 'ghp_simulated' }, logger });
+    const first = await github.createRunnerCredential(jitRequest('pool-a-9'));
+    if (first.kind !== 'jit') throw new Error('expected a JIT credential');
+    await env.sim.startAgent({ jitConfig: first.encodedJitConfig });
+    env.sim.queueJob({ labels: ['self-hosted', 'gpu'], durationMs: 60_000 });
+    expect(await github.findRunnerByName(repo, 'pool-a-9')).toMatchObject({ busy: true });
+    expect(await github.removeRunner({ scope: repo, name: 'pool-a-9', runnerId: first.runnerId })).toBe('busy');
+    expect(await github.removeRunner({ scope: repo, name: 'pool-a-9', runnerId: first.runnerId + 1_000 })).toBe('not_found');
+    expect(await github.createRunnerCredential(jitRequest('pool-a-10'))).toMatchObject({ kind: 'jit' });
+    expect(await github.createRunnerCredential(jitRequest('pool-a-10'))).toMatchObject({ kind: 'jit' });
+    env.sim.setFault({ kind: 'server-error', status: 502, times: 1, operation: 'list-runners' });
+    await expect(github.findRunnerByName(repo, 'pool-a-10')).rejects.toBeInstanceOf(GitHubApiError);
+
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+    // Still there for whoever turns debug on.
+    expect(lines.map((l) => l.message)).toEqual(expect.arrayContaining([expect.stringMatching(/ - 404 with id /), expect.stringMatching(/ - 409 with id /), expect.stringMatching(/ - 422 with id /), expect.stringMatching(/ - 502 with id /)]));
+  });
+
   it('looks a runner up by name when its id is unknown, and never deletes what it cannot find', async () => {
     await env.github.createRunnerCredential(jitRequest('pool-a-3'));
     expect(await env.github.removeRunner({ scope: repo, name: 'pool-a-3' })).toBe('removed');
