@@ -1,7 +1,8 @@
 /**
  * The demo, told as it happens: runners created (and how long that took), online,
  * taking a job, leaving, removed; jobs queued, started (with their queue time)
- * and finished; and a one-line summary every few seconds.
+ * and finished; and a one-line summary every few seconds while it changes, once
+ * a minute while it does not.
  *
  * It watches what is cheap to watch: the simulator's job records (in process)
  * and the demo pool's state query, once a second. On a terminal the events are
@@ -169,6 +170,22 @@ export interface DemoStoryOptions {
   emit: (event: StoryEvent) => void;
   pollMs?: number;
   summaryEveryMs?: number;
+  /** A summary that says what the last one said waits this long (default a minute): a quiet demo does not repeat itself every few seconds. */
+  unchangedSummaryEveryMs?: number;
+}
+
+/**
+ * Whether a summary is worth a line: it says something new, or the last one is old
+ * enough that a reader may wonder whether the demo is still running.
+ */
+export function summaryGate(unchangedEveryMs: number): (summary: StoryEvent, now: number) => boolean {
+  let last: { said: string; at: number } | undefined;
+  return (summary, now) => {
+    const said = JSON.stringify(summary);
+    if (last && last.said === said && now - last.at < unchangedEveryMs) return false;
+    last = { said, at: now };
+    return true;
+  };
 }
 
 /** How long a runner took from `creating` to `running`, from its own transitions. */
@@ -228,7 +245,11 @@ export function startDemoStory(options: DemoStoryOptions): () => void {
     }
   };
   const poll = setInterval(() => void tick(), options.pollMs ?? 1_000);
-  const summary = setInterval(() => options.emit(book.summary()), options.summaryEveryMs ?? 5_000);
+  const worthTelling = summaryGate(options.unchangedSummaryEveryMs ?? 60_000);
+  const summary = setInterval(() => {
+    const line = book.summary();
+    if (worthTelling(line, Date.now())) options.emit(line);
+  }, options.summaryEveryMs ?? 5_000);
   void tick();
   return () => {
     stopped = true;

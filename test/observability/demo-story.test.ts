@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inTellingOrder, startDemoStory, storyEmitter, storyLine, type StoryEvent } from '../../devstack/demo-story';
+import { inTellingOrder, startDemoStory, storyEmitter, storyLine, summaryGate, type StoryEvent } from '../../devstack/demo-story';
 import { createLogger } from '../../observability/logger';
 import { api, e2ePool, useE2EStack } from '../e2e/stack';
 import { eventually } from '../support/temporal';
@@ -77,6 +77,16 @@ describe('the demo story', () => {
       'job_started',
       'runner_removed r-0',
     ]);
+  });
+
+  it('repeats an unchanged summary only after a quiet while', () => {
+    const gate = summaryGate(60_000);
+    const quiet: StoryEvent = { kind: 'summary', runners: { idle: 1 }, jobs: { queued: 0, running: 0, done: 3 }, p50QueueSeconds: 1.5 };
+    const busy: StoryEvent = { kind: 'summary', runners: { idle: 1, busy: 1 }, jobs: { queued: 0, running: 1, done: 3 }, p50QueueSeconds: 1.5 };
+    expect([0, 5_000, 10_000, 59_000].map((t) => gate(quiet, t))).toEqual([true, false, false, false]);
+    expect(gate(quiet, 60_000)).toBe(true);
+    expect(gate(busy, 61_000)).toBe(true);
+    expect(gate(quiet, 62_000)).toBe(true);
   });
 
   it('emits structured demo events for JSON logs', () => {
