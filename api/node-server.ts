@@ -1,5 +1,5 @@
 /**
- * Serves a fetch-style app over node:http, from a thread of its own (see FRONT): requests
+ * Serves a fetch-style app over node:http, from a thread of its own (see HTTP_FRONT_SOURCE): requests
  * and responses are streamed, not buffered, and a body whose Content-Length exceeds the
  * server-wide cap is refused before the app sees it (the app caps what it reads per route too).
  */
@@ -45,6 +45,10 @@ export interface HttpServerOptions {
   /** How long close() waits for requests in flight before cutting connections. */
   closeGraceMs?: number;
   onError?: (message: string, meta: Record<string, unknown>) => void;
+  /** How soon a front thread that stopped on its own is started again (the pause doubles, to 10 s, while it cannot listen). */
+  frontRestartMs?: number;
+  /** The front thread's code: the real one unless a test needs a front that fails. */
+  frontSource?: string;
 }
 
 /**
@@ -61,7 +65,7 @@ export interface HttpServerOptions {
  * app → front: resume (the app wants more of the body), discard (it stopped reading), head,
  * chunk, end, destroy.
  */
-const FRONT = String.raw`
+export const HTTP_FRONT_SOURCE = String.raw`
 const { parentPort, workerData } = require('node:worker_threads');
 const http = require('node:http');
 const { host, port, maxBodyBytes, bodyBufferBytes } = workerData;
@@ -94,6 +98,8 @@ const server = http.createServer((req, res) => {
     req.once('error', (err) => failed(err.message));
     req.once('close', () => { if (!req.complete) failed('the client closed the connection before the request body was complete'); });
   }
+  // A response that fails on its socket fails alone; unheard, the error would end the thread.
+  res.on('error', () => res.destroy());
   res.once('close', () => {
     live.delete(id);
     if (!res.writableFinished) post({ t: 'gone', id });
@@ -108,24 +114,34 @@ parentPort.on('message', (m) => {
     return;
   }
   const x = live.get(m.id);
-  if (!x) return;
+  if (!x || x.failed) return;
   const { req, res } = x;
-  switch (m.t) {
-    case 'resume': if (x.resume) x.resume(); break;
-    // Drained, not destroyed: the response still goes out on this connection.
-    case 'discard': x.discard = true; req.resume(); break;
-    case 'head':
-      // A body not yet received whole when the answer goes: closing the connection spares
-      // reading the rest of an upload nobody wants, and no next request waits behind it.
-      if (!req.complete) m.headers.connection = 'close';
-      res.writeHead(m.status, m.headers);
-      break;
-    case 'chunk':
-      if (res.write(m.bytes)) post({ t: 'written', id: m.id, bytes: m.bytes.byteLength });
-      else { const bytes = m.bytes.byteLength; res.once('drain', () => post({ t: 'written', id: m.id, bytes })); }
-      break;
-    case 'end': res.end(); break;
-    case 'destroy': res.destroy(); break;
+  try {
+    switch (m.t) {
+      case 'resume': if (x.resume) x.resume(); break;
+      // Drained, not destroyed: the response still goes out on this connection.
+      case 'discard': x.discard = true; req.resume(); break;
+      case 'head':
+        // A body not yet received whole when the answer goes: closing the connection spares
+        // reading the rest of an upload nobody wants, and no next request waits behind it.
+        if (!req.complete) m.headers.connection = 'close';
+        res.writeHead(m.status, m.headers);
+        break;
+      case 'chunk':
+        if (res.write(m.bytes)) post({ t: 'written', id: m.id, bytes: m.bytes.byteLength });
+        else { const bytes = m.bytes.byteLength; res.once('drain', () => post({ t: 'written', id: m.id, bytes })); }
+        break;
+      case 'end': res.end(); break;
+      case 'destroy': res.destroy(); break;
+    }
+  } catch (err) {
+    // What Node will not write (a header value with a control character, which fetch's Headers
+    // allow) fails this one answer, as a throwing app does, not the thread every request needs.
+    x.failed = true;
+    post({ t: 'error', message: 'response not written: ' + err.message });
+    if (res.headersSent) return res.destroy();
+    res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
+    res.end(JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
   }
 });
 
@@ -181,40 +197,36 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
   const { host, port } = typeof listen === 'string' ? parseListen(listen) : listen;
   const maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
   const onError = options.onError ?? ((message, meta) => console.error(JSON.stringify({ level: 'error', message, ...meta })));
-  const front = new Worker(FRONT, { eval: true, workerData: { host, port, maxBodyBytes, bodyBufferBytes: BODY_BUFFER_BYTES } });
-  const send = (message: ToFront, transfer?: TransferListItem[]): void => front.postMessage(message, transfer);
-  const exchanges = new Map<number, Exchange>();
   let base = '';
-  let closed: (() => void) | undefined;
 
   /** The request body as a web stream fed by the front; cancelling it lets the front drop the rest. */
-  const bodyStream = (id: number, exchange: Exchange): ReadableStream<Uint8Array> =>
+  const bodyStream = (front: Front, id: number, exchange: Exchange): ReadableStream<Uint8Array> =>
     new ReadableStream<Uint8Array>(
       {
         start(controller) {
           exchange.body = controller;
         },
         pull() {
-          send({ t: 'resume', id });
+          front.send({ t: 'resume', id });
         },
         cancel() {
           exchange.bodyOpen = false;
-          send({ t: 'discard', id });
+          front.send({ t: 'discard', id });
         },
       },
       { highWaterMark: BODY_BUFFER_BYTES, size: (chunk) => chunk.byteLength },
     );
 
-  const writeResponse = async (id: number, exchange: Exchange, response: Response): Promise<void> => {
+  const writeResponse = async (front: Front, id: number, exchange: Exchange, response: Response): Promise<void> => {
     const headers: Record<string, string | string[]> = {};
     response.headers.forEach((value, key) => {
       if (key !== 'set-cookie') headers[key] = value;
     });
     const cookies = response.headers.getSetCookie();
     if (cookies.length > 0) headers['set-cookie'] = cookies;
-    send({ t: 'head', id, status: response.status, headers });
+    front.send({ t: 'head', id, status: response.status, headers });
     exchange.headSent = true;
-    if (!response.body) return send({ t: 'end', id });
+    if (!response.body) return front.send({ t: 'end', id });
     const reader = response.body.getReader();
     try {
       for (;;) {
@@ -224,14 +236,14 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
         // A copy the front can own: the app's chunk may be a view into memory it keeps.
         const bytes = new Uint8Array(value);
         exchange.unwritten += bytes.byteLength;
-        send({ t: 'chunk', id, bytes }, [bytes.buffer]);
+        front.send({ t: 'chunk', id, bytes }, [bytes.buffer]);
         if (exchange.unwritten > RESPONSE_WINDOW_BYTES) {
           await new Promise<void>((resolve, reject) => {
             exchange.written = { resolve, reject };
           });
         }
       }
-      send({ t: 'end', id });
+      front.send({ t: 'end', id });
     } catch (err) {
       // The app's stream stops producing for a client that is gone.
       await reader.cancel(err).catch(() => undefined);
@@ -239,7 +251,7 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
     }
   };
 
-  const serve = async (m: Extract<FromFront, { t: 'request' }>, exchange: Exchange): Promise<void> => {
+  const serve = async (front: Front, m: Extract<FromFront, { t: 'request' }>, exchange: Exchange): Promise<void> => {
     let response: Response;
     if (m.tooLarge) {
       response = errorResponse(payloadTooLarge(maxBodyBytes));
@@ -251,40 +263,41 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
         request = new Request(`${base}${m.url || '/'}`, {
           method: m.method,
           headers,
-          ...(m.hasBody ? { body: bodyStream(m.id, exchange), duplex: 'half' } : {}),
+          ...(m.hasBody ? { body: bodyStream(front, m.id, exchange), duplex: 'half' } : {}),
         } as RequestInit);
       } catch {
         response = errorResponse(new HttpError(400, 'bad_request', 'the request line or headers are malformed'));
-        return writeResponse(m.id, exchange, response);
+        return writeResponse(front, m.id, exchange, response);
       }
       response = await app(request);
     }
-    await writeResponse(m.id, exchange, response);
+    await writeResponse(front, m.id, exchange, response);
   };
 
-  const settle = (id: number, exchange: Exchange): void => {
-    if (exchanges.get(id) === exchange) exchanges.delete(id);
+  const settle = (front: Front, id: number, exchange: Exchange): void => {
+    if (front.exchanges.get(id) === exchange) front.exchanges.delete(id);
     // A body the app left unread: the front stops handing it over.
-    if (exchange.bodyOpen) send({ t: 'discard', id });
+    if (exchange.bodyOpen) front.send({ t: 'discard', id });
   };
 
-  front.on('message', (m: FromFront) => {
+  const onMessage = (front: Front, m: FromFront): void => {
+    const { exchanges } = front;
     switch (m.t) {
       case 'request': {
         const exchange: Exchange = { bodyOpen: m.hasBody, unwritten: 0, headSent: false, gone: false };
         exchanges.set(m.id, exchange);
-        void serve(m, exchange)
+        void serve(front, m, exchange)
           .catch((err: unknown) => {
             onError('http response failed', { path: m.url, error: (err as Error).message });
             if (exchange.gone) return;
             // Once headers are out, the status cannot change: cut the response short instead.
-            if (exchange.headSent) return send({ t: 'destroy', id: m.id });
+            if (exchange.headSent) return front.send({ t: 'destroy', id: m.id });
             const body = new TextEncoder().encode(JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
-            send({ t: 'head', id: m.id, status: 500, headers: { 'content-type': 'application/json; charset=utf-8' } });
-            send({ t: 'chunk', id: m.id, bytes: body }, [body.buffer]);
-            send({ t: 'end', id: m.id });
+            front.send({ t: 'head', id: m.id, status: 500, headers: { 'content-type': 'application/json; charset=utf-8' } });
+            front.send({ t: 'chunk', id: m.id, bytes: body }, [body.buffer]);
+            front.send({ t: 'end', id: m.id });
           })
-          .finally(() => settle(m.id, exchange));
+          .finally(() => settle(front, m.id, exchange));
         return;
       }
       case 'body': {
@@ -320,50 +333,141 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
       case 'gone': {
         const exchange = exchanges.get(m.id);
         if (!exchange) return;
-        exchange.gone = true;
-        exchange.written?.reject(new Error('the client went away'));
+        goneExchange(exchange, 'the client went away');
         return;
       }
       case 'error':
         onError('http server error', { error: m.message });
         return;
       case 'closed':
-        closed?.();
+        front.closed?.();
         return;
       default:
         return;
     }
-  });
+  };
 
-  const listening = await new Promise<Extract<FromFront, { t: 'listening' }>>((resolve, reject) => {
-    const first = (m: FromFront) => {
-      if (m.t === 'listening') resolve(m);
-      else if (m.t === 'listen-error') reject(new ListenError(host, port, Object.assign(new Error(m.message), { code: m.code })));
-      else return;
-      front.off('message', first);
-      front.off('error', crashed);
+  /**
+   * Starts a front thread and waits until it listens. Each front numbers its requests from 1,
+   * so an exchange answers only through the front it came from: a response still being made
+   * when its front stopped goes nowhere, never to another client's request of the same number.
+   */
+  const startFront = async (at: { host: string; port: number }): Promise<Front> => {
+    const worker = new Worker(options.frontSource ?? HTTP_FRONT_SOURCE, { eval: true, workerData: { host: at.host, port: at.port, maxBodyBytes, bodyBufferBytes: BODY_BUFFER_BYTES } });
+    const front: Front = {
+      worker,
+      exchanges: new Map(),
+      exited: false,
+      send: (message, transfer) => {
+        if (!front.exited) worker.postMessage(message, transfer);
+      },
     };
-    const crashed = (err: Error) => reject(err);
-    front.on('message', first);
-    front.once('error', crashed);
-  }).catch(async (err: unknown) => {
-    await front.terminate();
-    throw err;
-  });
-  front.on('error', (err) => onError('http front failed', { error: err.message }));
+    worker.on('message', (m: FromFront) => onMessage(front, m));
+    worker.once('exit', () => {
+      front.exited = true;
+      // The requests it held are gone with their connections: their streams and waits end here.
+      for (const exchange of front.exchanges.values()) goneExchange(exchange, 'the HTTP front stopped');
+      front.exchanges.clear();
+      front.closed?.();
+    });
+    const listening = await new Promise<Extract<FromFront, { t: 'listening' }>>((resolve, reject) => {
+      const first = (m: FromFront) => {
+        if (m.t === 'listening') resolve(m);
+        else if (m.t === 'listen-error') reject(new ListenError(at.host, at.port, Object.assign(new Error(m.message), { code: m.code })));
+        else return;
+        worker.off('message', first);
+        worker.off('error', crashed);
+      };
+      const crashed = (err: Error) => reject(err);
+      worker.on('message', first);
+      worker.once('error', crashed);
+    }).catch(async (err: unknown) => {
+      await worker.terminate();
+      throw err;
+    });
+    worker.on('error', (err) => onError('http front failed', { error: err.message }));
+    front.address = listening;
+    return front;
+  };
+
+  let front = await startFront({ host, port });
+  const listening = front.address!;
   const hostPart = listening.family === 'IPv6' ? `[${listening.address}]` : listening.address;
   base = `http://${hostPart}:${listening.port}`;
+
+  /**
+   * A front thread that stops on its own (a failure no request handler caught, memory) would
+   * leave a process that runs its worker but answers no HTTP at all, and nothing would say so
+   * but one log line. A new front takes the same address at once, and again with a growing
+   * pause while it cannot; only close() stops that.
+   */
+  let closing = false;
+  let restartTimer: NodeJS.Timeout | undefined;
+  const firstRestartMs = options.frontRestartMs ?? 100;
+  const watch = (current: Front): void => {
+    current.worker.once('exit', (code) => {
+      if (closing) return;
+      onError('http front stopped; starting a new one', { exitCode: code });
+      let pauseMs = firstRestartMs;
+      const again = (): void => {
+        restartTimer = setTimeout(() => {
+          restartTimer = undefined;
+          if (closing) return;
+          startFront({ host: listening.address, port: listening.port })
+            .then(async (started) => {
+              if (closing) return started.worker.terminate().then(() => undefined);
+              front = started;
+              watch(started);
+            })
+            .catch((err: unknown) => {
+              onError('http front could not start again; trying later', { error: (err as Error).message, retryInMs: pauseMs });
+              pauseMs = Math.min(pauseMs * 2, MAX_FRONT_RESTART_MS);
+              again();
+            });
+        }, pauseMs);
+      };
+      again();
+    });
+  };
+  watch(front);
 
   return {
     url: base,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        closed = resolve;
-        // A front that is already gone has nothing left to close.
-        front.once('exit', () => resolve());
-        send({ t: 'close', graceMs: options.closeGraceMs ?? 5_000 });
-      });
-      await front.terminate();
+      closing = true;
+      if (restartTimer) clearTimeout(restartTimer);
+      const current = front;
+      if (!current.exited) {
+        await new Promise<void>((resolve) => {
+          // A front that exits before it says so has nothing left to close either.
+          current.closed = resolve;
+          current.send({ t: 'close', graceMs: options.closeGraceMs ?? 5_000 });
+        });
+      }
+      await current.worker.terminate();
     },
   };
+}
+
+/** One front thread, and the requests it handed over that are not settled yet. */
+interface Front {
+  worker: Worker;
+  exchanges: Map<number, Exchange>;
+  send: (message: ToFront, transfer?: TransferListItem[]) => void;
+  exited: boolean;
+  address?: Extract<FromFront, { t: 'listening' }>;
+  closed?: () => void;
+}
+
+/** The longest pause between attempts to start a front that keeps failing to listen. */
+const MAX_FRONT_RESTART_MS = 10_000;
+
+function goneExchange(exchange: Exchange, reason: string): void {
+  exchange.gone = true;
+  exchange.written?.reject(new Error(reason));
+  exchange.written = undefined;
+  if (exchange.bodyOpen && exchange.body) {
+    exchange.bodyOpen = false;
+    exchange.body.error(new Error(reason));
+  }
 }

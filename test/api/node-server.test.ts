@@ -1,6 +1,7 @@
 import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseListen, startHttpServer, type HttpServer } from '../../api/node-server';
+import { HTTP_FRONT_SOURCE, parseListen, startHttpServer, type HttpServer } from '../../api/node-server';
+import { eventually } from '../support/temporal';
 import { readJson } from '../../api/http/body';
 import { HttpError } from '../../api/http/errors';
 
@@ -218,6 +219,52 @@ describe('startHttpServer', () => {
     expect(JSON.parse(text)).toEqual({ error: { code: 'internal', message: 'internal server error' } });
     expect(text).not.toContain('detail');
     expect(errors).toEqual(['app bug with detail']);
+  });
+
+  it('answers 500 when Node will not write the head the app made, and serves the next request', async () => {
+    const errors: string[] = [];
+    server = await startHttpServer(async (request) => new Response('hi', { headers: { 'x-echo': new URL(request.url).searchParams.get('v') ?? 'ok' } }), '127.0.0.1:0', {
+      onError: (message, meta) => errors.push(`${message}: ${String(meta.error)}`),
+    });
+    // fetch's Headers take a control character that node:http refuses to write.
+    const refused = await fetch(`${server.url}/?v=${encodeURIComponent('a\u0001b')}`);
+    expect(refused.status).toBe(500);
+    expect(await refused.json()).toEqual({ error: { code: 'internal', message: 'internal server error' } });
+    expect(errors).toEqual([expect.stringMatching(/^http server error: response not written: Invalid character in header content/)]);
+    const next = await fetch(`${server.url}/?v=fine`);
+    expect(next.status).toBe(200);
+    expect(next.headers.get('x-echo')).toBe('fine');
+  });
+});
+
+describe('a front thread that stops on its own', () => {
+  // The real front, made to fail the way an uncaught error would when asked for /stop-front.
+  const failingFront = `${HTTP_FRONT_SOURCE}
+server.prependListener('request', (req) => { if (req.url === '/stop-front') setImmediate(() => { throw new Error('the front failed'); }); });`;
+
+  it('is started again on the same address, and requests are answered as before', async () => {
+    const errors: string[] = [];
+    server = await startHttpServer(async (request) => new Response(new URL(request.url).pathname), '127.0.0.1:0', {
+      frontSource: failingFront,
+      frontRestartMs: 50,
+      onError: (message) => errors.push(message),
+    });
+    const url = server.url;
+    expect(await (await fetch(`${url}/before`)).text()).toBe('/before');
+    await expect(fetch(`${url}/stop-front`)).rejects.toThrow();
+    await eventually(() => errors.includes('http front stopped; starting a new one'), 5_000, 'the stop noticed');
+    await eventually(async () => (await fetch(`${url}/after`).then((r) => r.text()).catch(() => '')) === '/after', 10_000, 'a new front on the same address');
+    expect(server.url).toBe(url);
+  });
+
+  it('is not started again once the server is closing', async () => {
+    const errors: string[] = [];
+    const closing = await startHttpServer(async () => new Response('ok'), '127.0.0.1:0', { frontSource: failingFront, frontRestartMs: 300, onError: (message) => errors.push(message) });
+    await expect(fetch(`${closing.url}/stop-front`)).rejects.toThrow();
+    await eventually(() => errors.includes('http front stopped; starting a new one'), 5_000, 'the stop noticed');
+    await closing.close();
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await expect(fetch(`${closing.url}/`)).rejects.toThrow();
   });
 });
 
