@@ -18,6 +18,7 @@ import { instanceStartOptions } from '../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW, type RunnerInstanceInput } from '../workflows/messages';
 import { poolWorkflowId, runnersChangedSignal, type RunnerChangedArgs } from '../workflows/pool-messages';
 import { reportErrorText } from './failures';
+import { whileHeartbeating } from './heartbeat';
 
 export interface StartRunnersArgs {
   runners: RunnerInstanceInput[];
@@ -81,11 +82,15 @@ export function createPoolActivities(deps: { client: Client }) {
     async startRunners({ runners }: StartRunnersArgs): Promise<StartRunnersResult> {
       const taskQueue = Context.current().info.taskQueue;
       const notStarted: StartRunnersResult['notStarted'] = [];
-      const outcomes = await Promise.allSettled(
-        // Eager start: the server may hand the new runner's first workflow task straight back to this
-        // worker (the client shares its connection), skipping the task queue where, measured under
-        // load, first tasks waited 3 to 30 s to be picked up.
-        runners.map((input) => deps.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input), requestEagerStart: true })),
+      // Heartbeats say this worker is alive: one that dies mid-start is noticed within the
+      // heartbeat timeout, not the step's whole time limit (see the pool's starter).
+      const outcomes = await whileHeartbeating(() =>
+        Promise.allSettled(
+          // Eager start: the server may hand the new runner's first workflow task straight back to this
+          // worker (the client shares its connection), skipping the task queue where, measured under
+          // load, first tasks waited 3 to 30 s to be picked up.
+          runners.map((input) => deps.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input), requestEagerStart: true })),
+        ),
       );
       let undecided: unknown;
       outcomes.forEach((outcome, i) => {

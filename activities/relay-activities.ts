@@ -11,6 +11,7 @@ import { recordUnmatchedJobs } from '../api/temporal/unmatched-record';
 import { jobsQueuedSignal, unmatchedJobsWorkflowId, type QueuedJob, type UnmatchedJob } from '../workflows/pool-messages';
 import type { RelayTarget } from '../workflows/relay-messages';
 import { activityTaskQueue } from './task-queue';
+import { whileHeartbeating } from './heartbeat';
 
 export interface ForwardRelayedJobsArgs {
   target: RelayTarget;
@@ -57,6 +58,28 @@ export function createRelayActivities(deps: { client: Client }) {
     return { passedOn, ended };
   }
 
+  /** See passOnJobs. */
+  async function passOn({ from, jobs }: PassOnJobsArgs): Promise<PassOnJobsResult> {
+    const pools = (await new PoolDirectory(deps.client, 0, activityTaskQueue()).fetch()).filter((p) => p.workflowId !== from);
+    const byPool = new Map<string, QueuedJob[]>();
+    const recordedAt = new Date().toISOString();
+    const unmatched: UnmatchedJob[] = [];
+    for (const job of jobs) {
+      const candidates = candidatePools(pools, job.labels, job.repository);
+      if (candidates.kind === 'none') {
+        unmatched.push({ ...job, reason: `${candidates.reason} (${from} takes no jobs now)`, recordedAt });
+        continue;
+      }
+      // Equal priorities share the jobs: no capacity queries on a path this rare.
+      const target = candidates.pools[job.jobId % candidates.pools.length]!.workflowId;
+      byPool.set(target, [...(byPool.get(target) ?? []), job]);
+    }
+    const { passedOn, ended } = await signalPools(byPool);
+    unmatched.push(...ended.map((job) => ({ ...job, reason: `the matching pool ended while the job was passed on from ${from}`, recordedAt })));
+    if (unmatched.length > 0) await recordUnmatched(unmatched);
+    return { passedOn, unmatched: unmatched.length };
+  }
+
   return {
     /**
      * Routes the jobs of a pool that is being deleted or disabled as the webhook intake
@@ -64,25 +87,9 @@ export function createRelayActivities(deps: { client: Client }) {
      * way to a runner (the look for lost jobs covers repository pools only). A retried
      * attempt may signal a job twice; a pool's book takes each job once.
      */
-    async passOnJobs({ from, jobs }: PassOnJobsArgs): Promise<PassOnJobsResult> {
-      const pools = (await new PoolDirectory(deps.client, 0, activityTaskQueue()).fetch()).filter((p) => p.workflowId !== from);
-      const byPool = new Map<string, QueuedJob[]>();
-      const recordedAt = new Date().toISOString();
-      const unmatched: UnmatchedJob[] = [];
-      for (const job of jobs) {
-        const candidates = candidatePools(pools, job.labels, job.repository);
-        if (candidates.kind === 'none') {
-          unmatched.push({ ...job, reason: `${candidates.reason} (${from} takes no jobs now)`, recordedAt });
-          continue;
-        }
-        // Equal priorities share the jobs: no capacity queries on a path this rare.
-        const target = candidates.pools[job.jobId % candidates.pools.length]!.workflowId;
-        byPool.set(target, [...(byPool.get(target) ?? []), job]);
-      }
-      const { passedOn, ended } = await signalPools(byPool);
-      unmatched.push(...ended.map((job) => ({ ...job, reason: `the matching pool ended while the job was passed on from ${from}`, recordedAt })));
-      if (unmatched.length > 0) await recordUnmatched(unmatched);
-      return { passedOn, unmatched: unmatched.length };
+    async passOnJobs(args: PassOnJobsArgs): Promise<PassOnJobsResult> {
+      // Heartbeats: a pass whose worker died is retried within the pool's step heartbeat timeout.
+      return whileHeartbeating(() => passOn(args));
     },
 
     async forwardRelayedJobs({ target, jobs }: ForwardRelayedJobsArgs): Promise<ForwardRelayedJobsResult> {

@@ -65,6 +65,13 @@ export interface InstanceTimings {
    * Absent from the input of pools started before it was configurable.
    */
   poolAuditIntervalMs?: number;
+  /**
+   * A pool's own steps (starting runner workflows, passing jobs on) heartbeat: one whose worker
+   * died is retried elsewhere after this long instead of after its whole time limit, and meanwhile
+   * the runners it was starting hold capacity and the pool cannot continue as new.
+   * Absent from the input of pools started before it was configurable.
+   */
+  poolStepHeartbeatTimeoutMs?: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -92,6 +99,7 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   scaleSetWaitingJobsIntervalMs: 60_000,
   leaveReaskIntervalMs: 30_000,
   poolAuditIntervalMs: 10 * 60_000,
+  poolStepHeartbeatTimeoutMs: 10_000,
 };
 
 export const timingsOverrideSchema = z
@@ -120,6 +128,7 @@ export const timingsOverrideSchema = z
     scaleSetWaitingJobsInterval: durationMs,
     leaveReaskInterval: durationMs,
     poolAuditInterval: durationMs,
+    poolStepHeartbeatTimeout: durationMs,
   })
   .partial()
   .strict();

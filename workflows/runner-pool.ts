@@ -91,19 +91,28 @@ const MAX_STARTS_PER_DECISION = 250;
  * the runners are already counted against maxRunners, and an undecided start
  * must not be forgotten (a runner counted nowhere could exceed the maximum).
  * Starting is idempotent by id.
+ *
+ * Both steps heartbeat (`poolStepHeartbeatTimeout`): a step whose worker died is otherwise
+ * retried only when its minute is up, and meanwhile the pool cannot continue as new (it waits
+ * for its steps to return), so a busy pool whose history was full made no runner at all for that
+ * minute (found by the chaos campaign: a worker killed during a start, jobs waiting 60 – 100 s).
  */
-const starter = proxyActivities<PoolActivities>({
-  startToCloseTimeout: 60_000,
-  retry: { initialInterval: 200, backoffCoefficient: 2, maximumInterval: 10_000 },
-});
+const starterWith = (heartbeatTimeout: number) =>
+  proxyActivities<PoolActivities>({
+    startToCloseTimeout: 60_000,
+    heartbeatTimeout,
+    retry: { initialInterval: 200, backoffCoefficient: 2, maximumInterval: 10_000 },
+  });
 
 /**
  * Jobs a closing pool passes on were acknowledged to GitHub already: retried until they land.
  */
-const passOn = proxyActivities<RelayActivities>({
-  startToCloseTimeout: 60_000,
-  retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000 },
-});
+const passOnWith = (heartbeatTimeout: number) =>
+  proxyActivities<RelayActivities>({
+    startToCloseTimeout: 60_000,
+    heartbeatTimeout,
+    retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000 },
+  });
 
 /** Jobs per pass-on call: one signal's worth, well inside Temporal's payload limit. */
 const PASS_ON_BATCH = 500;
@@ -117,6 +126,9 @@ const auditor = proxyActivities<PoolAuditActivities>({
 
 /** For pools whose input predates `poolAuditIntervalMs`. */
 const DEFAULT_AUDIT_INTERVAL_MS = 10 * 60_000;
+
+/** For pools whose input predates `poolStepHeartbeatTimeoutMs`. */
+const DEFAULT_STEP_HEARTBEAT_MS = 10_000;
 
 const registrations = proxyActivities<GitHubSweepActivities>({
   startToCloseTimeout: 120_000,
@@ -166,6 +178,9 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // Pools begun before starts were marked write off only runners that have reported.
   const startedCounts = patched('count-started-runners-as-existing');
   const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers'), packQueue: patched('packed-queue'), startedCounts });
+  const stepHeartbeat = input.timings.poolStepHeartbeatTimeoutMs ?? DEFAULT_STEP_HEARTBEAT_MS;
+  const starter = starterWith(stepHeartbeat);
+  const passOn = passOnWith(stepHeartbeat);
   const scaleSet = new PoolScaleSet(input.timings);
   let dirty = true;
   // Pools begun before it replay holding the jobs they were given while disabled or deleting.

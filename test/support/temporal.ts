@@ -66,6 +66,8 @@ export function instanceInput(name: string, overrides: Partial<RunnerInstanceInp
 export interface TestWorker {
   taskQueue: string;
   worker: Worker;
+  /** The worker's own connection: a client on it can start workflows eagerly on this worker. */
+  connection: NativeConnection;
   fake: FakeProviderControl;
   fakeDir: string;
   github: GitHubDouble;
@@ -122,6 +124,7 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
   return {
     taskQueue,
     worker,
+    connection,
     fake: new FakeProviderControl(fakeDir),
     fakeDir,
     github,
