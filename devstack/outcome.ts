@@ -9,6 +9,7 @@ import type { GitHubSimulator } from '../github/simulator/server';
 import type { FakeProviderControl } from '../providers/fake';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { RUNNER_POOL_WORKFLOW } from '../workflows/pool-messages';
+import { SCALE_SET_LISTENER_WORKFLOW } from '../workflows/scale-set-messages';
 
 export interface RunOutcome {
   jobs: number;
@@ -24,7 +25,7 @@ export interface RunOutcome {
   duplicateMachines: string[];
   /** Runners still registered at GitHub. */
   registeredRunners: string[];
-  /** Runner and pool workflows still open on the task queue. */
+  /** Runner, pool and scale set listener workflows still open on the task queue. */
   openWorkflows: string[];
   /** Worst time from a job being queued to it starting on a runner. */
   worstQueueToStartMs: number;
@@ -47,7 +48,7 @@ export async function measureOutcome(input: {
   const jobs = sim.jobs().filter((j) => jobIds.has(j.id));
   const open = await runningIds(
     client,
-    `(WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)} OR WorkflowType = ${quote(RUNNER_POOL_WORKFLOW)}) AND ExecutionStatus = 'Running' AND TaskQueue = ${quote(taskQueue)}`,
+    `(WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)} OR WorkflowType = ${quote(RUNNER_POOL_WORKFLOW)} OR WorkflowType = ${quote(SCALE_SET_LISTENER_WORKFLOW)}) AND ExecutionStatus = 'Running' AND TaskQueue = ${quote(taskQueue)}`,
   );
   const liveRunners = new Set(open);
   const created = new Map<string, number>();

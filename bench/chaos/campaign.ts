@@ -8,6 +8,13 @@
  * with a machine its pool has written off), and (optionally) kills machines
  * under their runners. Then it lets the system settle, deletes the pool and
  * measures what is left.
+ *
+ * In scale-set mode the pool is a runner scale set: jobs reach it through the
+ * Actions service's message queue, not webhooks, so the GitHub faults are the
+ * Actions service's (sessions taken by another listener or lost, tokens that
+ * expire, messages delivered twice, job offers lost, foreign messages, 5xx);
+ * the rest of the weather is the same. The scale set must be gone from GitHub
+ * once its pool is.
  */
 import { randomUUID } from 'node:crypto';
 import proto from '@temporalio/proto';
@@ -22,11 +29,14 @@ import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
 import type { PoolSettingsInput } from '../../domain/pool';
 import { stateQuery } from '../../workflows/messages';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
+import { scaleSetListenerId, scaleSetStateQuery } from '../../workflows/scale-set-messages';
 import { sleep, until, uniqueName } from '../common';
 import { SeededRandom } from './random';
 
 export interface ChaosOptions {
   temporalAddress: string;
+  /** `webhook` (the default): jobs come as webhooks. `scaleSet`: the pool is a runner scale set. */
+  mode?: ChaosMode;
   lifecycles: number;
   seed: number;
   /** Stops and starts the Temporal server on the same database; without it the restart step is skipped. */
@@ -41,8 +51,13 @@ export interface ChaosOptions {
   log: (message: string) => void;
 }
 
+export type ChaosMode = 'webhook' | 'scaleSet';
+
 export interface ChaosReport {
   seed: number;
+  mode: ChaosMode;
+  /** Scale sets of the campaign's pool still at GitHub after the pool was deleted (scale-set mode). */
+  scaleSetsLeft: number;
   lifecycles: number;
   elapsedMs: number;
   injected: {
@@ -99,6 +114,8 @@ const TIMINGS = {
   busyRunnerLostGrace: 3_000,
   runnerOfflineGrace: 2_000,
   leaveReaskInterval: 5_000,
+  // A scale set's job whose offer was lost is found in the statistics and listed at campaign speed.
+  scaleSetWaitingJobsInterval: 5_000,
 };
 /**
  * Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within
@@ -115,8 +132,11 @@ const MAX_RUNNER_RESETS = 3;
 const JOB_GIVE_UP_MS = 4_000;
 
 /** GitHub faults the driver picks from; each lasts a few requests or deliveries. */
-function githubFault(random: SeededRandom): SimFault {
-  const kind = random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks'] as const);
+function githubFault(random: SeededRandom, mode: ChaosMode): SimFault {
+  const kind =
+    mode === 'scaleSet'
+      ? random.pick(['server-error', 'secondary-rate-limit', 'session-conflict', 'expire-token', 'lose-session', 'redeliver-message', 'session-expired-on-delete', 'lose-job-offer', 'foreign-message'] as const)
+      : random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks'] as const);
   switch (kind) {
     case 'server-error':
       return { kind, status: random.pick([500, 502, 503] as const), operation: '*', times: random.int(1, 4) };
@@ -129,11 +149,21 @@ function githubFault(random: SeededRandom): SimFault {
     case 'unreachable-webhooks':
       // The API out of reach for a few deliveries: GitHub keeps them failed until runnerflow asks for them again.
       return { kind, times: random.int(1, 4) };
+    case 'expire-token':
+      return { kind, operation: '*', times: random.int(1, 2) };
+    case 'session-conflict':
+    case 'lose-session':
+    case 'redeliver-message':
+    case 'session-expired-on-delete':
+    case 'lose-job-offer':
+    case 'foreign-message':
+      return { kind, times: random.int(1, 2) };
   }
 }
 
 export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
+  const mode = options.mode ?? 'webhook';
   const deadline = started + options.timeLimitMs;
   const random = new SeededRandom(options.seed);
   const log = options.log;
@@ -171,27 +201,40 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
   });
   const jobIds = new Set<number>();
   try {
+    const name = uniqueName('chaos').toLowerCase().slice(0, 40);
     const pool: PoolSettingsInput = {
-      name: uniqueName('chaos').toLowerCase().slice(0, 40),
+      name,
       github: { credentials, scope: { kind: 'repo', owner: 'chaos', repo: 'app' } },
       labels: ['self-hosted', 'linux', LABEL],
       provider,
-      // Idle runners take jobs whose `queued` webhook was lost, as they would on GitHub.
-      minIdleRunners: 2,
+      ...(mode === 'scaleSet'
+        ? // Runners kept without a job take offers whose message was lost; the scale set's statistics ask for the rest.
+          { mode: 'scaleSet' as const, scaleSet: { minRunners: 2 } }
+        : // Idle runners take jobs whose `queued` webhook was lost, as they would on GitHub.
+          { minIdleRunners: 2 }),
       maxRunners: 12,
       bootstrapTimeout: '30s',
       idleTimeout: '60s',
     };
+    // A scale set's jobs name the scale set in `runs-on`.
+    const jobLabels = mode === 'scaleSet' ? [name] : [LABEL];
     const created = await processStackRequest(stack, 'POST', '/api/v1/pools', pool);
     if (created.status !== 201) throw new Error(`chaos pool not created (${created.status}): ${JSON.stringify(created.body)}`);
+    if (mode === 'scaleSet') {
+      const listening = await until(async () => {
+        const view = await stack.client.workflow.getHandle(scaleSetListenerId(name)).query(scaleSetStateQuery).catch(() => undefined);
+        return view?.status === 'listening' ? true : undefined;
+      }, Math.max(0, Math.min(60_000, deadline - Date.now())), 200);
+      if (!listening) throw new Error('the chaos scale set listener never listened');
+    }
     stack.machines.setFault('create', { failRate: failureRate, seed: options.seed, message: 'chaos: create failed' });
     stack.machines.setFault('delete', { failRate: failureRate, hangRate: 0.05, seed: options.seed + 1, message: 'chaos: delete failed' });
-    log(`chaos: pool ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
+    log(`chaos: ${mode === 'scaleSet' ? 'scale-set pool' : 'pool'} ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
 
-    const driver = new ChaosDriver(stack, taskQueue, random, options, injected);
+    const driver = new ChaosDriver(stack, taskQueue, random, options, injected, mode);
     const queueing = (async () => {
       for (let i = 0; i < options.lifecycles && Date.now() < deadline; i++) {
-        jobIds.add(stack.sim.queueJob({ repository: 'chaos/app', labels: [LABEL], durationMs: random.int(200, 1_500) }).id);
+        jobIds.add(stack.sim.queueJob({ repository: 'chaos/app', labels: jobLabels, durationMs: random.int(200, 1_500) }).id);
         await sleep(random.int(10, 120));
       }
     })();
@@ -206,7 +249,16 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     await driver.ensureWorker();
     log(`chaos: faults stopped after ${Math.round((Date.now() - started) / 1000)} s; ${completedJobs(stack, jobIds)}/${jobIds.size} jobs done`);
 
+    const since = () => `${Math.round((Date.now() - started) / 1000)} s`;
     await until(() => (done() ? true : undefined), Math.max(0, deadline - Date.now() - 60_000), 500);
+    log(`chaos: ${completedJobs(stack, jobIds)}/${jobIds.size} jobs done after ${since()}`);
+    const at = (iso: string | undefined) => (iso ? `${((Date.parse(iso) - started) / 1000).toFixed(1)} s` : '-');
+    const slowest = stack.sim
+      .jobs()
+      .filter((j) => jobIds.has(j.id) && j.startedAt)
+      .sort((a, b) => Date.parse(b.startedAt!) - Date.parse(b.createdAt) - (Date.parse(a.startedAt!) - Date.parse(a.createdAt)))
+      .slice(0, 3);
+    for (const j of slowest) log(`chaos: slow job ${j.id}: queued ${at(j.createdAt)}${mode === 'scaleSet' ? `, acquired ${at(j.acquiredAt)}` : ''}, started ${at(j.startedAt)} on ${j.runnerName ?? '-'}`);
     // A failed delivery is asked for again on a backoff of up to REDELIVERY.maxDelay. The pool goes only
     // once they all have been: the pass follows the webhooks of the credentials' pools, so a deleted
     // pool's webhook (and what failed on it) is no longer followed, as it should not be.
@@ -215,11 +267,14 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const deleted = await processStackRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
     if (deleted.status >= 300) log(`chaos: pool delete answered ${deleted.status}`);
     await until(async () => ((await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).describe()).status.name === 'RUNNING' ? undefined : true), Math.max(0, deadline - Date.now()), 500);
+    log(`chaos: pool deleted after ${since()}`);
     // The sweep needs a grace period and a round to collect machines a forced delete could not remove.
+    const scaleSetsLeft = () => stack.sim.scaleSets().filter((set) => set.name === name).length;
     await until(async () => {
       const o = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
-      return o.openWorkflows.length === 0 && o.leakedMachines.length === 0 && o.registeredRunners.length === 0 ? true : undefined;
+      return o.openWorkflows.length === 0 && o.leakedMachines.length === 0 && o.registeredRunners.length === 0 && scaleSetsLeft() === 0 ? true : undefined;
     }, Math.max(0, deadline - Date.now()), 1_000);
+    log(`chaos: settled after ${since()}`);
 
     const calls = stack.machines.calls();
     injected.providerCreateFaults = calls.filter((c) => c.op === 'create' && c.outcome === 'fault').length;
@@ -235,7 +290,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
     const { asked, poolsReset, stuckRunnersEnded } = await livenessOutcomes(stack, provider);
     const uncounted = { asked, notReset: asked.filter((name) => !driver.resets.has(name)) };
-    return { seed: options.seed, lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, github, outcome };
+    return { seed: options.seed, mode, scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, github, outcome };
   } finally {
     // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
@@ -324,6 +379,7 @@ class ChaosDriver {
     private readonly random: SeededRandom,
     private readonly options: ChaosOptions,
     private readonly injected: ChaosReport['injected'],
+    private readonly mode: ChaosMode,
   ) {}
 
   /** `progress` is the share of jobs done: the first worker kill comes by a quarter of them at the latest. */
@@ -360,7 +416,7 @@ class ChaosDriver {
   }
 
   private injectGitHubFault(): void {
-    const fault = githubFault(this.random);
+    const fault = githubFault(this.random, this.mode);
     this.stack.sim.setFault(fault);
     this.injected.githubFaults[fault.kind] = (this.injected.githubFaults[fault.kind] ?? 0) + 1;
   }

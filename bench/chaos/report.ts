@@ -13,6 +13,7 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'duplicate machines per runner name', value: list(outcome.duplicateMachines), target: '0', met: outcome.duplicateMachines.length === 0 },
     { figure: 'runners still registered at GitHub', value: list(outcome.registeredRunners), target: '0', met: outcome.registeredRunners.length === 0 },
     { figure: 'workflows still open (stuck)', value: list(outcome.openWorkflows), target: '0', met: outcome.openWorkflows.length === 0 },
+    ...(report.mode === 'scaleSet' ? [{ figure: 'scale sets left at GitHub after the pool was deleted', value: String(report.scaleSetsLeft), target: '0', met: report.scaleSetsLeft === 0 }] : []),
     { figure: 'worst queue-to-start time', value: ms(outcome.worstQueueToStartMs) },
     { figure: 'worker SIGKILLs', value: String(injected.workerKills) },
     { figure: 'Temporal server restarts', value: String(injected.temporalRestarts) },
@@ -36,5 +37,5 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'GitHub API calls by operation', value: Object.entries(report.github.byOperation).sort((a, b) => b[1] - a[1]).map(([op, n]) => `${op} ${n}`).join(', ') },
     { figure: 'elapsed', value: `${Math.round(report.elapsedMs / 1000)} s` },
   ];
-  return printTable(`chaos campaign, seed ${report.seed}, ${report.lifecycles} lifecycles`, figures);
+  return printTable(`chaos campaign${report.mode === 'scaleSet' ? ' (scale set)' : ''}, seed ${report.seed}, ${report.lifecycles} lifecycles`, figures);
 }

@@ -310,6 +310,7 @@ export class SimScaleSets {
       const job = this.state.jobs.get(id);
       if (!job || job.scaleSetId !== scaleSetId || job.acquired || job.status !== 'queued') continue;
       job.acquired = true;
+      job.acquiredAt = new Date().toISOString();
       won.push(id);
       this.push(scaleSetId, this.base(job, 'JobAssigned'));
     }

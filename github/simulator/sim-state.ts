@@ -48,6 +48,7 @@ export interface SimJob {
   /** The scale set the job targets (`runs-on: <scale set name>`), and whether a listener acquired it. */
   scaleSetId?: number;
   acquired?: boolean;
+  acquiredAt?: string;
 }
 
 export interface QueueJobInput {
