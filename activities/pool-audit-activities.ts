@@ -16,7 +16,7 @@
  * reported yet; the sweep leaves its machine alone for the same reason, and a later
  * look reports it once the job is done.
  */
-import { Context, log } from '@temporalio/activity';
+import { log } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { eachConcurrently } from '../domain/concurrency';
@@ -28,6 +28,7 @@ import { startedRunnersQuery } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 import { toActivityFailure } from './failures';
 import { githubCallsBusy } from './remove-runner';
+import { whileHeartbeating } from './heartbeat';
 
 export interface FindEndedRunnersArgs {
   pool: string;
@@ -85,25 +86,30 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
     }
   }
 
+  async function findEndedRunners(args: FindEndedRunnersArgs): Promise<FindEndedRunnersResult> {
+    try {
+      // Listed first: a runner started after the listing is left out of it, and its describe says it runs.
+      const open = await openRunners(args.pool);
+      const counted = await client.workflow.getHandle(args.poolWorkflowId).query(startedRunnersQuery);
+      const suspects = counted.filter((name) => !open.has(name)).slice(0, MAX_CHECKS_PER_PASS);
+      const ended: string[] = [];
+      const busy: string[] = [];
+      await eachConcurrently(suspects, CHECK_CONCURRENCY, async (name) => {
+        const found = await outcome(name);
+        if (found === 'ended') ended.push(name);
+        else if (found === 'busy') busy.push(name);
+      });
+      return { ended: ended.sort(), checked: suspects.length, busy: busy.sort() };
+    } catch (err) {
+      throw toActivityFailure(err);
+    }
+  }
+
   return {
     async findEndedRunners(args: FindEndedRunnersArgs): Promise<FindEndedRunnersResult> {
-      try {
-        // Listed first: a runner started after the listing is left out of it, and its describe says it runs.
-        const open = await openRunners(args.pool);
-        const counted = await client.workflow.getHandle(args.poolWorkflowId).query(startedRunnersQuery);
-        const suspects = counted.filter((name) => !open.has(name)).slice(0, MAX_CHECKS_PER_PASS);
-        const ended: string[] = [];
-        const busy: string[] = [];
-        await eachConcurrently(suspects, CHECK_CONCURRENCY, async (name) => {
-          const found = await outcome(name);
-          if (found === 'ended') ended.push(name);
-          else if (found === 'busy') busy.push(name);
-          Context.current().heartbeat();
-        });
-        return { ended: ended.sort(), checked: suspects.length, busy: busy.sort() };
-      } catch (err) {
-        throw toActivityFailure(err);
-      }
+      // Heartbeats throughout, the listing and the pool's query included: a look whose worker
+      // died is noticed within the pool's step heartbeat timeout.
+      return whileHeartbeating(() => findEndedRunners(args));
     },
   };
 }

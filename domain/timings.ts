@@ -66,7 +66,7 @@ export interface InstanceTimings {
    */
   poolAuditIntervalMs?: number;
   /**
-   * A pool's own steps (starting runner workflows, passing jobs on) heartbeat: one whose worker
+   * A pool's own steps (starting runner workflows, passing jobs on, looking for ended runners) heartbeat: one whose worker
    * died is retried elsewhere after this long instead of after its whole time limit, and meanwhile
    * the runners it was starting hold capacity and the pool cannot continue as new.
    * Absent from the input of pools started before it was configurable.

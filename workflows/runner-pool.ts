@@ -117,12 +117,16 @@ const passOnWith = (heartbeatTimeout: number) =>
 /** Jobs per pass-on call: one signal's worth, well inside Temporal's payload limit. */
 const PASS_ON_BATCH = 500;
 
-/** A missed look is only late: the next one is due an interval later. */
-const auditor = proxyActivities<PoolAuditActivities>({
-  startToCloseTimeout: 120_000,
-  heartbeatTimeout: 30_000,
-  retry: { initialInterval: 1_000, maximumInterval: 10_000, maximumAttempts: 3 },
-});
+/**
+ * A missed look is only late: the next one is due an interval later. It heartbeats on the
+ * pool's step timeout as the starts do: a pool due to continue as new waits for it too.
+ */
+const auditorWith = (heartbeatTimeout: number) =>
+  proxyActivities<PoolAuditActivities>({
+    startToCloseTimeout: 120_000,
+    heartbeatTimeout,
+    retry: { initialInterval: 1_000, maximumInterval: 10_000, maximumAttempts: 3 },
+  });
 
 /** For pools whose input predates `poolAuditIntervalMs`. */
 const DEFAULT_AUDIT_INTERVAL_MS = 10 * 60_000;
@@ -181,6 +185,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   const stepHeartbeat = input.timings.poolStepHeartbeatTimeoutMs ?? DEFAULT_STEP_HEARTBEAT_MS;
   const starter = starterWith(stepHeartbeat);
   const passOn = passOnWith(stepHeartbeat);
+  const auditor = auditorWith(stepHeartbeat);
   const scaleSet = new PoolScaleSet(input.timings);
   let dirty = true;
   // Pools begun before it replay holding the jobs they were given while disabled or deleting.
