@@ -381,6 +381,8 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
       const crashed = (err: Error) => reject(err);
       worker.on('message', first);
       worker.once('error', crashed);
+      // A thread that ends without an error before it listens would otherwise leave this waiting for good.
+      worker.once('exit', (code) => reject(new Error(`the HTTP front stopped before it listened (exit code ${code})`)));
     }).catch(async (err: unknown) => {
       await worker.terminate();
       throw err;
