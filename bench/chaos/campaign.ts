@@ -131,11 +131,14 @@ const MAX_RUNNER_RESETS = 3;
 /** How long GitHub keeps a job busy after its runner's machine died before it fails it. */
 const JOB_GIVE_UP_MS = 4_000;
 
+/** The Actions service's own faults, which scale-set mode injects instead of webhook faults. */
+export const ACTIONS_SERVICE_FAULTS = ['session-conflict', 'expire-token', 'lose-session', 'redeliver-message', 'session-expired-on-delete', 'lose-job-offer', 'foreign-message'] as const;
+
 /** GitHub faults the driver picks from; each lasts a few requests or deliveries. */
 function githubFault(random: SeededRandom, mode: ChaosMode): SimFault {
   const kind =
     mode === 'scaleSet'
-      ? random.pick(['server-error', 'secondary-rate-limit', 'session-conflict', 'expire-token', 'lose-session', 'redeliver-message', 'session-expired-on-delete', 'lose-job-offer', 'foreign-message'] as const)
+      ? random.pick(['server-error', 'secondary-rate-limit', ...ACTIONS_SERVICE_FAULTS] as const)
       : random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks'] as const);
   switch (kind) {
     case 'server-error':
@@ -253,10 +256,11 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     await until(() => (done() ? true : undefined), Math.max(0, deadline - Date.now() - 60_000), 500);
     log(`chaos: ${completedJobs(stack, jobIds)}/${jobIds.size} jobs done after ${since()}`);
     const at = (iso: string | undefined) => (iso ? `${((Date.parse(iso) - started) / 1000).toFixed(1)} s` : '-');
+    const waited = (j: { createdAt: string; startedAt?: string }) => Date.parse(j.startedAt!) - Date.parse(j.createdAt);
     const slowest = stack.sim
       .jobs()
       .filter((j) => jobIds.has(j.id) && j.startedAt)
-      .sort((a, b) => Date.parse(b.startedAt!) - Date.parse(b.createdAt) - (Date.parse(a.startedAt!) - Date.parse(a.createdAt)))
+      .sort((a, b) => waited(b) - waited(a))
       .slice(0, 3);
     for (const j of slowest) log(`chaos: slow job ${j.id}: queued ${at(j.createdAt)}${mode === 'scaleSet' ? `, acquired ${at(j.acquiredAt)}` : ''}, started ${at(j.startedAt)} on ${j.runnerName ?? '-'}`);
     // A failed delivery is asked for again on a backoff of up to REDELIVERY.maxDelay. The pool goes only

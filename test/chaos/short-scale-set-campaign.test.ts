@@ -8,17 +8,18 @@
  * be restarted; bench/chaos.ts --scale-set does that too.
  */
 import { expect, it } from 'vitest';
+import { ACTIONS_SERVICE_FAULTS } from '../../bench/chaos/campaign';
 import { expectConverged, shortCampaign } from './converged';
 
 const LIFECYCLES = 20;
-const ACTIONS_SERVICE_FAULTS = ['session-conflict', 'expire-token', 'lose-session', 'redeliver-message', 'session-expired-on-delete', 'lose-job-offer', 'foreign-message'];
+const actionsServiceFaults: readonly string[] = ACTIONS_SERVICE_FAULTS;
 
 it('converges under chaos in scale-set mode, and the scale set goes with its pool', async () => {
   const { report, context } = await shortCampaign({ mode: 'scaleSet', lifecycles: LIFECYCLES, seed: 20_261_126 });
   expect(report.mode, context).toBe('scaleSet');
   expectConverged(report, context, LIFECYCLES);
   // The Actions service's own weather, not webhooks': this mode takes no job from a webhook.
-  expect(Object.keys(report.injected.githubFaults).some((kind) => ACTIONS_SERVICE_FAULTS.includes(kind)), context).toBe(true);
+  expect(Object.keys(report.injected.githubFaults).some((kind) => actionsServiceFaults.includes(kind)), context).toBe(true);
   expect(report.injected.webhooksLost + report.injected.webhooksDuplicated, context).toBe(0);
   expect(report.scaleSetsLeft, context).toBe(0);
 }, 300_000);
