@@ -61,9 +61,11 @@ export interface HttpServerOptions {
  * does little else, and accepts as they come.
  *
  * Plain JavaScript: a worker thread does not go through tsx. Messages, by request id:
- * front → app: request (head), body, body-end, body-error, written, gone;
- * app → front: resume (the app wants more of the body), discard (it stopped reading), head,
- * chunk, end, destroy.
+ * front → app: request (head, with the body's first 64 KiB, or all of it when it came whole),
+ * body, body-end, body-error, written, gone;
+ * app → front: resume (the app wants more of the body), discard (it stopped reading), head
+ * (with the body's first chunk, and the end, when they were ready at once), chunk, end, destroy.
+ * A webhook delivery is one message each way: every message wakes the other thread.
  */
 export const HTTP_FRONT_SOURCE = String.raw`
 const { parentPort, workerData } = require('node:worker_threads');
@@ -80,21 +82,44 @@ const server = http.createServer((req, res) => {
   const declared = Number(req.headers['content-length']);
   const tooLarge = Number.isFinite(declared) && declared > maxBodyBytes;
   const hasBody = !tooLarge && req.method !== 'GET' && req.method !== 'HEAD';
-  post({ t: 'request', id, method: req.method, url: req.url, rawHeaders: req.rawHeaders, hasBody, tooLarge });
-  if (hasBody) {
-    // Back pressure: at most bodyBufferBytes go to the app before it asks for more (resume).
+  const head = { t: 'request', id, method: req.method, url: req.url, rawHeaders: req.rawHeaders, hasBody, tooLarge };
+  if (!hasBody) post(head);
+  else {
+    // A body that arrives whole within bodyBufferBytes goes to the app with its head, in one
+    // message (a webhook delivery: one message where a streamed body took three). A larger one
+    // is handed over from there on in chunks, with back pressure: at most bodyBufferBytes go to
+    // the app before it asks for more (resume).
+    let held = [];
     let unasked = 0;
+    const postHead = (complete) => {
+      const body = new Uint8Array(unasked);
+      let offset = 0;
+      for (const chunk of held) { body.set(chunk, offset); offset += chunk.byteLength; }
+      held = undefined;
+      post({ ...head, body, complete }, [body.buffer]);
+      if (!complete && unasked >= bodyBufferBytes) req.pause();
+    };
     req.on('data', (chunk) => {
       if (x.discard) return;
+      unasked += chunk.byteLength;
+      if (held) {
+        held.push(chunk);
+        if (unasked >= bodyBufferBytes) postHead(false);
+        return;
+      }
       // A copy: the chunk may share its memory with other buffers, which a transfer would take away.
       const copy = new Uint8Array(chunk);
       post({ t: 'body', id, chunk: copy }, [copy.buffer]);
-      unasked += copy.byteLength;
       if (unasked >= bodyBufferBytes) req.pause();
     });
     x.resume = () => { unasked = 0; req.resume(); };
-    req.once('end', () => { if (!x.discard) post({ t: 'body-end', id }); });
-    const failed = (message) => { if (!x.discard) { x.discard = true; post({ t: 'body-error', id, message }); } };
+    req.once('end', () => {
+      if (x.discard) return;
+      if (held) postHead(true);
+      else post({ t: 'body-end', id });
+    });
+    // A request whose body fails before its head was handed over never reaches the app.
+    const failed = (message) => { if (!x.discard) { x.discard = true; if (!held) post({ t: 'body-error', id, message }); } };
     req.once('error', (err) => failed(err.message));
     req.once('close', () => { if (!req.complete) failed('the client closed the connection before the request body was complete'); });
   }
@@ -126,11 +151,14 @@ parentPort.on('message', (m) => {
         // reading the rest of an upload nobody wants, and no next request waits behind it.
         if (!req.complete) m.headers.connection = 'close';
         res.writeHead(m.status, m.headers);
+        // An answer made at once comes whole with its head; the app waits for no word on it.
+        if (m.end) res.end(m.bytes);
+        else if (m.bytes) write(m.id, res, m.bytes);
+        // Node holds a head back until the first body write: a client waiting on a slow body
+        // sees its status now.
+        else res.flushHeaders();
         break;
-      case 'chunk':
-        if (res.write(m.bytes)) post({ t: 'written', id: m.id, bytes: m.bytes.byteLength });
-        else { const bytes = m.bytes.byteLength; res.once('drain', () => post({ t: 'written', id: m.id, bytes })); }
-        break;
+      case 'chunk': write(m.id, res, m.bytes); break;
       case 'end': res.end(); break;
       case 'destroy': res.destroy(); break;
     }
@@ -144,6 +172,11 @@ parentPort.on('message', (m) => {
     res.end(JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
   }
 });
+
+function write(id, res, bytes) {
+  if (res.write(bytes)) post({ t: 'written', id, bytes: bytes.byteLength });
+  else res.once('drain', () => post({ t: 'written', id, bytes: bytes.byteLength }));
+}
 
 server.once('error', (err) => post({ t: 'listen-error', code: err.code, message: err.message }));
 server.listen(port, host, () => {
@@ -159,7 +192,18 @@ type FromFront =
   | { t: 'listen-error'; code?: string; message: string }
   | { t: 'error'; message: string }
   | { t: 'closed' }
-  | { t: 'request'; id: number; method: string; url: string; rawHeaders: string[]; hasBody: boolean; tooLarge: boolean }
+  | {
+      t: 'request';
+      id: number;
+      method: string;
+      url: string;
+      rawHeaders: string[];
+      hasBody: boolean;
+      tooLarge: boolean;
+      /** The body's first bytes (all of them when `complete`), when it has one. */
+      body?: Uint8Array;
+      complete?: boolean;
+    }
   | { t: 'body'; id: number; chunk: Uint8Array }
   | { t: 'body-end' | 'gone'; id: number }
   | { t: 'written'; id: number; bytes: number }
@@ -167,7 +211,7 @@ type FromFront =
 
 type ToFront =
   | { t: 'resume' | 'discard' | 'end' | 'destroy'; id: number }
-  | { t: 'head'; id: number; status: number; headers: Record<string, string | string[]> }
+  | { t: 'head'; id: number; status: number; headers: Record<string, string | string[]>; bytes?: Uint8Array; end?: boolean }
   | { t: 'chunk'; id: number; bytes: Uint8Array }
   | { t: 'close'; graceMs: number };
 
@@ -200,11 +244,12 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
   let base = '';
 
   /** The request body as a web stream fed by the front; cancelling it lets the front drop the rest. */
-  const bodyStream = (front: Front, id: number, exchange: Exchange): ReadableStream<Uint8Array> =>
+  const bodyStream = (front: Front, id: number, exchange: Exchange, first: Uint8Array | undefined): ReadableStream<Uint8Array> =>
     new ReadableStream<Uint8Array>(
       {
         start(controller) {
           exchange.body = controller;
+          if (first && first.byteLength > 0) controller.enqueue(first);
         },
         pull() {
           front.send({ t: 'resume', id });
@@ -224,17 +269,39 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
     });
     const cookies = response.headers.getSetCookie();
     if (cookies.length > 0) headers['set-cookie'] = cookies;
-    front.send({ t: 'head', id, status: response.status, headers });
-    exchange.headSent = true;
-    if (!response.body) return front.send({ t: 'end', id });
+    const sendHead = (bytes?: Uint8Array<ArrayBuffer>, end?: boolean): void => {
+      if (bytes && !end) exchange.unwritten += bytes.byteLength;
+      front.send({ t: 'head', id, status: response.status, headers, ...(bytes ? { bytes } : {}), ...(end ? { end } : {}) }, bytes ? [bytes.buffer] : []);
+      exchange.headSent = true;
+    };
+    if (!response.body) return sendHead(undefined, true);
     const reader = response.body.getReader();
+    // The head waits for what the body has ready at once: an answer already in memory (every
+    // answer this API makes) crosses to the front as one message, where head, chunk and end took
+    // three and the chunk's acknowledgement a fourth. A body that makes the client wait gets its
+    // head now and its chunks as they come.
+    let held: Uint8Array<ArrayBuffer> | undefined;
     try {
       for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
+        const pending = reader.read();
+        let result = exchange.headSent ? await pending : await settledThisTurn(pending);
+        if (result === NOT_YET) {
+          sendHead(held);
+          held = undefined;
+          result = await pending;
+        }
         if (exchange.gone) throw new Error('the client went away');
+        if (result.done) break;
         // A copy the front can own: the app's chunk may be a view into memory it keeps.
-        const bytes = new Uint8Array(value);
+        const bytes = new Uint8Array(result.value);
+        if (!exchange.headSent) {
+          if (!held) {
+            held = bytes;
+            continue;
+          }
+          sendHead(held);
+          held = undefined;
+        }
         exchange.unwritten += bytes.byteLength;
         front.send({ t: 'chunk', id, bytes }, [bytes.buffer]);
         if (exchange.unwritten > RESPONSE_WINDOW_BYTES) {
@@ -243,7 +310,8 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
           });
         }
       }
-      front.send({ t: 'end', id });
+      if (!exchange.headSent) sendHead(held, true);
+      else front.send({ t: 'end', id });
     } catch (err) {
       // The app's stream stops producing for a client that is gone.
       await reader.cancel(err).catch(() => undefined);
@@ -263,7 +331,8 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
         request = new Request(`${base}${m.url || '/'}`, {
           method: m.method,
           headers,
-          ...(m.hasBody ? { body: bodyStream(front, m.id, exchange), duplex: 'half' } : {}),
+          // A body the front received whole is handed over as bytes, with no stream to feed.
+          ...(m.hasBody ? (m.complete ? { body: m.body } : { body: bodyStream(front, m.id, exchange, m.body), duplex: 'half' }) : {}),
         } as RequestInit);
       } catch {
         response = errorResponse(new HttpError(400, 'bad_request', 'the request line or headers are malformed'));
@@ -284,7 +353,7 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
     const { exchanges } = front;
     switch (m.t) {
       case 'request': {
-        const exchange: Exchange = { bodyOpen: m.hasBody, unwritten: 0, headSent: false, gone: false };
+        const exchange: Exchange = { bodyOpen: m.hasBody && !m.complete, unwritten: 0, headSent: false, gone: false };
         exchanges.set(m.id, exchange);
         void serve(front, m, exchange)
           .catch((err: unknown) => {
@@ -293,9 +362,7 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
             // Once headers are out, the status cannot change: cut the response short instead.
             if (exchange.headSent) return front.send({ t: 'destroy', id: m.id });
             const body = new TextEncoder().encode(JSON.stringify({ error: { code: 'internal', message: 'internal server error' } }));
-            front.send({ t: 'head', id: m.id, status: 500, headers: { 'content-type': 'application/json; charset=utf-8' } });
-            front.send({ t: 'chunk', id: m.id, bytes: body }, [body.buffer]);
-            front.send({ t: 'end', id: m.id });
+            front.send({ t: 'head', id: m.id, status: 500, headers: { 'content-type': 'application/json; charset=utf-8' }, bytes: body, end: true }, [body.buffer]);
           })
           .finally(() => settle(front, m.id, exchange));
         return;
@@ -459,6 +526,16 @@ interface Front {
   exited: boolean;
   address?: Extract<FromFront, { t: 'listening' }>;
   closed?: () => void;
+}
+
+const NOT_YET = Symbol('not yet');
+
+/**
+ * The read's result if it settles within this turn of the event loop (a body already in
+ * memory settles in a few microtasks), else NOT_YET; the read itself goes on.
+ */
+function settledThisTurn<T>(read: Promise<T>): Promise<T | typeof NOT_YET> {
+  return Promise.race([read, new Promise<typeof NOT_YET>((resolve) => setImmediate(resolve, NOT_YET))]);
 }
 
 /** The longest pause between attempts to start a front that keeps failing to listen. */

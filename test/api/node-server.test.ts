@@ -69,6 +69,52 @@ describe('startHttpServer', () => {
     expect(await response.text()).toBe('part0;part1;part2;');
   });
 
+  it('sends the head of a response whose body is slow to come before the body, not with it', async () => {
+    server = await startHttpServer(async () => {
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          await new Promise((r) => setTimeout(r, 1_000));
+          controller.enqueue(new TextEncoder().encode('late'));
+          controller.close();
+        },
+      });
+      return new Response(body, { status: 202, headers: { 'x-head': 'first' } });
+    }, '127.0.0.1:0');
+    const sentAt = Date.now();
+    const { headAfterMs, bodyAfterMs, text } = await new Promise<{ headAfterMs: number; bodyAfterMs: number; text: string }>((resolve, reject) => {
+      httpRequest(`${server!.url}/slow`, (res) => {
+        const headAfterMs = Date.now() - sentAt;
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ headAfterMs, bodyAfterMs: Date.now() - sentAt, text }));
+        res.on('error', reject);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(text).toBe('late');
+    expect(bodyAfterMs).toBeGreaterThanOrEqual(1_000);
+    expect(headAfterMs).toBeLessThan(800);
+  });
+
+  it('never hands the app a request whose client left before its body was whole', async () => {
+    const seen: string[] = [];
+    server = await startHttpServer(async (request) => {
+      const path = new URL(request.url).pathname;
+      seen.push(path);
+      return Response.json({ path, bytes: (await request.arrayBuffer()).byteLength });
+    }, '127.0.0.1:0');
+    await new Promise<void>((resolve) => {
+      const req = httpRequest(`${server!.url}/abandoned`, { method: 'POST', headers: { 'content-length': '1000' } });
+      req.on('error', () => resolve());
+      req.write('x'.repeat(500), () => setTimeout(() => req.destroy(), 100));
+    });
+    // A small body sent in parts arrives whole, in one piece with its head.
+    const whole = await rawPost(`${server.url}/whole`, { 'transfer-encoding': 'chunked' }, ['a'.repeat(1000), 'b'.repeat(1000), 'c'.repeat(1000)]);
+    expect(JSON.parse(whole.body)).toEqual({ path: '/whole', bytes: 3000 });
+    expect(seen).toEqual(['/whole']);
+  });
+
   it('writes a body larger than the socket takes at once, waiting for it to drain', async () => {
     const chunk = new Uint8Array(64 * 1024).fill(97);
     server = await startHttpServer(async () => {
