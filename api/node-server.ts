@@ -274,8 +274,8 @@ export async function startHttpServer(app: App, listen: string | ListenAddress, 
     try {
       for (;;) {
         const { done, value } = await reader.read();
-        if (exchange.gone) throw new Error('the client went away');
         if (done) break;
+        if (exchange.gone) throw new Error('the client went away');
         // A copy the front can own: the app's chunk may be a view into memory it keeps.
         const bytes = new Uint8Array(value);
         exchange.unwritten += bytes.byteLength;
