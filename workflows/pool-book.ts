@@ -70,7 +70,12 @@ export class PoolBook {
     settings: PoolSettings,
     private readonly timings: InstanceTimings,
     carried?: PoolCarriedState,
-    private readonly options: { reaskLeaving: boolean; packQueue?: boolean; maxQueued?: number; startedCounts?: boolean } = { reaskLeaving: true, packQueue: true, startedCounts: true },
+    private readonly options: { reaskLeaving: boolean; packQueue?: boolean; maxQueued?: number; startedCounts?: boolean; retriedReports?: boolean } = {
+      reaskLeaving: true,
+      packQueue: true,
+      startedCounts: true,
+      retriedReports: true,
+    },
   ) {
     this.queued = new QueuedJobs(options.maxQueued);
     this.queuedJobsDropped = carried?.queuedJobsDropped ?? 0;
@@ -142,7 +147,7 @@ export class PoolBook {
     const at = new Date(now).toISOString();
     if (this.goneSet.has(args.name)) return false;
     const entry = this.runners.get(args.name);
-    if (entry && args.seq <= entry.seq) return false;
+    if (entry && this.stale(args, entry)) return false;
     // An idle report sent before the runner saw the job the webhook already told us about is stale.
     if (entry?.runnerStatus === 'active' && entry.jobId !== undefined && args.runnerStatus === 'idle' && args.jobId !== entry.jobId) return false;
     // A runner's report names the job it took: the job leaves the queue (the webhook no longer tells the pool).
@@ -176,6 +181,23 @@ export class PoolBook {
     // Counted as soon as the runner leaves, so the backoff applies before its replacement is made.
     else if (!this.isLive(next)) this.noteBootstrapFailure(next, now);
     return true;
+  }
+
+  /**
+   * Whether a report is older than the one applied. A runner numbers its reports in its workflow
+   * code, but sends each from a local activity that runs before the workflow task that sent it is
+   * recorded. When a worker dies between the two, the retried task numbers its reports from the
+   * same point, and what it says under a number may differ from what the lost attempt said under
+   * it: the lost attempt's failed first delete reported "deleting", the retry's delete went
+   * through and reported "deleted", and the pool, dropping the second as a repeat, counted the
+   * runner as leaving until its look for ended runners. So a number seen before is taken again
+   * (the retry speaks after the lost attempt, and a true repeat changes nothing), and "deleted"
+   * is taken whatever its number: it is a runner's last word, with nothing after it to overtake.
+   * (Pools begun before replay dropping both.)
+   */
+  private stale(args: RunnerChangedArgs, entry: RunnerEntry): boolean {
+    if (this.options.retriedReports !== true) return args.seq <= entry.seq;
+    return args.seq < entry.seq && args.status !== 'deleted';
   }
 
   /** A runner that leaves without ever having come online, unasked, failed to bootstrap. */

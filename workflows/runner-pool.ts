@@ -181,7 +181,12 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // Pools whose history predates re-asking silent leavers replay without its timers.
   // Pools begun before starts were marked write off only runners that have reported.
   const startedCounts = patched('count-started-runners-as-existing');
-  const book = new PoolBook(input.settings, input.timings, input.carried, { reaskLeaving: patched('reask-silent-leavers'), packQueue: patched('packed-queue'), startedCounts });
+  const book = new PoolBook(input.settings, input.timings, input.carried, {
+    reaskLeaving: patched('reask-silent-leavers'),
+    packQueue: patched('packed-queue'),
+    startedCounts,
+    retriedReports: patched('reports-of-a-retried-runner-task'),
+  });
   const stepHeartbeat = input.timings.poolStepHeartbeatTimeoutMs ?? DEFAULT_STEP_HEARTBEAT_MS;
   const starter = starterWith(stepHeartbeat);
   const passOn = passOnWith(stepHeartbeat);

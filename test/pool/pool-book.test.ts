@@ -152,6 +152,39 @@ describe('PoolBook scaling', () => {
     expect(next.consecutiveBootstrapFailures).toBe(1);
   });
 
+  it('hears the reports of a runner whose workflow task was retried after its worker died', () => {
+    // The lost attempt's first delete failed and said "deleting" under number 3; the retry's
+    // delete went through and said "deleted" under the same number.
+    const book = new PoolBook(settings({ maxRunners: 1 }), FAST_TIMINGS);
+    const [r] = startN(book, 1);
+    book.runnerChanged({ seq: 1, name: r!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: 2, name: r!, status: 'running', runnerStatus: 'active', jobId: 4 }, T0);
+    expect(book.runnerChanged({ seq: 3, name: r!, status: 'deleting', runnerStatus: 'terminated', jobId: 4 }, T0)).toBe(true);
+    expect(book.runnerChanged({ seq: 3, name: r!, status: 'deleted', runnerStatus: 'terminated', jobId: 4 }, T0 + 10)).toBe(true);
+    expect(book.view().runners).toEqual([]);
+    book.jobQueued({ jobId: 5, labels: [] }, T0 + 10);
+    expect(book.plan(T0 + 10).create).toBe(1);
+
+    // The lost attempt got further than the retry before it: "deleted" still ends the runner.
+    const [s] = startN(book, 1);
+    book.runnerChanged({ seq: 2, name: s!, status: 'pending_delete', runnerStatus: 'terminated' }, T0);
+    book.runnerChanged({ seq: 3, name: s!, status: 'deleting', runnerStatus: 'terminated' }, T0);
+    expect(book.runnerChanged({ seq: 2, name: s!, status: 'deleted', runnerStatus: 'terminated' }, T0 + 10)).toBe(true);
+    expect(book.view().runners).toEqual([]);
+    // Anything else older than what was heard stays stale.
+    const [t] = startN(book, 1);
+    book.runnerChanged({ seq: 2, name: t!, status: 'running', runnerStatus: 'active' }, T0);
+    expect(book.runnerChanged({ seq: 1, name: t!, status: 'running', runnerStatus: 'idle' }, T0)).toBe(false);
+  });
+
+  it('in pools begun before, replays dropping a report whose number it has seen', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS, undefined, { reaskLeaving: true, packQueue: true, startedCounts: true });
+    const [r] = startN(book, 1);
+    book.runnerChanged({ seq: 3, name: r!, status: 'deleting', runnerStatus: 'terminated' }, T0);
+    expect(book.runnerChanged({ seq: 3, name: r!, status: 'deleted', runnerStatus: 'terminated' }, T0)).toBe(false);
+    expect(book.view().runners.map((x) => x.status)).toEqual(['deleting']);
+  });
+
   it('a runner gone before continue-as-new stays gone after it: a late report does not bring it back', () => {
     const book = new PoolBook(settings(), FAST_TIMINGS);
     const [r] = startN(book, 1);

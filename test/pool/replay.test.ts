@@ -91,6 +91,23 @@ describe('runnerPool histories replay with the current code', () => {
     await expect(replayHistory(history, 'pool/signalled-mode-change')).resolves.toBeUndefined();
   });
 
+  it('a pool that dropped a report whose number it had seen (recorded before a retried runner task\'s reports were taken)', async () => {
+    const history = loadHistory(__dirname, 'report-number-repeated-by-a-retried-task-before-taken.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('reports-of-a-retried-runner-task');
+    // One runner said "deleting" and then "deleted" under one number, and the old code kept it:
+    // the deleted pool, its one slot held, started no runner after the first.
+    const reports = events
+      .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'runnersChanged')
+      .flatMap((e) => payload<{ reports: { seq: number; status: string }[] }>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]).reports);
+    const [deleting, deleted] = [reports.find((r) => r.status === 'deleting')!, reports.find((r) => r.status === 'deleted')!];
+    expect(deleted.seq).toBe(deleting.seq);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'startRunners')).toHaveLength(1);
+    expect(events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'deletePool')).toBe(true);
+    expect(events.some((e) => e.workflowExecutionCompletedEventAttributes)).toBe(false);
+    await expect(replayHistory(history, 'pool/repeated-report-number')).resolves.toBeUndefined();
+  });
+
   it('a pool with capped decisions run on the current code', async () => {
     const settings = poolSettings({ minIdleRunners: 7, maxRunners: 10 });
     const pool = await startPool(env.client, env.w.taskQueue, { settings, maxStartsPerDecision: 3 });

@@ -2,9 +2,13 @@
  * A worker in its own process, for tests that kill a worker mid-activity.
  * Env: TEMPORAL_ADDRESS, TASK_QUEUE, BUNDLE_PATH; FAKE_DIR for a fake provider
  * named "fake" (FAKE_INLINE_MS: its inline create and delete bound); SIM_URL for GitHub through the simulator (a GitHub double
- * otherwise). Prints "ready" once polling.
+ * otherwise); DIE_AFTER_REPORT=<status> to SIGKILL this process the moment a runner's report
+ * of that status has reached its pool, before the workflow task that sent it is recorded.
+ * Prints "ready" once polling.
  */
+import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { createPoolActivities, type ReportToPoolArgs } from '../../activities/pool-activities';
 import { FakeProvider } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { createRunnerflowWorker } from '../../worker/create-worker';
@@ -25,6 +29,16 @@ if (process.env.FAKE_DIR) {
   providers.set('fake', fake);
 }
 const double = new GitHubDouble();
+const dieAfterReport = process.env.DIE_AFTER_REPORT;
+const poolActivities = createPoolActivities({ client: new Client({ connection }) });
+const extraActivities: Record<string, (args: ReportToPoolArgs) => Promise<void>> = dieAfterReport
+  ? {
+      async reportToPool(args: ReportToPoolArgs): Promise<void> {
+        await poolActivities.reportToPool(args);
+        if (args.report.status === dieAfterReport) process.kill(process.pid, 'SIGKILL');
+      },
+    }
+  : {};
 const worker = await createRunnerflowWorker({
   connection,
   namespace: 'default',
@@ -38,6 +52,7 @@ const worker = await createRunnerflowWorker({
     metadataUrl: 'http://127.0.0.1:9/api/v1/metadata',
     mintInstanceToken: async (claims) => `token-for-${claims.instance}`,
   },
+  extraActivities,
 });
 const running = worker.run();
 console.log('ready');

@@ -1,0 +1,94 @@
+/**
+ * A runner's reports to its pool are numbered in its workflow code and sent from local
+ * activities, which run before the workflow task that sends them is recorded. A worker that
+ * dies between the two leaves a report at the pool that the retried task never made: the retry
+ * numbers its own reports from the same point, and may say something else under the same number.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { FakeProvider, FakeProviderControl } from '../../providers/fake';
+import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId } from '../../workflows/messages';
+import { deletePoolSignal, poolStateQuery, type RunnersChangedArgs } from '../../workflows/pool-messages';
+import { connectClient, eventually, FAST_TIMINGS, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { startWorkerProcess } from '../support/worker-child';
+import { autoRegister, idleRunners, poolSettings, startPool } from './helpers';
+
+let client: Client;
+let connection: Connection;
+let child: ChildProcess | undefined;
+let takeover: TestWorker | undefined;
+
+beforeAll(async () => {
+  ({ client, connection } = await connectClient());
+});
+afterAll(async () => {
+  child?.kill('SIGKILL');
+  await takeover?.stop();
+  await connection?.close();
+});
+
+/** The reports the pool took for one runner, in the order its history holds them. */
+async function reportsHeard(poolId: string, runner: string): Promise<{ seq: number; status: string }[]> {
+  const history = await client.workflow.getHandle(poolId).fetchHistory();
+  const heard: { seq: number; status: string }[] = [];
+  for (const event of history.events ?? []) {
+    const signal = event.workflowExecutionSignaledEventAttributes;
+    if (signal?.signalName !== 'runnersChanged') continue;
+    const payload = signal.input?.payloads?.[0]?.data;
+    if (!payload) continue;
+    const { reports } = JSON.parse(Buffer.from(payload).toString()) as RunnersChangedArgs;
+    for (const r of reports) if (r.name === runner) heard.push({ seq: r.seq, status: r.status });
+  }
+  return heard;
+}
+
+it('a pool hears the runner gone when the worker died after its "deleting" report and the retry said "deleted" under the same number', async () => {
+  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-retried-'));
+  const fake = new FakeProviderControl(fakeDir);
+  const taskQueue = uniqueName('tq-retried');
+  // The first worker deletes inline, and dies the moment its "deleting" report has reached the pool.
+  child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '2000', DIE_AFTER_REPORT: 'deleting' });
+  const exited = new Promise((r) => child!.once('exit', r));
+
+  // The look for ended runners is ten minutes off: only the reports can tell the pool.
+  const settings = poolSettings({ minIdleRunners: 1, maxRunners: 1 });
+  const pool = await startPool(client, taskQueue, { settings, timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 10 * 60_000 } });
+  const agents = autoRegister(client, pool);
+  const [runner] = await eventually(async () => {
+    const idle = idleRunners(await pool.query(poolStateQuery));
+    return idle.length === 1 ? idle : undefined;
+  }, 30_000, 'one idle runner');
+  agents.stop();
+
+  // Its first delete fails, so the first attempt says "deleting"; the retry's delete goes through.
+  fake.setFault('delete', { failTimes: 1, instance: runner! });
+  const handle = client.workflow.getHandle(runnerWorkflowId(runner!));
+  await handle.signal(jobStartedSignal, { jobId: 7 });
+  await handle.signal(jobCompletedSignal, { jobId: 7, conclusion: 'success' });
+  await exited;
+
+  const inline = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: 2_000, inlineDeleteTimeoutMs: 2_000 });
+  takeover = await startTestWorker({ taskQueue, fakeDir, providers: new Map([['fake', inline]]) });
+  const final = (await handle.result()) as { status: string };
+  expect(final.status).toBe('deleted');
+  expect(fake.instance(runner!)).toBeUndefined();
+
+  // The pool took both reports under one number, and no longer counts the runner: its one slot
+  // goes to a new runner.
+  const view = await eventually(async () => {
+    const v = await pool.query(poolStateQuery);
+    return v.runners.length === 1 && !v.runners.some((r) => r.name === runner) ? v : undefined;
+  }, 30_000, 'the runner dropped and replaced');
+  expect(view.runners[0]!.name).not.toBe(runner);
+  const heard = await reportsHeard(pool.workflowId, runner!);
+  const last = heard.slice(-2);
+  expect(last.map((r) => r.status)).toEqual(['deleting', 'deleted']);
+  expect(last[0]!.seq).toBe(last[1]!.seq);
+
+  await pool.signal(deletePoolSignal, {});
+  await pool.result();
+});
