@@ -12,7 +12,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { ServiceError, WorkflowExecutionAlreadyStartedError, isGrpcServiceError, type Client } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/common';
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { SignalBatcher } from '../api/signal-batcher';
 import { instanceStartOptions } from '../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW, type RunnerInstanceInput } from '../workflows/messages';
@@ -47,8 +47,8 @@ function grpcCodeOf(err: unknown): number | undefined {
   return undefined;
 }
 
-/** Whether a failed start is known not to have happened and never will (see REFUSED). */
-export function startRefused(err: unknown): boolean {
+/** Whether a failed call to the server (a start, a signal) is known not to have happened and never will (see REFUSED). */
+export function refusedForGood(err: unknown): boolean {
   const code = grpcCodeOf(err);
   // An error that never reached the server (the input could not be encoded) will not change either.
   return code !== undefined ? REFUSED.has(code) : !(err instanceof ServiceError);
@@ -75,7 +75,10 @@ export function createPoolActivities(deps: { client: Client }) {
       try {
         await toPools.add(poolWorkflowId(pool), report);
       } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        if (err instanceof WorkflowNotFoundError) return;
+        // Tried again for minutes while the server is out of reach; not when it has said no for good.
+        if (refusedForGood(err)) throw ApplicationFailure.nonRetryable(`pool ${pool} refused the report: ${reportErrorText(err)}`, 'PoolReportRefused');
+        throw err;
       }
     },
 
@@ -96,7 +99,7 @@ export function createPoolActivities(deps: { client: Client }) {
       outcomes.forEach((outcome, i) => {
         if (outcome.status === 'fulfilled' || outcome.reason instanceof WorkflowExecutionAlreadyStartedError) return;
         const err: unknown = outcome.reason;
-        if (startRefused(err)) notStarted.push({ name: runners[i]!.name, error: reportErrorText(err) });
+        if (refusedForGood(err)) notStarted.push({ name: runners[i]!.name, error: reportErrorText(err) });
         else undecided ??= err;
       });
       // Those that did start are found by id on the retry.

@@ -72,6 +72,13 @@ export interface InstanceTimings {
    * Absent from the input of pools started before it was configurable.
    */
   poolStepHeartbeatTimeoutMs?: number;
+  /**
+   * How long a runner keeps trying to tell its pool of a change before it gives that report up:
+   * long enough to outlast a Temporal server's restart. The pool's look for ended runners finds
+   * a runner whose last report was given up. Absent from the input of runners started before it
+   * was configurable (they tried five times in about two seconds).
+   */
+  poolReportTimeoutMs?: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -100,6 +107,7 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   leaveReaskIntervalMs: 30_000,
   poolAuditIntervalMs: 10 * 60_000,
   poolStepHeartbeatTimeoutMs: 10_000,
+  poolReportTimeoutMs: 2 * 60_000,
 };
 
 export const timingsOverrideSchema = z
@@ -129,6 +137,7 @@ export const timingsOverrideSchema = z
     leaveReaskInterval: durationMs,
     poolAuditInterval: durationMs,
     poolStepHeartbeatTimeout: durationMs,
+    poolReportTimeout: durationMs,
   })
   .partial()
   .strict();

@@ -108,7 +108,16 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   });
 
   // Local: a direct signal from the worker (batched per pool), not a command the server carries out later.
-  const poolReports = proxyLocalActivities<PoolActivities>({ startToCloseTimeout: 10_000, retry: { initialInterval: 100, maximumAttempts: 5 } });
+  // Tried until the server takes it, for as long as a restart of the server lasts: five tries in
+  // about two seconds gave up during one, and a runner whose last report, "deleted", was given
+  // up held its place in its pool until the pool's look for ended runners. A signal the server
+  // refuses for good is not tried again (activities/pool-activities.ts). Runners started before
+  // the timing replay trying five times.
+  const poolReports = proxyLocalActivities<PoolActivities>(
+    t.poolReportTimeoutMs === undefined
+      ? { startToCloseTimeout: 10_000, retry: { initialInterval: 100, maximumAttempts: 5 } }
+      : { startToCloseTimeout: 10_000, scheduleToCloseTimeout: t.poolReportTimeoutMs, retry: { initialInterval: 100, backoffCoefficient: 2, maximumInterval: 5_000 } },
+  );
 
   const record = new InstanceRecord(input);
   const lifecycle = new CancellationScope();

@@ -1,6 +1,7 @@
-import { ServiceError, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { ServiceError, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { startRefused } from '../../activities/pool-activities';
+import { createPoolActivities, refusedForGood } from '../../activities/pool-activities';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW } from '../../workflows/messages';
 import { connectClient, instanceInput, uniqueName } from '../support/temporal';
@@ -28,16 +29,40 @@ function wrapped(code: number): ServiceError {
 describe('a failed runner start', () => {
   it('is undecided (retried, never forgotten) when the server may have started it before the answer was lost', () => {
     for (const code of [status.DEADLINE_EXCEEDED, status.UNAVAILABLE, status.CANCELLED, status.UNKNOWN, status.INTERNAL, status.RESOURCE_EXHAUSTED]) {
-      expect(startRefused(wrapped(code)), `code ${code}`).toBe(false);
+      expect(refusedForGood(wrapped(code)), `code ${code}`).toBe(false);
     }
-    expect(startRefused(new ServiceError('Unexpected error while making gRPC request'))).toBe(false);
+    expect(refusedForGood(new ServiceError('Unexpected error while making gRPC request'))).toBe(false);
   });
 
   it('is refused when the server said no for good, or the request never left', () => {
     for (const code of [status.INVALID_ARGUMENT, status.NOT_FOUND, status.PERMISSION_DENIED, status.FAILED_PRECONDITION]) {
-      expect(startRefused(wrapped(code)), `code ${code}`).toBe(true);
+      expect(refusedForGood(wrapped(code)), `code ${code}`).toBe(true);
     }
-    expect(startRefused(new TypeError('could not encode the input'))).toBe(true);
+    expect(refusedForGood(new TypeError('could not encode the input'))).toBe(true);
+  });
+});
+
+describe('a runner report its pool does not take', () => {
+  /** The pool activities over a client whose signals all fail with `err`. */
+  const reportingThrough = (err: unknown) =>
+    createPoolActivities({ client: { workflow: { getHandle: () => ({ signal: () => Promise.reject(err) }) } } as unknown as Client });
+  const report = { pool: 'linux', report: { name: 'linux-a', seq: 1, status: 'deleted' as const, runnerStatus: 'terminated' as const } };
+
+  it('is tried again while the server cannot be reached', async () => {
+    const thrown = await reportingThrough(wrapped(status.UNAVAILABLE)).reportToPool(report).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(ServiceError);
+    expect(thrown).not.toBeInstanceOf(ApplicationFailure);
+  });
+
+  it('is not tried again once the server has said no for good', async () => {
+    const thrown = await reportingThrough(wrapped(status.INVALID_ARGUMENT)).reportToPool(report).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(ApplicationFailure);
+    expect((thrown as ApplicationFailure).nonRetryable).toBe(true);
+    expect((thrown as ApplicationFailure).message).toContain('pool linux refused the report');
+  });
+
+  it('is done when the pool no longer exists: there is nothing left to tell', async () => {
+    await expect(reportingThrough(new WorkflowNotFoundError('gone', 'pool/linux', undefined)).reportToPool(report)).resolves.toBeUndefined();
   });
 });
 

@@ -1,8 +1,11 @@
 /**
- * A runner's reports to its pool are numbered in its workflow code and sent from local
- * activities, which run before the workflow task that sends them is recorded. A worker that
- * dies between the two leaves a report at the pool that the retried task never made: the retry
- * numbers its own reports from the same point, and may say something else under the same number.
+ * A runner's reports reach its pool through failures: a runner's last report, "deleted", is
+ * the only thing that frees its place before the pool's look for ended runners (ten minutes).
+ *
+ * Reports are numbered in the runner's workflow code and sent from local activities, which run
+ * before the workflow task that sends them is recorded. A worker that dies between the two
+ * leaves a report at the pool that the retried task never made: the retry numbers its own
+ * reports from the same point, and may say something else under the same number.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -10,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createPoolActivities, type ReportToPoolArgs } from '../../activities/pool-activities';
 import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId } from '../../workflows/messages';
 import { deletePoolSignal, poolStateQuery, type RunnersChangedArgs } from '../../workflows/pool-messages';
@@ -21,6 +25,7 @@ let client: Client;
 let connection: Connection;
 let child: ChildProcess | undefined;
 let takeover: TestWorker | undefined;
+let flaky: TestWorker | undefined;
 
 beforeAll(async () => {
   ({ client, connection } = await connectClient());
@@ -28,6 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   child?.kill('SIGKILL');
   await takeover?.stop();
+  await flaky?.stop();
   await connection?.close();
 });
 
@@ -88,6 +94,45 @@ it('a pool hears the runner gone when the worker died after its "deleting" repor
   const last = heard.slice(-2);
   expect(last.map((r) => r.status)).toEqual(['deleting', 'deleted']);
   expect(last[0]!.seq).toBe(last[1]!.seq);
+
+  await pool.signal(deletePoolSignal, {});
+  await pool.result();
+});
+
+it('a runner tells its pool it is gone through seconds in which the server cannot be reached', async () => {
+  // The worker's signals to the pool fail for about six seconds (a server restarting), and
+  // only for the runner's last report, so nothing else can tell the pool.
+  const reports = createPoolActivities({ client });
+  let refused = 0;
+  flaky = await startTestWorker({
+    extraActivities: {
+      async reportToPool(args: ReportToPoolArgs): Promise<void> {
+        if (args.report.status === 'deleted' && refused < 6) {
+          refused += 1;
+          throw new Error('14 UNAVAILABLE: connection refused (the server restarting)');
+        }
+        await reports.reportToPool(args);
+      },
+    },
+  });
+  const settings = poolSettings({ minIdleRunners: 1, maxRunners: 1 });
+  const pool = await startPool(client, flaky.taskQueue, { settings, timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 10 * 60_000 } });
+  const agents = autoRegister(client, pool);
+  const [runner] = await eventually(async () => {
+    const idle = idleRunners(await pool.query(poolStateQuery));
+    return idle.length === 1 ? idle : undefined;
+  }, 30_000, 'one idle runner');
+  agents.stop();
+
+  const handle = client.workflow.getHandle(runnerWorkflowId(runner!));
+  await handle.signal(jobStartedSignal, { jobId: 8 });
+  await handle.signal(jobCompletedSignal, { jobId: 8, conclusion: 'success' });
+  await eventually(async () => {
+    const v = await pool.query(poolStateQuery);
+    return v.runners.length === 1 && !v.runners.some((r) => r.name === runner) ? v : undefined;
+  }, 30_000, 'the runner dropped and replaced');
+  expect(refused).toBe(6);
+  expect(((await handle.result()) as { status: string }).status).toBe('deleted');
 
   await pool.signal(deletePoolSignal, {});
   await pool.result();
