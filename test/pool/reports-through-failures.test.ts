@@ -11,12 +11,13 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Client, Connection } from '@temporalio/client';
+import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPoolActivities, type ReportToPoolArgs } from '../../activities/pool-activities';
 import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId } from '../../workflows/messages';
-import { deletePoolSignal, poolStateQuery, type RunnersChangedArgs } from '../../workflows/pool-messages';
+import { deletePoolSignal, poolStateQuery, type PoolView, type RunnersChangedArgs } from '../../workflows/pool-messages';
+import type { runnerPool } from '../../workflows/runner-pool';
 import { connectClient, eventually, FAST_TIMINGS, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { startWorkerProcess } from '../support/worker-child';
 import { autoRegister, idleRunners, poolSettings, startPool } from './helpers';
@@ -52,15 +53,11 @@ async function reportsHeard(poolId: string, runner: string): Promise<{ seq: numb
   return heard;
 }
 
-it('a pool hears the runner gone when the worker died after its "deleting" report and the retry said "deleted" under the same number', async () => {
-  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-retried-'));
-  const fake = new FakeProviderControl(fakeDir);
-  const taskQueue = uniqueName('tq-retried');
-  // The first worker deletes inline, and dies the moment its "deleting" report has reached the pool.
-  child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '2000', DIE_AFTER_REPORT: 'deleting' });
-  const exited = new Promise((r) => child!.once('exit', r));
-
-  // The look for ended runners is ten minutes off: only the reports can tell the pool.
+/**
+ * A pool of one runner, idle. Its look for ended runners is ten minutes off: only the runner's
+ * reports can tell it the runner is gone.
+ */
+async function poolWithOneIdleRunner(taskQueue: string) {
   const settings = poolSettings({ minIdleRunners: 1, maxRunners: 1 });
   const pool = await startPool(client, taskQueue, { settings, timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 10 * 60_000 } });
   const agents = autoRegister(client, pool);
@@ -69,10 +66,30 @@ it('a pool hears the runner gone when the worker died after its "deleting" repor
     return idle.length === 1 ? idle : undefined;
   }, 30_000, 'one idle runner');
   agents.stop();
+  return { pool, runner: runner! };
+}
+
+/** Waits until the pool no longer counts `runner` and has put a new one in its one place. */
+function replaced(pool: WorkflowHandle<typeof runnerPool>, runner: string): Promise<PoolView> {
+  return eventually(async () => {
+    const v = await pool.query(poolStateQuery);
+    return v.runners.length === 1 && !v.runners.some((r) => r.name === runner) ? v : undefined;
+  }, 30_000, 'the runner dropped and replaced');
+}
+
+it('a pool hears the runner gone when the worker died after its "deleting" report and the retry said "deleted" under the same number', async () => {
+  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-retried-'));
+  const fake = new FakeProviderControl(fakeDir);
+  const taskQueue = uniqueName('tq-retried');
+  // The first worker deletes inline, and dies the moment its "deleting" report has reached the pool.
+  child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '2000', DIE_AFTER_REPORT: 'deleting' });
+  const exited = new Promise((r) => child!.once('exit', r));
+
+  const { pool, runner } = await poolWithOneIdleRunner(taskQueue);
 
   // Its first delete fails, so the first attempt says "deleting"; the retry's delete goes through.
-  fake.setFault('delete', { failTimes: 1, instance: runner! });
-  const handle = client.workflow.getHandle(runnerWorkflowId(runner!));
+  fake.setFault('delete', { failTimes: 1, instance: runner });
+  const handle = client.workflow.getHandle(runnerWorkflowId(runner));
   await handle.signal(jobStartedSignal, { jobId: 7 });
   await handle.signal(jobCompletedSignal, { jobId: 7, conclusion: 'success' });
   await exited;
@@ -81,16 +98,13 @@ it('a pool hears the runner gone when the worker died after its "deleting" repor
   takeover = await startTestWorker({ taskQueue, fakeDir, providers: new Map([['fake', inline]]) });
   const final = (await handle.result()) as { status: string };
   expect(final.status).toBe('deleted');
-  expect(fake.instance(runner!)).toBeUndefined();
+  expect(fake.instance(runner)).toBeUndefined();
 
   // The pool took both reports under one number, and no longer counts the runner: its one slot
   // goes to a new runner.
-  const view = await eventually(async () => {
-    const v = await pool.query(poolStateQuery);
-    return v.runners.length === 1 && !v.runners.some((r) => r.name === runner) ? v : undefined;
-  }, 30_000, 'the runner dropped and replaced');
+  const view = await replaced(pool, runner);
   expect(view.runners[0]!.name).not.toBe(runner);
-  const heard = await reportsHeard(pool.workflowId, runner!);
+  const heard = await reportsHeard(pool.workflowId, runner);
   const last = heard.slice(-2);
   expect(last.map((r) => r.status)).toEqual(['deleting', 'deleted']);
   expect(last[0]!.seq).toBe(last[1]!.seq);
@@ -115,22 +129,12 @@ it('a runner tells its pool it is gone through seconds in which the server canno
       },
     },
   });
-  const settings = poolSettings({ minIdleRunners: 1, maxRunners: 1 });
-  const pool = await startPool(client, flaky.taskQueue, { settings, timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 10 * 60_000 } });
-  const agents = autoRegister(client, pool);
-  const [runner] = await eventually(async () => {
-    const idle = idleRunners(await pool.query(poolStateQuery));
-    return idle.length === 1 ? idle : undefined;
-  }, 30_000, 'one idle runner');
-  agents.stop();
+  const { pool, runner } = await poolWithOneIdleRunner(flaky.taskQueue);
 
-  const handle = client.workflow.getHandle(runnerWorkflowId(runner!));
+  const handle = client.workflow.getHandle(runnerWorkflowId(runner));
   await handle.signal(jobStartedSignal, { jobId: 8 });
   await handle.signal(jobCompletedSignal, { jobId: 8, conclusion: 'success' });
-  await eventually(async () => {
-    const v = await pool.query(poolStateQuery);
-    return v.runners.length === 1 && !v.runners.some((r) => r.name === runner) ? v : undefined;
-  }, 30_000, 'the runner dropped and replaced');
+  await replaced(pool, runner);
   expect(refused).toBe(6);
   expect(((await handle.result()) as { status: string }).status).toBe('deleted');
 
