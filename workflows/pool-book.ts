@@ -362,6 +362,26 @@ export class PoolBook {
     }
   }
 
+  /**
+   * When the pool should look for ended runners before its interval runs out: a runner on its way
+   * out says "deleted" as it ends, and one silent for `silentMs` since it last changed may have
+   * ended without it (its report given up). Looked for after `silentMs`, then after twice as long
+   * since it started leaving, and so on: a listing may still show a workflow that just closed, and
+   * a slow delete is no reason to look often. Only moments after `after` (the last look) count,
+   * and none as late as the interval's own look.
+   */
+  silentLeaversDueAt(after: number, silentMs: number, intervalMs: number): number | undefined {
+    let due: number | undefined;
+    for (const r of this.runners.values()) {
+      if (!isLeaving(r.status, r.runnerStatus) || !this.existsFor(r)) continue;
+      const since = Date.parse(r.since);
+      let wait = silentMs;
+      while (since + wait <= after && wait < intervalMs) wait *= 2;
+      if (since + wait > after && wait < intervalMs && (due === undefined || since + wait < due)) due = since + wait;
+    }
+    return due;
+  }
+
   /** Whether a runner can still take a job: not asked to leave, not on its way out. */
   private isLive(r: RunnerEntry): boolean {
     return !r.deleteRequested && !isLeaving(r.status, r.runnerStatus);

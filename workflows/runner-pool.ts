@@ -391,9 +391,27 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   const audits = patched('audit-ended-runners');
   const auditEvery = input.timings.poolAuditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS;
   let auditDueAt = input.carried?.auditDueAt ?? Date.now() + auditEvery;
+  // The look starts every interval after the last, so the last one's time carries in its due time.
+  let lastAuditAt = auditDueAt - auditEvery;
   let auditsInFlight = 0;
+  /**
+   * Runners on their way out that have gone silent bring the look forward (see
+   * `silentLeaversDueAt`), at most once per `leaveReaskInterval`: a runner whose last report was
+   * given up would otherwise hold its place, and keep a deleted pool open, for up to the whole
+   * interval. (patched: pools that looked only every interval replay so.)
+   */
+  const looksForSilentLeavers = audits && patched('early-look-for-silent-leavers');
+  const silentMs = input.timings.leaveReaskIntervalMs ?? LEAVE_REASK_MS;
+  function earlyAuditAt(): number | undefined {
+    if (!looksForSilentLeavers) return undefined;
+    const due = book.silentLeaversDueAt(lastAuditAt, silentMs, auditEvery);
+    return due === undefined ? undefined : Math.max(due, lastAuditAt + silentMs);
+  }
   function auditRunners(now: number): void {
-    if (!audits || auditsInFlight > 0 || now < auditDueAt) return;
+    if (!audits || auditsInFlight > 0) return;
+    const early = earlyAuditAt();
+    if (now < auditDueAt && (early === undefined || now < early)) return;
+    lastAuditAt = now;
     auditDueAt = now + auditEvery;
     if (!book.hasStartedRunners()) return;
     auditsInFlight += 1;
@@ -518,7 +536,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
       // Only a pool with runners to look for wakes for it; one that gets some looks at its next decision.
-      if (audits && auditsInFlight === 0 && book.hasStartedRunners()) wakeAt(auditDueAt);
+      if (audits && auditsInFlight === 0 && book.hasStartedRunners()) wakeAt(Math.min(auditDueAt, earlyAuditAt() ?? Infinity));
       await condition(() => dirty || historyFull() || finished());
       continue;
     }

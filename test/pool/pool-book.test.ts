@@ -177,6 +177,23 @@ describe('PoolBook scaling', () => {
     expect(book.runnerChanged({ seq: 1, name: t!, status: 'running', runnerStatus: 'idle' }, T0)).toBe(false);
   });
 
+  it('looks early for a runner on its way out that has gone silent, less often the longer it leaves', () => {
+    const book = new PoolBook(settings(), FAST_TIMINGS);
+    const [leaving, idle] = startN(book, 2);
+    book.runnerChanged({ seq: 1, name: idle!, status: 'running', runnerStatus: 'idle' }, T0);
+    expect(book.silentLeaversDueAt(T0, 1_000, 60_000)).toBeUndefined();
+    book.runnerChanged({ seq: 1, name: leaving!, status: 'pending_delete', runnerStatus: 'terminated' }, T0);
+    // Silent for 1 s, then 2, 4, 8 ... after it started leaving, each after the last look.
+    expect(book.silentLeaversDueAt(T0, 1_000, 60_000)).toBe(T0 + 1_000);
+    expect(book.silentLeaversDueAt(T0 + 1_000, 1_000, 60_000)).toBe(T0 + 2_000);
+    expect(book.silentLeaversDueAt(T0 + 2_500, 1_000, 60_000)).toBe(T0 + 4_000);
+    // Never as late as the interval's own look.
+    expect(book.silentLeaversDueAt(T0 + 32_000, 1_000, 60_000)).toBeUndefined();
+    // News starts the silence again.
+    book.runnerChanged({ seq: 2, name: leaving!, status: 'deleting', runnerStatus: 'terminated' }, T0 + 40_000);
+    expect(book.silentLeaversDueAt(T0 + 40_000, 1_000, 60_000)).toBe(T0 + 41_000);
+  });
+
   it('in pools begun before, replays dropping a report whose number it has seen', () => {
     const book = new PoolBook(settings(), FAST_TIMINGS, undefined, { reaskLeaving: true, packQueue: true, startedCounts: true });
     const [r] = startN(book, 1);

@@ -27,6 +27,7 @@ let connection: Connection;
 let child: ChildProcess | undefined;
 let takeover: TestWorker | undefined;
 let flaky: TestWorker | undefined;
+let mute: TestWorker | undefined;
 
 beforeAll(async () => {
   ({ client, connection } = await connectClient());
@@ -35,6 +36,7 @@ afterAll(async () => {
   child?.kill('SIGKILL');
   await takeover?.stop();
   await flaky?.stop();
+  await mute?.stop();
   await connection?.close();
 });
 
@@ -57,9 +59,9 @@ async function reportsHeard(poolId: string, runner: string): Promise<{ seq: numb
  * A pool of one runner, idle. Its look for ended runners is ten minutes off: only the runner's
  * reports can tell it the runner is gone.
  */
-async function poolWithOneIdleRunner(taskQueue: string) {
+async function poolWithOneIdleRunner(taskQueue: string, timings: Partial<typeof FAST_TIMINGS> = {}) {
   const settings = poolSettings({ minIdleRunners: 1, maxRunners: 1 });
-  const pool = await startPool(client, taskQueue, { settings, timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 10 * 60_000 } });
+  const pool = await startPool(client, taskQueue, { settings, timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 10 * 60_000, ...timings } });
   const agents = autoRegister(client, pool);
   const [runner] = await eventually(async () => {
     const idle = idleRunners(await pool.query(poolStateQuery));
@@ -138,6 +140,35 @@ it('a runner tells its pool it is gone through seconds in which the server canno
   expect(refused).toBe(6);
   expect(((await handle.result()) as { status: string }).status).toBe('deleted');
 
+  await pool.signal(deletePoolSignal, {});
+  await pool.result();
+});
+
+it('a pool that never hears a leaving runner\'s last report looks for it well before its interval', async () => {
+  // The runner's "deleted" is given up (a server out of reach for longer than the report is
+  // tried): the pool last heard "deleting".
+  const reports = createPoolActivities({ client });
+  const given: string[] = [];
+  mute = await startTestWorker({
+    extraActivities: {
+      async reportToPool(args: ReportToPoolArgs): Promise<void> {
+        if (args.report.status === 'deleted') given.push(args.report.name);
+        else await reports.reportToPool(args);
+      },
+    },
+  });
+  const { pool, runner } = await poolWithOneIdleRunner(mute.taskQueue, { leaveReaskIntervalMs: 1_000 });
+  const handle = client.workflow.getHandle(runnerWorkflowId(runner));
+  await handle.signal(jobStartedSignal, { jobId: 9 });
+  await handle.signal(jobCompletedSignal, { jobId: 9, conclusion: 'success' });
+  expect(((await handle.result()) as { status: string }).status).toBe('deleted');
+  expect(given).toContain(runner);
+
+  // Its interval is ten minutes; a second or two after the runner went silent, it looks.
+  await replaced(pool, runner);
+  const history = await pool.fetchHistory();
+  const looks = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'findEndedRunners');
+  expect(looks.length).toBeGreaterThanOrEqual(1);
   await pool.signal(deletePoolSignal, {});
   await pool.result();
 });
