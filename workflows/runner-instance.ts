@@ -307,6 +307,24 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
   warnOfUnknownSignals(RUNNER_INSTANCE_WORKFLOW, [forceDeleteSignal, deleteSignal, jobStartedSignal, jobCompletedSignal, runnerStatusSignal, healthReportSignal].map((s) => s.name));
 
+  /** The history length of the workflow task whose inline create made the machine, until something deletes it. */
+  let inlineCreateTask: number | undefined;
+  /**
+   * A local activity's marker reaches the history only with the workflow task that ran it. A task
+   * that creates the machine inline and deletes it again (the job already over when the runner's
+   * first task ran, a forced delete already asked for) and is then lost (its worker killed, or its
+   * completion refused for a signal that came meanwhile) is run again without either marker: the
+   * create finds no machine, the lost task having deleted it, and makes a second. Ending the task
+   * with a timer first records the create, so the run again sees it done. A task that does not
+   * delete what it created needs nothing: the repeated create finds the machine there.
+   * (patched: runners that created and deleted in one task replay so.)
+   */
+  async function createRecordedBeforeDelete(): Promise<void> {
+    const sameTask = inlineCreateTask !== undefined && workflowInfo().historyLength === inlineCreateTask;
+    inlineCreateTask = undefined;
+    if (sameTask && patched('inline-create-recorded-before-its-delete')) await sleep(1);
+  }
+
   async function createMachine(): Promise<void> {
     moveTo('creating');
     createStartedAt = Date.now();
@@ -356,7 +374,9 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       await sleep(Math.max(t.createInitialIntervalMs, retryAfterMs(err) ?? 0));
       return createAfterFailedInline.createInstance(next);
     }
-    return first.inline ? first.created : create.createInstance(args);
+    if (!first.inline) return create.createInstance(args);
+    inlineCreateTask = workflowInfo().historyLength;
+    return first.created;
   }
 
   /**
@@ -519,6 +539,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
    * delete before it replay their ordinary activity.)
    */
   async function deleteOnce(): Promise<void> {
+    await createRecordedBeforeDelete();
     const args = deleteArgs();
     if (!patched('inline-delete-attempt')) return remove.deleteInstance(args);
     try {
@@ -577,6 +598,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     };
     let handedTo: string | undefined;
     try {
+      await createRecordedBeforeDelete();
       const outcome = await forceDeleteStep.forceDeleteMachine({
         ...machine,
         boundMs: t.forceDeleteAttemptTimeoutMs,

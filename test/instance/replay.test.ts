@@ -85,6 +85,18 @@ describe('runnerInstance histories replay with the current code', () => {
     await expect(replayHistory(history, 'runner/ephemeral-told-pool')).resolves.toBeUndefined();
   });
 
+  it('a runner that created and deleted its machine in its first task (recorded before the create was recorded first)', async () => {
+    const history = loadHistory(__dirname, 'runner-created-and-deleted-its-machine-in-one-task-before-the-create-was-recorded-first.json');
+    const events = history.events;
+    expect(patchIds(events)).not.toContain('inline-create-recorded-before-its-delete');
+    // One task: the create, the delete and the close, with no timer between. The current code ends
+    // the task with a timer after the create.
+    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+    expect(activitySteps(events).map((s) => s.type)).toEqual(['createInstanceInline', 'deleteInstanceInline']);
+    expect(events.some((e) => e.timerStartedEventAttributes)).toBe(false);
+    await expect(replayHistory(history, 'runner/created-and-deleted-in-one-task')).resolves.toBeUndefined();
+  });
+
   it('a runner whose forced delete told its pool after the forced step (recorded before the report went beside it)', async () => {
     const history = loadHistory(__dirname, 'forced-runner-reported-after-its-forced-step.json');
     const events = history.events;
