@@ -7,22 +7,28 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import type { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import { jobCompletedSignal, jobStartedSignal, runnerStatusSignal } from '../../workflows/messages';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { startWorkerProcess } from '../support/worker-child';
 import { EventType, eventsOf, startInstance } from './helpers';
 
 let client: Client;
 let connection: Connection;
 let worker: TestWorker | undefined;
+let takeover: TestWorker | undefined;
+let child: ChildProcess | undefined;
 
 beforeAll(async () => {
   ({ client, connection } = await connectClient());
 });
 afterAll(async () => {
+  child?.kill('SIGKILL');
   await worker?.stop();
+  await takeover?.stop();
   await connection?.close();
 });
 
@@ -53,4 +59,27 @@ it('a runner whose first task creates and deletes its machine makes one machine,
   const signals = events.map((e, i) => (e.workflowExecutionSignaledEventAttributes ? i : -1)).filter((i) => i >= 0);
   expect(signals).toHaveLength(4);
   expect(signals.at(-1)).toBeGreaterThan(firstTask);
+});
+
+it('a runner whose first task creates and deletes its machine makes one machine, though its worker dies right after the delete', async () => {
+  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-one-task-kill-'));
+  const taskQueue = uniqueName('tq-one-task-kill');
+  const name = uniqueName('one-task-kill');
+  const handle = await startInstance(client, taskQueue, instanceInput(name));
+  await handle.signal(runnerStatusSignal, { status: 'idle' });
+  await handle.signal(jobStartedSignal, { jobId: 8 });
+  await handle.signal(jobCompletedSignal, { jobId: 8, conclusion: 'success' });
+  // The worker dies the moment its provider has deleted the machine: whatever task did the
+  // delete is lost with it, and run again by the next worker.
+  child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '3000', DIE_AFTER_DELETE: '1' });
+  const fake = new FakeProviderControl(fakeDir);
+  await new Promise((r) => child!.once('exit', r));
+  expect(fake.calls('delete').filter((c) => c.outcome === 'deleted')).toHaveLength(1);
+
+  const quick = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: 3_000, inlineDeleteTimeoutMs: 3_000 });
+  takeover = await startTestWorker({ taskQueue, fakeDir, providers: new Map([['fake', quick]]) });
+  const final = await handle.result();
+  expect(final.status).toBe('deleted');
+  expect(fake.instance(name)).toBeUndefined();
+  expect(fake.createdCount(name)).toBe(1);
 });

@@ -3,7 +3,8 @@
  * Env: TEMPORAL_ADDRESS, TASK_QUEUE, BUNDLE_PATH; FAKE_DIR for a fake provider
  * named "fake" (FAKE_INLINE_MS: its inline create and delete bound); SIM_URL for GitHub through the simulator (a GitHub double
  * otherwise); DIE_AFTER_REPORT=<status> to SIGKILL this process the moment a runner's report
- * of that status has reached its pool, before the workflow task that sent it is recorded.
+ * of that status has reached its pool, before the workflow task that sent it is recorded;
+ * DIE_AFTER_DELETE=1 to SIGKILL it the moment the fake provider has deleted a machine.
  * Prints "ready" once polling.
  */
 import { Client } from '@temporalio/client';
@@ -26,6 +27,13 @@ const providers = new Map<string, ProviderPort>();
 if (process.env.FAKE_DIR) {
   const inlineMs = Number(process.env.FAKE_INLINE_MS ?? 0);
   const fake = Object.assign(new FakeProvider({ name: 'fake', stateDir: process.env.FAKE_DIR }), { inlineCreateTimeoutMs: inlineMs, inlineDeleteTimeoutMs: inlineMs });
+  if (process.env.DIE_AFTER_DELETE) {
+    const deleteInstance = fake.deleteInstance.bind(fake);
+    fake.deleteInstance = async (...args) => {
+      await deleteInstance(...args);
+      process.kill(process.pid, 'SIGKILL');
+    };
+  }
   providers.set('fake', fake);
 }
 const double = new GitHubDouble();
