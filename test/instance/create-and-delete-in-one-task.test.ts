@@ -32,15 +32,20 @@ afterAll(async () => {
   await connection?.close();
 });
 
-it('a runner whose first task creates and deletes its machine makes one machine, though a signal comes while that task runs', async () => {
-  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-one-task-'));
-  const taskQueue = uniqueName('tq-one-task');
-  const name = uniqueName('one-task');
-  // No worker yet: the runner's job comes and goes before its first workflow task runs.
+/** A runner started with no worker yet: its job comes and goes before its first workflow task runs. */
+async function runnerWithItsJobOver(prefix: string) {
+  const fakeDir = mkdtempSync(join(tmpdir(), `runnerflow-${prefix}-`));
+  const taskQueue = uniqueName(`tq-${prefix}`);
+  const name = uniqueName(prefix);
   const handle = await startInstance(client, taskQueue, instanceInput(name));
   await handle.signal(runnerStatusSignal, { status: 'idle' });
   await handle.signal(jobStartedSignal, { jobId: 7 });
   await handle.signal(jobCompletedSignal, { jobId: 7, conclusion: 'success' });
+  return { fakeDir, taskQueue, name, handle };
+}
+
+it('a runner whose first task creates and deletes its machine makes one machine, though a signal comes while that task runs', async () => {
+  const { fakeDir, taskQueue, name, handle } = await runnerWithItsJobOver('one-task');
   // The create takes a moment, so that a signal arrives while the task runs.
   new FakeProviderControl(fakeDir).setFault('create', { delayMs: 1_000, instance: name });
   const quick = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: 3_000, inlineDeleteTimeoutMs: 3_000 });
@@ -62,13 +67,7 @@ it('a runner whose first task creates and deletes its machine makes one machine,
 });
 
 it('a runner whose first task creates and deletes its machine makes one machine, though its worker dies right after the delete', async () => {
-  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-one-task-kill-'));
-  const taskQueue = uniqueName('tq-one-task-kill');
-  const name = uniqueName('one-task-kill');
-  const handle = await startInstance(client, taskQueue, instanceInput(name));
-  await handle.signal(runnerStatusSignal, { status: 'idle' });
-  await handle.signal(jobStartedSignal, { jobId: 8 });
-  await handle.signal(jobCompletedSignal, { jobId: 8, conclusion: 'success' });
+  const { fakeDir, taskQueue, name, handle } = await runnerWithItsJobOver('one-task-kill');
   // The worker dies the moment its provider has deleted the machine: whatever task did the
   // delete is lost with it, and run again by the next worker.
   child = await startWorkerProcess(taskQueue, { FAKE_DIR: fakeDir, FAKE_INLINE_MS: '3000', DIE_AFTER_DELETE: '1' });
