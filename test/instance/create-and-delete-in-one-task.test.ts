@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import type { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { FakeProvider, FakeProviderControl } from '../../providers/fake';
+import { FakeProviderControl } from '../../providers/fake';
 import { jobCompletedSignal, jobStartedSignal, runnerStatusSignal } from '../../workflows/messages';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { startWorkerProcess } from '../support/worker-child';
@@ -48,8 +48,7 @@ it('a runner whose first task creates and deletes its machine makes one machine,
   const { fakeDir, taskQueue, name, handle } = await runnerWithItsJobOver('one-task');
   // The create takes a moment, so that a signal arrives while the task runs.
   new FakeProviderControl(fakeDir).setFault('create', { delayMs: 1_000, instance: name });
-  const quick = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: 3_000, inlineDeleteTimeoutMs: 3_000 });
-  worker = await startTestWorker({ taskQueue, fakeDir, providers: new Map([['fake', quick]]) });
+  worker = await startTestWorker({ taskQueue, fakeDir, fakeInlineMs: 3_000 });
   await eventually(() => worker!.fake.attempts('create') >= 1, 20_000, 'the create under way');
   await handle.signal(runnerStatusSignal, { status: 'idle' });
 
@@ -75,8 +74,7 @@ it('a runner whose first task creates and deletes its machine makes one machine,
   await new Promise((r) => child!.once('exit', r));
   expect(fake.calls('delete').filter((c) => c.outcome === 'deleted')).toHaveLength(1);
 
-  const quick = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: 3_000, inlineDeleteTimeoutMs: 3_000 });
-  takeover = await startTestWorker({ taskQueue, fakeDir, providers: new Map([['fake', quick]]) });
+  takeover = await startTestWorker({ taskQueue, fakeDir, fakeInlineMs: 3_000 });
   const final = await handle.result();
   expect(final.status).toBe('deleted');
   expect(fake.instance(name)).toBeUndefined();

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPoolActivities, type ReportToPoolArgs } from '../../activities/pool-activities';
-import { FakeProvider, FakeProviderControl } from '../../providers/fake';
+import { FakeProviderControl } from '../../providers/fake';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId } from '../../workflows/messages';
 import { deletePoolSignal, poolStateQuery, type PoolView, type RunnersChangedArgs } from '../../workflows/pool-messages';
 import type { runnerPool } from '../../workflows/runner-pool';
@@ -96,8 +96,7 @@ it('a pool hears the runner gone when the worker died after its "deleting" repor
   await handle.signal(jobCompletedSignal, { jobId: 7, conclusion: 'success' });
   await exited;
 
-  const inline = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: 2_000, inlineDeleteTimeoutMs: 2_000 });
-  takeover = await startTestWorker({ taskQueue, fakeDir, providers: new Map([['fake', inline]]) });
+  takeover = await startTestWorker({ taskQueue, fakeDir, fakeInlineMs: 2_000 });
   const final = (await handle.result()) as { status: string };
   expect(final.status).toBe('deleted');
   expect(fake.instance(runner)).toBeUndefined();

@@ -80,6 +80,8 @@ export interface TestWorkerOptions {
   activities?: Partial<InstanceActivityDeps>;
   extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
   fakeDir?: string;
+  /** The fake provider's inline create and delete bound (none by default: every attempt is an activity). */
+  fakeInlineMs?: number;
   /** Join an existing task queue (e.g. to take over from a killed worker). */
   taskQueue?: string;
   /** Bundle the workflows from source with `temporal.workflowStackTraces` so set, instead of the run's prebuilt bundle. */
@@ -100,7 +102,8 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
   const taskQueue = options.taskQueue ?? uniqueName('tq');
   const fakeDir = options.fakeDir ?? mkdtempSync(join(tmpdir(), 'runnerflow-fake-'));
   const github = new GitHubDouble();
-  const providers = options.providers ?? new Map<string, ProviderPort>([['fake', new FakeProvider({ name: 'fake', stateDir: fakeDir })]]);
+  const fake = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), options.fakeInlineMs ? { inlineCreateTimeoutMs: options.fakeInlineMs, inlineDeleteTimeoutMs: options.fakeInlineMs } : {});
+  const providers = options.providers ?? new Map<string, ProviderPort>([['fake', fake]]);
   const connection = await NativeConnection.connect({ address: temporalAddress() });
   const worker = await createRunnerflowWorker({
     connection,
