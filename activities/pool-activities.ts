@@ -59,7 +59,12 @@ export interface ReportToPoolArgs {
   report: RunnerChangedArgs;
 }
 
-export function createPoolActivities(deps: { client: Client }) {
+/**
+ * `client` carries the reports; `eagerStarts` the runner starts, on the worker's own connection,
+ * which eager start needs (the same client when it is one).
+ */
+export function createPoolActivities(deps: { client: Client; eagerStarts?: Client }) {
+  const starts = deps.eagerStarts ?? deps.client;
   /**
    * Runners tell their pool of every change that matters to it. Sent as a
    * workflow command, each report became a task the server carried out later
@@ -92,7 +97,7 @@ export function createPoolActivities(deps: { client: Client }) {
           // Eager start: the server may hand the new runner's first workflow task straight back to this
           // worker (the client shares its connection), skipping the task queue where, measured under
           // load, first tasks waited 3 to 30 s to be picked up.
-          runners.map((input) => deps.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input), requestEagerStart: true })),
+          runners.map((input) => starts.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(input), requestEagerStart: true })),
         ),
       );
       let undecided: unknown;

@@ -14,7 +14,7 @@
  *
  *   npx tsx bench/force-delete-latency.ts [--runs 50] [--bound 50] [--force-after 200]
  */
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Client, type WorkflowHandle } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { NativeConnection } from '@temporalio/worker';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,6 +25,7 @@ import { DEFAULT_TIMINGS } from '../domain/timings';
 import type { GitHubPort } from '../github/port';
 import { FakeProvider, FakeProviderControl } from '../providers/fake';
 import { createRunnerflowWorker } from '../worker/create-worker';
+import { connectTemporal } from '../api/temporal/connection';
 import { ensureSearchAttributes } from '../worker/search-attributes';
 import { instanceStartOptions } from '../workflows/instance-options';
 import { deleteSignal, forceDeleteSignal, stateQuery, type RunnerInstanceInput } from '../workflows/messages';
@@ -158,7 +159,7 @@ async function main(): Promise<void> {
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-bench-fake-'));
-  const connection = await Connection.connect({ address: temporal.address });
+  const connection = await connectTemporal({ address: temporal.address });
   const client = new Client({ connection, namespace: 'default' });
   const workerConnection = await NativeConnection.connect({ address: temporal.address });
   try {
@@ -166,6 +167,7 @@ async function main(): Promise<void> {
     const taskQueue = uniqueName('bench-force-tq');
     const worker = await createRunnerflowWorker({
       connection: workerConnection,
+      clientConnection: connection,
       namespace: 'default',
       taskQueue,
       // Hanging graceful deletes are still running when the bench ends; they need not finish.

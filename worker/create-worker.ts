@@ -1,4 +1,4 @@
-import { Client } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createForceDeleteActivities } from '../activities/force-delete-activities';
 import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
@@ -11,7 +11,16 @@ import { lifecycleSinks } from './lifecycle-metrics';
 import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflow-bundle';
 
 export interface RunnerflowWorkerOptions {
+  /** The worker's own connection; runner workflows are started eagerly over it, which needs the worker's. */
   connection: NativeConnection;
+  /**
+   * runnerflow's connection (`connectTemporal`) for every other call the worker's activities make
+   * to workflows: runners' reports to their pool, relayed jobs, clean-ups, sweeps. A pool whose
+   * continue-as-new raced a signal refuses signals until its history is replayed (a few hundred
+   * milliseconds); this connection asks again every 100 ms, where the worker's native connection
+   * backs off as from a rate limit and delivered a relayed job or a report about a second late.
+   */
+  clientConnection: Connection;
   namespace: string;
   taskQueue: string;
   activities: InstanceActivityDeps;
@@ -51,8 +60,8 @@ export const WORKER_TUNING = {
 } as const satisfies Partial<WorkerOptions>;
 
 export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): Promise<Worker> {
-  // Pools start runner workflows and forced deletes start clean-ups from local activities, through this client.
-  const client = new Client({ connection: options.connection, namespace: options.namespace });
+  const client = new Client({ connection: options.clientConnection, namespace: options.namespace });
+  const eagerStarts = new Client({ connection: options.connection, namespace: options.namespace });
   const workerOptions: WorkerOptions = {
     connection: options.connection,
     namespace: options.namespace,
@@ -60,7 +69,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     activities: {
       ...createInstanceActivities(options.activities),
       ...createScaleSetActivities({ github: options.activities.github }),
-      ...createPoolActivities({ client }),
+      ...createPoolActivities({ client, eagerStarts }),
       ...createPoolAuditActivities({ client, github: options.activities.github }),
       ...createRelayActivities({ client }),
       ...createForceDeleteActivities({ ...options.activities, client }),

@@ -84,6 +84,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const worker = await createRunnerflowWorker({
     connection,
+    clientConnection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),

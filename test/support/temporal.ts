@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
 import type { InstanceActivityDeps } from '../../activities/instance-activities';
+import { connectTemporal } from '../../api/temporal/connection';
 import { DEFAULT_TIMINGS, type InstanceTimings } from '../../domain/timings';
 import type { GitHubPort } from '../../github/port';
 import { FakeProvider, FakeProviderControl } from '../../providers/fake';
@@ -105,8 +106,10 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
   const fake = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), options.fakeInlineMs ? { inlineCreateTimeoutMs: options.fakeInlineMs, inlineDeleteTimeoutMs: options.fakeInlineMs } : {});
   const providers = options.providers ?? new Map<string, ProviderPort>([['fake', fake]]);
   const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const clientConnection = await connectTemporal({ address: temporalAddress() });
   const worker = await createRunnerflowWorker({
     connection,
+    clientConnection,
     namespace: 'default',
     taskQueue,
     ...(options.workflowStackTraces === undefined ? { workflowBundlePath: inject('workflowBundlePath') } : { workflowStackTraces: options.workflowStackTraces }),
@@ -137,6 +140,7 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
         if (worker.getState() === 'RUNNING') worker.shutdown();
         await running;
         await connection.close();
+        await clientConnection.close();
       })();
       return stopped;
     },

@@ -10,6 +10,7 @@
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createPoolActivities, type ReportToPoolArgs } from '../../activities/pool-activities';
+import { connectTemporal } from '../../api/temporal/connection';
 import { FakeProvider } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { createRunnerflowWorker } from '../../worker/create-worker';
@@ -38,7 +39,8 @@ if (process.env.FAKE_DIR) {
 }
 const double = new GitHubDouble();
 const dieAfterReport = process.env.DIE_AFTER_REPORT;
-const poolActivities = createPoolActivities({ client: new Client({ connection }) });
+const clientConnection = await connectTemporal({ address: env('TEMPORAL_ADDRESS') });
+const poolActivities = createPoolActivities({ client: new Client({ connection: clientConnection }), eagerStarts: new Client({ connection }) });
 const extraActivities: Record<string, (args: ReportToPoolArgs) => Promise<void>> = dieAfterReport
   ? {
       async reportToPool(args: ReportToPoolArgs): Promise<void> {
@@ -49,6 +51,7 @@ const extraActivities: Record<string, (args: ReportToPoolArgs) => Promise<void>>
   : {};
 const worker = await createRunnerflowWorker({
   connection,
+  clientConnection,
   namespace: 'default',
   taskQueue: env('TASK_QUEUE'),
   workflowBundlePath: env('BUNDLE_PATH'),
