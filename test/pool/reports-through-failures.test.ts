@@ -106,9 +106,12 @@ it('a pool hears the runner gone when the worker died after its "deleting" repor
   const view = await replaced(pool, runner);
   expect(view.runners[0]!.name).not.toBe(runner);
   const heard = await reportsHeard(pool.workflowId, runner);
-  const last = heard.slice(-2);
-  expect(last.map((r) => r.status)).toEqual(['deleting', 'deleted']);
-  expect(last[0]!.seq).toBe(last[1]!.seq);
+  const last = heard.at(-1)!;
+  expect(last.status).toBe('deleted');
+  // Under that one number the pool heard "deleting" first. (A worker slow enough to take both of
+  // the job's signals in one task sends the busy report again from the retried task, just before
+  // "deleted": so the two need not be the last two reports.)
+  expect(heard.filter((r) => r.seq === last.seq).map((r) => r.status)).toEqual(['deleting', 'deleted']);
 
   await pool.signal(deletePoolSignal, {});
   await pool.result();
