@@ -117,6 +117,20 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
+/**
+ * Lifecycles completed per second while they were completing: (n − 1) over
+ * the time from the first completion to the last. Dividing all n by the time
+ * from the first start instead counts the last lifecycle's own length (its job,
+ * its gaps) as time the system was slow, so a run of n lifecycles offered at
+ * exactly r a second could never read r however fast the system was.
+ */
+export function completionRate(completedAt: number[]): number {
+  if (completedAt.length < 2) return 0;
+  const first = Math.min(...completedAt);
+  const last = Math.max(...completedAt);
+  return last > first ? ((completedAt.length - 1) * 1_000) / (last - first) : 0;
+}
+
 export const ms = (n: number): string => (Number.isFinite(n) ? `${Math.round(n)} ms` : 'n/a');
 export const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 

@@ -27,7 +27,7 @@ import { Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
-import { exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, sleep, temporalServer, uniqueName, type Figure } from './common';
+import { completionRate, exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, sleep, temporalServer, uniqueName, type Figure } from './common';
 import { cpuBetween, cpuSnapshot } from './cpu';
 import { WORKER_TUNING } from '../worker/create-worker';
 import { workflowBundlerOptions } from '../worker/workflow-bundle';
@@ -65,6 +65,7 @@ async function main(): Promise<void> {
     console.log(`server-floor: ${total} lifecycles (${shape}) at ${rate}/s for ${seconds} s, signals ${gapMs} ms apart, ${jobMs} ms jobs, on ${temporal.address}`);
     const prefix = uniqueName('floor-runner');
     const lifecycleMs: number[] = [];
+    const closedAt: number[] = [];
     let failed = 0;
     let firstError: unknown;
     const lifecycle = async (i: number): Promise<void> => {
@@ -97,6 +98,7 @@ async function main(): Promise<void> {
         await handle.signal(floorStepSignal, { step });
       }
       await handle.result();
+      closedAt.push(Date.now());
       lifecycleMs.push(Date.now() - started - waited);
     };
 
@@ -126,14 +128,22 @@ async function main(): Promise<void> {
     const serverMs = perLifecycle(serverRow?.seconds ?? 0);
     const cores = cpus().length;
     const ceiling = serverMs > 0 ? (cores * 1_000) / serverMs : Infinity;
-    const throughput = (completed * 1_000) / tookMs;
+    const throughput = completionRate(closedAt);
+    const wholeRow = cpu.find((r) => r.what === 'whole machine');
+    const wholeMs = perLifecycle(wholeRow?.seconds ?? 0);
 
     const figures: Figure[] = [
       { figure: 'lifecycles completed', value: `${completed} of ${total}`, target: `${total}`, met: completed === total },
       { figure: 'offered for / all closed after', value: `${ms(offeredFor)} / ${ms(tookMs)}` },
-      { figure: 'complete lifecycles per second (first start → last close)', value: throughput.toFixed(1), target: `≥ ${LIFECYCLES_TARGET}`, met: throughput >= LIFECYCLES_TARGET },
+      { figure: 'complete lifecycles per second (first close → last close)', value: throughput.toFixed(1), target: `≥ ${LIFECYCLES_TARGET}`, met: throughput >= LIFECYCLES_TARGET },
       { figure: 'orchestration time per lifecycle, gaps and job left out (p50 / p99)', value: `${ms(percentile(lifecycleMs, 50))} / ${ms(percentile(lifecycleMs, 99))}` },
       ...cpu.map((row) => ({ figure: `CPU per lifecycle: ${row.what}`, value: `${perLifecycle(row.seconds).toFixed(1)} core-ms` })),
+      {
+        figure: `lifecycles/s the whole machine could carry at this cost (${cores} cores)`,
+        value: wholeMs > 0 ? ((cores * 1_000) / wholeMs).toFixed(1) : 'n/a',
+        target: `≥ ${LIFECYCLES_TARGET}`,
+        met: wholeMs > 0 && (cores * 1_000) / wholeMs >= LIFECYCLES_TARGET,
+      },
       {
         figure: `lifecycles/s the server alone could carry on all ${cores} cores, nothing else running`,
         value: Number.isFinite(ceiling) ? ceiling.toFixed(1) : 'n/a',

@@ -4,7 +4,6 @@
  * made through the REST API as an operator would. Production timings: with
  * simulated machines nothing fails, so no backoff is ever waited out.
  */
-import { rmSync } from 'node:fs';
 import { processStackRequest, startProcessStack, type ProcessStack } from '../devstack/process-stack';
 import { apiRequest as api, SIMULATED_PROVIDER, startDevStack, type DevStack } from '../devstack/stack';
 import type { PoolSettingsInput } from '../domain/pool';
@@ -114,10 +113,9 @@ export async function removePool(stack: AnyBenchStack, pool: BenchPool, timeoutM
   await handle.terminate('bench cleanup').catch(() => undefined);
 }
 
-/** Stops the stack and removes the simulated machines' directory. */
+/** Stops the stack (which removes the simulated machines' directory). */
 export async function stopBenchStack(stack: BenchStack): Promise<void> {
   await stack.stop();
-  if (stack.machinesDir) rmSync(stack.machinesDir, { recursive: true, force: true });
 }
 
 /**

@@ -6,9 +6,9 @@
  * runner calls back to the first API.
  */
 import { Client } from '@temporalio/client';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { scratchDir } from './scratch-dir';
 import { startGitHubSimulator, type GitHubSimulator, type GitHubSimulatorOptions } from '../github/simulator/server';
 import { FakeProviderControl } from '../providers/fake';
 import { spawnStackProcess, type StackProcess } from './processes/spawn';
@@ -48,7 +48,7 @@ export interface ProcessStack {
 }
 
 export async function startProcessStack(options: ProcessStackOptions): Promise<ProcessStack> {
-  const dir = mkdtempSync(join(tmpdir(), 'runnerflow-stack-'));
+  const dir = scratchDir('runnerflow-stack-');
   const machinesDir = join(dir, 'machines');
   const secrets = stackSecrets();
   const sim = await startGitHubSimulator({ webhookSecret: secrets.RUNNERFLOW_WEBHOOK_SECRET, onError: () => undefined, ...options.simulator });

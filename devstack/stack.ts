@@ -5,9 +5,8 @@
  */
 import { Client } from '@temporalio/client';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
+import { scratchDir } from './scratch-dir';
 import type { LoadedConfig } from '../config/load';
 import { parseConfig } from '../config/load';
 import type { Logger } from '../api/deps';
@@ -125,7 +124,7 @@ export function stackConfig(input: StackConfigInput): Record<string, unknown> {
 export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
   const env: NodeJS.ProcessEnv = { ...process.env, ...stackSecrets({ app: options.githubAppCredentials !== undefined }) };
   const sim = await startGitHubSimulator({ webhookSecret: env.RUNNERFLOW_WEBHOOK_SECRET, ...options.simulator });
-  const machinesDir = options.machines === 'simulated' ? mkdtempSync(join(tmpdir(), 'runnerflow-machines-')) : undefined;
+  const machinesDir = options.machines === 'simulated' ? scratchDir('runnerflow-machines-') : undefined;
   const simulatedName = options.simulatedProvider ?? SIMULATED_PROVIDER;
   const config = parseConfig(
     stackConfig({
@@ -181,6 +180,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       await api.close();
       await sim.close();
       await connection.close();
+      // The machines' bookkeeping may live in memory (`scratchDir`); a stack stopped is done with it.
+      if (machinesDir) rmSync(machinesDir, { recursive: true, force: true });
     },
   };
 }
