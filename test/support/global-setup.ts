@@ -1,14 +1,17 @@
 /**
  * One real Temporal dev server per test run, on free ports with a throwaway
  * SQLite file, started through temporal-dev.sh so tests exercise the same
- * script operators use. The workflow bundle is built once here and shared.
+ * script operators use. The file lives in memory where the host has a
+ * memory-backed filesystem (`scratchDir`): the run throws it away anyway, and
+ * every commit on a disk is a journal update the tests would wait for. The
+ * workflow bundle is built once here and shared.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { freePort } from '../../devstack/free-port';
+import { scratchDir } from '../../devstack/scratch-dir';
 
 export { freePort };
 
@@ -75,7 +78,7 @@ async function startDevServer(cli: string, dir: string): Promise<{ child: ChildP
 
 export async function setup(project: TestProject): Promise<void> {
   const cli = execFileSync('bash', [join(ROOT, 'temporal-dev.sh'), 'path'], { encoding: 'utf8' }).trim();
-  stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-test-temporal-'));
+  stateDir = scratchDir('runnerflow-test-temporal-');
   const started = await startDevServer(cli, stateDir);
   server = started.child;
   const address = started.address;
