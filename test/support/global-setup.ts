@@ -3,8 +3,8 @@
  * SQLite file, started through temporal-dev.sh so tests exercise the same
  * script operators use. The file lives in memory where the host has a
  * memory-backed filesystem (`scratchDir`): the run throws it away anyway, and
- * every commit on a disk is a journal update the tests would wait for. The
- * workflow bundle is built once here and shared.
+ * on a slow disk every commit would be a journal update the tests wait for.
+ * The workflow bundle is built once here and shared.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
