@@ -25,7 +25,10 @@ function memoryFsUsable(): boolean {
  * 146 µs against 20 µs for a write, rename and read), and at tens of jobs a
  * second that showed up as orchestration time that is not runnerflow's. The
  * files still outlive the processes that wrote them, which the crash tests
- * need.
+ * need. Whoever makes one removes it (the stacks do when they stop): in
+ * memory, a directory left behind holds the host's memory until it restarts,
+ * which is why the test workers' own fake-provider directories, kept for
+ * restarts within a test, stay in the temporary directory.
  */
 export function scratchDir(prefix: string): string {
   return mkdtempSync(join(memoryFsUsable() ? MEMORY_FS : tmpdir(), prefix));
