@@ -5,9 +5,17 @@
  * memory-backed filesystem (`scratchDir`): the run throws it away anyway, and
  * on a slow disk every commit would be a journal update the tests wait for.
  * The workflow bundle is built once here and shared.
+ *
+ * Every temporary directory a test makes (fake providers' state, configs,
+ * workers' files) goes under one directory per run, through `TMPDIR`, which
+ * the test workers and the processes they start inherit: the run removes it at
+ * the end, where directories made one by one in the system's temporary
+ * directory would pile up on a long-lived machine (a test may restart a worker
+ * on a directory, so no test can remove its own before the run ends).
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { freePort } from '../../devstack/free-port';
@@ -41,6 +49,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 
 let server: ChildProcess | undefined;
 let stateDir: string | undefined;
+let runTmpDir: string | undefined;
 
 /**
  * Ports are picked free, but the server's own connections made while it starts can take
@@ -77,6 +86,8 @@ async function startDevServer(cli: string, dir: string): Promise<{ child: ChildP
 }
 
 export async function setup(project: TestProject): Promise<void> {
+  runTmpDir = mkdtempSync(join(tmpdir(), 'runnerflow-test-run-'));
+  process.env.TMPDIR = runTmpDir;
   const cli = execFileSync('bash', [join(ROOT, 'temporal-dev.sh'), 'path'], { encoding: 'utf8' }).trim();
   stateDir = scratchDir('runnerflow-test-temporal-');
   const started = await startDevServer(cli, stateDir);
@@ -108,6 +119,7 @@ export async function teardown(): Promise<void> {
     if (server.exitCode === null) server.kill('SIGKILL');
   }
   if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  if (runTmpDir) rmSync(runTmpDir, { recursive: true, force: true });
 }
 
 function quietLogger() {
