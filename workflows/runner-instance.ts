@@ -180,10 +180,39 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   let deletedAnnounced = false;
 
   /**
+   * Changes made within one workflow task go to the pool as one report, of where they ended: a
+   * runner's agent comes online and its job starts a few milliseconds apart, so both signals
+   * mostly land in one task, and "idle" followed at once by "busy" would cost the pool a signal
+   * (at a few jobs a second, a workflow task) and this runner a local activity for a phase the
+   * pool can no longer act on. The report is made in a microtask, which runs once every signal
+   * handler of the task has (the SDK applies a task's signals in one batch, then its microtasks),
+   * or at once where the workflow is about to wait for its reports.
+   * (patched: runners that reported every change replay so.)
+   */
+  const coalesceReports = input.notifyPool === true && patched('pool-reports-coalesced-per-task');
+  let reportQueued = false;
+  function notifyPool(): void {
+    if (!coalesceReports) return reportPhase();
+    if (reportQueued) return;
+    reportQueued = true;
+    void Promise.resolve().then(flushQueuedReport);
+  }
+  function flushQueuedReport(): void {
+    if (!reportQueued) return;
+    reportQueued = false;
+    reportPhase();
+  }
+  /** Every report made so far, delivered (or given up). */
+  async function reportsSent(): Promise<void> {
+    flushQueuedReport();
+    await Promise.all([...reports]);
+  }
+
+  /**
    * Only changes the pool decides on are reported (idle, busy, leaving, gone): every report
    * costs a workflow task on both sides, and under a burst those add up.
    */
-  function notifyPool(): void {
+  function reportPhase(): void {
     if (!input.notifyPool || deletedAnnounced) return;
     const phase = poolPhase(record.status, record.runnerStatus);
     if (phase === 'leaving' && leavingReportHeld) return;
@@ -219,6 +248,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
    * forced close, and "leaving" need not be said first.
    */
   function announceDeleted(): void {
+    reportQueued = false;
     leavingReportHeld = false;
     reportedPhase = 'deleted';
     deletedAnnounced = true;
@@ -425,7 +455,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
    * reports, pool traffic) on a runner that lives for weeks never grow one history without bound.
    */
   async function carryOn(): Promise<never> {
-    await Promise.all([...reports]);
+    await reportsSent();
     await condition(allHandlersFinished);
     return continueAsNew<typeof runnerInstance>({
       ...input,
@@ -668,7 +698,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       // workflow, and a report still in flight would be dropped with it: the pool would go on
       // counting the runner as it last heard (busy, say) until its audit finds the failed
       // workflow. (patched: runners that failed before it replay their failure as it was.)
-      if (patched('failed-runner-sends-its-last-reports')) await Promise.all([...reports]);
+      if (patched('failed-runner-sends-its-last-reports')) await reportsSent();
       throw err;
     }
     // A cancelled workflow (e.g. `temporal workflow cancel`) is treated like a forced delete:
@@ -680,7 +710,7 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     await CancellationScope.nonCancellable(() => forcedDelete(reason));
   }
   // A signal still in flight when the workflow closes is dropped: the pool must hear "deleted".
-  await Promise.all([...reports]);
+  await reportsSent();
   return record.snapshot();
 }
 

@@ -65,6 +65,9 @@ async function runOneJob(name: string, options: { notifyPool?: boolean; provider
   const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, overrides));
   await waitForStatus(handle, 'running');
   await handle.signal(runnerStatusSignal, { status: 'idle' });
+  // Heard in one task, "idle" and "busy" would go to the pool as one report: these tests pin
+  // the reports of separate tasks (the next describe, those of one).
+  if (options.notifyPool) await untilReported(name, 'idle');
   await handle.signal(jobStartedSignal, { jobId: 7 });
   // The busy report is out before the job ends, so what follows is the job's end alone.
   if (options.notifyPool) await untilReported(name, 'busy');
@@ -221,5 +224,27 @@ describe('inline first delete attempt', () => {
     expect(closedAt - reportedAt(name, 'deleted')).toBeGreaterThan(FAST_TIMINGS.forceDeleteAttemptTimeoutMs / 2);
     await untilMachineGone(name);
     expect(env.w.fake.instance(name)).toBeUndefined();
+  });
+});
+
+describe('reports to the pool', () => {
+  it('changes heard in one workflow task go to the pool as one report, of where they ended', async () => {
+    const name = uniqueName('one-task-reports');
+    // The create takes a moment, inline: signals sent while that task is out wait for the next
+    // one, which hears the agent come online and the job start together.
+    await withFault(env.w.fake, 'create', name, { delayMs: 300 }, async () => {
+      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { notifyPool: true, pool: uniqueName('told-pool') }));
+      await eventually(async () => ((await eventsOf(handle)).some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) ? true : undefined), 5_000, 'the first task');
+      await handle.signal(runnerStatusSignal, { status: 'idle' });
+      await handle.signal(jobStartedSignal, { jobId: 7 });
+      await untilReported(name, 'busy');
+      const events = await eventsOf(handle);
+      const signalTasks = events.filter((e, i) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED && events[i - 1]?.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
+      expect(signalTasks).toHaveLength(1);
+      await handle.signal(jobCompletedSignal, { jobId: 7, conclusion: 'success' });
+      expect(await handle.result()).toMatchObject({ status: 'deleted', forced: false });
+    });
+    expect(phasesReported(name)).toEqual(['busy', 'deleted']);
+    expect(poolReports.filter((r) => r.report.name === name).map((r) => r.report.seq)).toEqual([1, 2]);
   });
 });
