@@ -230,10 +230,12 @@ describe('inline first delete attempt', () => {
 describe('reports to the pool', () => {
   it('changes heard in one workflow task go to the pool as one report, of where they ended', async () => {
     const name = uniqueName('one-task-reports');
-    // The create takes a moment, inline: signals sent while that task is out wait for the next
-    // one, which hears the agent come online and the job start together.
-    await withFault(env.w.fake, 'create', name, { delayMs: 300 }, async () => {
-      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { notifyPool: true, pool: uniqueName('told-pool') }));
+    // The create takes a while, inline (a provider whose inline bound is longer than the create):
+    // signals sent while that task is out wait for the next one, which hears the agent come
+    // online and the job start together. The window is wide enough for a loaded machine.
+    providers.set('patient', Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: 10_000, inlineDeleteTimeoutMs: INLINE_BOUND_MS }));
+    await withFault(env.w.fake, 'create', name, { delayMs: 1_500 }, async () => {
+      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name, { notifyPool: true, pool: uniqueName('told-pool'), provider: 'patient' }));
       await eventually(async () => ((await eventsOf(handle)).some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) ? true : undefined), 5_000, 'the first task');
       await handle.signal(runnerStatusSignal, { status: 'idle' });
       await handle.signal(jobStartedSignal, { jobId: 7 });
