@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, rmSync, statSync, accessSync, constants } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { basename, dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { scratchDir } from '../../devstack/scratch-dir';
 import { startE2EStack } from '../e2e/stack';
@@ -40,5 +41,15 @@ describe('a dev stack with simulated machines', () => {
       await stack.stop();
     }
     expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe("the test run's temporary directory", () => {
+  it('is one directory for the run, which test workers and the processes they start share, and the run removes', () => {
+    // The run's global set-up points TMPDIR at it and removes it at the end; a directory a test
+    // makes with mkdtemp lands there, not in the system's temporary directory.
+    expect(basename(tmpdir())).toMatch(/^runnerflow-test-run-/);
+    const childTmp = execFileSync(process.execPath, ['-e', "process.stdout.write(require('node:os').tmpdir())"], { encoding: 'utf8' });
+    expect(childTmp).toBe(tmpdir());
   });
 });
