@@ -28,7 +28,8 @@ function memoryFsUsable(): boolean {
  * need. Whoever makes one removes it (the stacks do when they stop): in
  * memory, a directory left behind holds the host's memory until it restarts,
  * which is why the test workers' own fake-provider directories, kept for
- * restarts within a test, stay in the temporary directory.
+ * restarts within a test, stay on disk, under the test run's temporary
+ * directory, which the run removes at its end.
  */
 export function scratchDir(prefix: string): string {
   return mkdtempSync(join(memoryFsUsable() ? MEMORY_FS : tmpdir(), prefix));
