@@ -16,7 +16,8 @@
 # TEMPORAL_STATE_DIR (.temporal), TEMPORAL_DB (<state dir>/temporal.db),
 # TEMPORAL_SQLITE_PRAGMAS (space-separated, default below; "" for SQLite's own defaults),
 # TEMPORAL_DYNAMIC_CONFIG (space-separated KEY=JSON_VALUE server settings, e.g.
-# "matching.numTaskqueueReadPartitions=1 matching.numTaskqueueWritePartitions=1").
+# "matching.numTaskqueueReadPartitions=1 matching.numTaskqueueWritePartitions=1";
+# a key given here overrides the default below).
 #
 # SQLite runs in WAL mode with synchronous=NORMAL: a commit is one append to the
 # log instead of a rewrite of the database with several fsyncs, and readers no
@@ -25,6 +26,14 @@
 # the last few. Measured in bench/README.md: at 10 jobs/s the pool's workflow
 # task went from about 200 ms to 35 ms and queue-to-start p50 from over 1 s to
 # about 200 ms on the same machine.
+#
+# The server caches search attributes, as a production server does. `start-dev`
+# turns that cache off unless told otherwise, so that attributes created while it
+# runs are usable at once; it then reads the cluster's metadata and the namespace
+# from SQLite for every workflow start, upsert and close: 42 reads per runner
+# lifecycle, a fifth of the server's CPU at 50 jobs/s (bench/README.md, "The dev
+# server's search-attribute cache"). runnerflow's attributes are registered as the
+# server starts, before anything reads them, so nothing waits on the cache.
 set -euo pipefail
 
 TEMPORAL_CLI_VERSION=1.9.1
@@ -37,7 +46,7 @@ DB="${TEMPORAL_DB:-$STATE_DIR/temporal.db}"
 PID_FILE="$STATE_DIR/server-$PORT.pid"
 LOG_FILE="$STATE_DIR/server-$PORT.log"
 SQLITE_PRAGMAS="${TEMPORAL_SQLITE_PRAGMAS-journal_mode=wal synchronous=normal}"
-DYNAMIC_CONFIG="${TEMPORAL_DYNAMIC_CONFIG-}"
+DYNAMIC_CONFIG="system.forceSearchAttributesCacheRefreshOnRead=false ${TEMPORAL_DYNAMIC_CONFIG-}"
 SEARCH_ATTRIBUTES=(RunnerStatus=Keyword RunnerPool=Keyword RunnerProvider=Keyword RunnerName=Keyword RunnerLeaked=Bool)
 
 say() { printf 'temporal-dev: %s\n' "$*" >&2; }
@@ -83,6 +92,7 @@ server_args() {
   [ -n "${TEMPORAL_HTTP_PORT:-}" ] && args+=(--http-port "$TEMPORAL_HTTP_PORT")
   [ -n "${TEMPORAL_METRICS_PORT:-}" ] && args+=(--metrics-port "$TEMPORAL_METRICS_PORT")
   for pragma in $SQLITE_PRAGMAS; do args+=(--sqlite-pragma "$pragma"); done
+  # Later values win: the operator's override the defaults.
   for value in $DYNAMIC_CONFIG; do args+=(--dynamic-config-value "$value"); done
   for sa in "${SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
   printf '%s\n' "${args[@]}"

@@ -13,14 +13,16 @@
  * runner-per-workflow design reaches on this machine.
  *
  *   npx tsx bench/server-floor.ts [--rate 50] [--seconds 20] [--gap-ms 200] [--job-ms 1000]
- *                                 [--signals 3] [--no-attributes]
+ *                                 [--signals 3] [--no-attributes] [--local-activities 0]
  *
  * Each lifecycle: start (eager, with the runner's search attributes and a memo), `--gap-ms`
  * later the agent's `idle`, `--gap-ms` later `jobStarted`, `--job-ms` later `jobCompleted`,
  * then the workflow closes. The gaps keep each signal in a workflow task of its own, as a
  * real runner's are. `--signals 0..3` sends fewer (the workflow closes after the last),
  * `--no-attributes` starts it without search attributes or memo and upserts nothing: the
- * differences price a signal and the visibility records.
+ * differences price a signal and the visibility records. `--local-activities 1..4` runs local
+ * activities that do nothing where a runner runs its own (the create, the report of its job's
+ * start, the delete and the report of that): the difference prices a local activity.
  */
 import { cpus } from 'node:os';
 import { Client } from '@temporalio/client';
@@ -33,6 +35,7 @@ import { WORKER_TUNING } from '../worker/create-worker';
 import { workflowBundlerOptions } from '../worker/workflow-bundle';
 import { RUNNER_LEAKED, RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { floorLifecycle, floorStepSignal, type FloorStep } from './floor/workflows';
+import * as floorActivities from './floor/activities';
 
 const LIFECYCLES_TARGET = 50;
 const WORKFLOWS_PATH = fileURLToPath(new URL('./floor/workflows.ts', import.meta.url));
@@ -44,6 +47,7 @@ async function main(): Promise<void> {
   const jobMs = intArg('job-ms', 1_000);
   const signals = Math.min(3, intArg('signals', 3, { allowZero: true }));
   const attributes = !process.argv.includes('--no-attributes');
+  const localActivities = Math.min(4, intArg('local-activities', 0, { allowZero: true }));
   const total = rate * seconds;
   exitAfter(seconds * 1_000 + 300_000, 'server-floor');
   quietTemporal();
@@ -56,12 +60,13 @@ async function main(): Promise<void> {
     connection,
     taskQueue,
     workflowsPath: WORKFLOWS_PATH,
+    activities: floorActivities,
     bundlerOptions: workflowBundlerOptions(false),
     ...WORKER_TUNING,
   });
   const running = worker.run();
   try {
-    const shape = `start, ${signals} signal${signals === 1 ? '' : 's'}, ${attributes ? 'search attributes, 2 status upserts' : 'no search attributes'}, close; nothing else`;
+    const shape = `start, ${signals} signal${signals === 1 ? '' : 's'}, ${attributes ? 'search attributes, 2 status upserts' : 'no search attributes'}, ${localActivities > 0 ? `${localActivities} local activit${localActivities === 1 ? 'y' : 'ies'} doing nothing, ` : ''}close; nothing else`;
     console.log(`server-floor: ${total} lifecycles (${shape}) at ${rate}/s for ${seconds} s, signals ${gapMs} ms apart, ${jobMs} ms jobs, on ${temporal.address}`);
     const prefix = uniqueName('floor-runner');
     const lifecycleMs: number[] = [];
@@ -74,7 +79,7 @@ async function main(): Promise<void> {
       const handle = await client.workflow.start(floorLifecycle, {
         taskQueue,
         workflowId: `floor/${name}`,
-        args: [{ signals, upserts: attributes }],
+        args: [{ signals, upserts: attributes, localActivities }],
         requestEagerStart: true,
         ...(attributes
           ? {

@@ -2,16 +2,19 @@
  * The dev server that `temporal-dev.sh` starts (the suite's own server is
  * started through it) keeps its SQLite database in WAL mode: measured several
  * times faster per workflow task than SQLite's rollback journal, and still
- * durable when the server process is killed. Operators can hand the server
- * dynamic config through it too.
+ * durable when the server process is killed. It keeps the server's
+ * search-attribute cache on, which start-dev turns off by default. Operators
+ * can hand the server dynamic config through it too.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowStartOptions } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { devServerEnv } from '../support/global-setup';
+import { RUNNER_STATUS } from '../../workflows/search-attributes';
 
 describe('temporal-dev.sh', () => {
   it('runs the dev server with its SQLite database in WAL mode', () => {
@@ -24,27 +27,66 @@ describe('temporal-dev.sh', () => {
 });
 
 describe('temporal-dev.sh with TEMPORAL_DYNAMIC_CONFIG', () => {
-  it('hands each KEY=VALUE to the server as dynamic config', async () => {
-    const root = resolve(import.meta.dirname, '../..');
-    const stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-dyncfg-'));
+  const root = resolve(import.meta.dirname, '../..');
+  const script = join(root, 'temporal-dev.sh');
+  let stateDir: string;
+  let env: Awaited<ReturnType<typeof devServerEnv>>;
+  let connection: Connection;
+  let client: Client;
+
+  beforeAll(async () => {
+    stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-dyncfg-'));
     // A limit the test can see: workflow ids longer than 40 characters are refused.
-    const env = { ...(await devServerEnv(stateDir)), TEMPORAL_DYNAMIC_CONFIG: 'limit.maxIDLength=40' };
-    const port = env.TEMPORAL_PORT;
-    const script = join(root, 'temporal-dev.sh');
+    env = { ...(await devServerEnv(stateDir)), TEMPORAL_DYNAMIC_CONFIG: 'limit.maxIDLength=40' };
     execFileSync('bash', [script, 'start'], { env, stdio: 'ignore', timeout: 90_000 });
-    const connection = await Connection.connect({ address: `127.0.0.1:${port}` });
-    try {
-      const client = new Client({ connection, namespace: 'default' });
-      const start = (workflowId: string) => client.workflow.start('anyWorkflow', { taskQueue: 'dyncfg', workflowId });
-      const refused = await start('x'.repeat(60)).then(() => undefined, (err: Error) => `${err.message}: ${String((err.cause as Error | undefined)?.message)}`);
-      // The server names the limit it was given.
-      expect(refused).toMatch(/WorkflowId exceeds maximum allowed length \(60\/40\)/);
-      const short = await start('short-id');
-      await short.terminate('test done');
-    } finally {
-      await connection.close();
-      execFileSync('bash', [script, 'stop'], { env, stdio: 'ignore', timeout: 30_000 });
-      rmSync(stateDir, { recursive: true, force: true });
-    }
+    connection = await Connection.connect({ address: `127.0.0.1:${env.TEMPORAL_PORT}` });
+    client = new Client({ connection, namespace: 'default' });
   }, 120_000);
+
+  afterAll(async () => {
+    await connection?.close();
+    execFileSync('bash', [script, 'stop'], { env, stdio: 'ignore', timeout: 30_000 });
+    rmSync(stateDir, { recursive: true, force: true });
+  }, 60_000);
+
+  const start = (workflowId: string, options: Partial<WorkflowStartOptions> = {}) => client.workflow.start('anyWorkflow', { taskQueue: 'dyncfg', workflowId, ...options });
+
+  it('hands each KEY=VALUE to the server as dynamic config', async () => {
+    const refused = await start('x'.repeat(60)).then(() => undefined, (err: Error) => `${err.message}: ${String((err.cause as Error | undefined)?.message)}`);
+    // The server names the limit it was given.
+    expect(refused).toMatch(/WorkflowId exceeds maximum allowed length \(60\/40\)/);
+    const short = await start('short-id');
+    await short.terminate('test done');
+  });
+
+  it('keeps the server\'s search-attribute cache on beside the operator\'s settings', async () => {
+    // With the cache off (start-dev's own default) every start and close with search attributes
+    // reads the cluster's metadata and the namespace from the database; with it on, neither.
+    const counters = async (): Promise<{ metadataReads: number; closesRecorded: number }> => {
+      const text = await (await fetch(`http://127.0.0.1:${env.TEMPORAL_METRICS_PORT}/metrics`)).text();
+      const sum = (pattern: RegExp) => text.split('\n').filter((line) => pattern.test(line)).reduce((total, line) => total + Number(line.split(' ').at(-1)), 0);
+      return {
+        metadataReads: sum(/^persistence_requests\{.*operation="(GetCurrentClusterMetadata|GetNamespace)"/),
+        closesRecorded: sum(/^visibility_persistence_requests\{.*operation="RecordWorkflowExecutionClosed"/),
+      };
+    };
+    const typedSearchAttributes = new TypedSearchAttributes([{ key: RUNNER_STATUS, value: 'pending_create' }]);
+    // The first start fills the cache.
+    await (await start('sa-warm', { typedSearchAttributes })).terminate('test done');
+    await vi.waitFor(async () => expect((await counters()).closesRecorded).toBeGreaterThanOrEqual(1), { timeout: 20_000, interval: 250 });
+    const before = await counters();
+    const starts = 20;
+    for (let i = 0; i < starts; i++) await (await start(`sa-${i}`, { typedSearchAttributes })).terminate('test done');
+    // The server reports its counters every second or so: wait until it has reported every close.
+    const after = await vi.waitFor(
+      async () => {
+        const now = await counters();
+        expect(now.closesRecorded - before.closesRecorded).toBeGreaterThanOrEqual(starts);
+        return now;
+      },
+      { timeout: 20_000, interval: 250 },
+    );
+    // Off, these 20 starts and closes read them about 90 times.
+    expect(after.metadataReads - before.metadataReads).toBeLessThan(starts / 2);
+  });
 });
