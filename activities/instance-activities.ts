@@ -11,6 +11,7 @@ import { takesPoolExtraSpecs } from '../providers/external/provider';
 import type { BootstrapInstance, MachineListing, ProviderCallContext, ProviderInstanceStatus, ProviderPort } from '../providers/port';
 import { isNotFound, listMachines } from '../providers/port';
 import { runnerWorkflowId, type InstanceSpec, type RunnerInstanceInput } from '../workflows/messages';
+import type { ReportToPoolArgs } from './pool-activities';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { eachConcurrently } from '../domain/concurrency';
 import { mintedIn, type MintedCredential } from '../domain/minted-credential';
@@ -48,6 +49,13 @@ export interface InstanceActivityDeps {
   sshKeys?: string[];
   caCertBundle?: string;
   runnerToolsTtlMs?: number;
+  /**
+   * Tells a pool a runner's machine is gone, as the `reportToPool` activity does; the worker
+   * wires it to that activity. Without it an inline delete leaves the report to the runner.
+   */
+  reportGone?(args: ReportToPoolArgs): Promise<void>;
+  /** Longest an inline delete waits for the pool to take its report (default 2 s). */
+  goneReportBudgetMs?: number;
 }
 
 export interface CreateInstanceArgs {
@@ -87,6 +95,13 @@ export type InlineCreateOutcome = { inline: false } | { inline: true; created: C
 /** The inline first delete attempt: made (the machine is gone), or left to the ordinary activity. */
 export interface InlineDeleteOutcome {
   inline: boolean;
+  /** The pool has `goneReport` (or is gone itself); otherwise the runner still owes it the report. */
+  reported?: boolean;
+}
+
+export interface InlineDeleteArgs extends DeleteInstanceArgs {
+  /** The runner's report that its machine is gone, sent once it is (see `deleteInstanceInline`). */
+  goneReport?: ReportToPoolArgs;
 }
 
 export interface DeleteInstanceArgs {
@@ -187,6 +202,23 @@ export async function listPoolsWithSpecs(target: ProviderPort, requests: readonl
   );
   if (ctx.signal?.aborted) throw ctx.signal.reason;
   return listings;
+}
+
+const GONE_REPORT_BUDGET_MS = 2_000;
+/** Room left in the activity's time after the report's wait, so the activity returns before it times out. */
+const GONE_REPORT_MARGIN_MS = 500;
+
+/** Whether the report reached the pool within `budgetMs`; a failed report is the runner's to send again. */
+async function reportedWithin(report: Promise<void>, budgetMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    report.then(() => true, () => false),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), budgetMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  return outcome;
 }
 
 /** Callback tokens outlive the bootstrap window a little so a slow first report still gets through. */
@@ -318,6 +350,14 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     }
   }
 
+  /** The report's budget, within what is left of the activity's own time. */
+  function goneReportBudget(): number {
+    const budget = deps.goneReportBudgetMs ?? GONE_REPORT_BUDGET_MS;
+    const info = Context.current().info;
+    const left = info.startToCloseTimeoutMs - (Date.now() - info.currentAttemptScheduledTimestampMs) - GONE_REPORT_MARGIN_MS;
+    return Number.isFinite(left) ? Math.max(0, Math.min(budget, left)) : budget;
+  }
+
   async function remove(args: DeleteInstanceArgs, boundMs?: number): Promise<void> {
     const target = provider(args.provider);
     try {
@@ -366,12 +406,21 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
      * `inlineDeleteTimeout`; a provider without one is not called (`inline: false`).
      * An attempt cut off at the bound fails with `AttemptDeadline`; the ordinary
      * activity then asks again (deleting is idempotent).
+     *
+     * With `goneReport`, the machine gone, the pool is told so here: a local activity of its
+     * own would cost the runner's closing task another round trip through the worker, about
+     * a fortieth of an ephemeral job's CPU under load. The report waits for the pool within a
+     * short budget only; a pool that has not taken it by then (continuing as new, the server
+     * out of reach) is the runner's to tell through its own report, which is tried for minutes.
+     * Told twice, the pool takes "deleted" once. A task lost after this ran is run again: the
+     * machine is already gone, and the report says the same again.
      */
-    async deleteInstanceInline(args: DeleteInstanceArgs): Promise<InlineDeleteOutcome> {
+    async deleteInstanceInline({ goneReport, ...args }: InlineDeleteArgs): Promise<InlineDeleteOutcome> {
       const boundMs = provider(args.provider).inlineDeleteTimeoutMs ?? 0;
       if (boundMs <= 0) return { inline: false };
       await remove(args, boundMs);
-      return { inline: true };
+      if (!goneReport || !deps.reportGone) return { inline: true };
+      return { inline: true, reported: await reportedWithin(deps.reportGone(goneReport), goneReportBudget()) };
     },
 
     /** Whether the machine still runs; used to notice an ephemeral runner that finished while its webhook was lost. */

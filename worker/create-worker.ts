@@ -3,7 +3,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import { createForceDeleteActivities } from '../activities/force-delete-activities';
 import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
-import { createPoolActivities } from '../activities/pool-activities';
+import { createPoolActivities, type PoolActivities, type ReportToPoolArgs } from '../activities/pool-activities';
 import { createPoolAuditActivities } from '../activities/pool-audit-activities';
 import { createRelayActivities } from '../activities/relay-activities';
 import { createScaleSetActivities } from '../activities/scale-set-activities';
@@ -62,21 +62,25 @@ export const WORKER_TUNING = {
 export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): Promise<Worker> {
   const client = new Client({ connection: options.clientConnection, namespace: options.namespace });
   const eagerStarts = new Client({ connection: options.connection, namespace: options.namespace });
+  // An inline delete tells the pool through the activity registered as `reportToPool`, whichever
+  // that is (tests put stand-ins in its place), so both ways of telling a pool are one.
+  const reportGone = (args: ReportToPoolArgs): Promise<void> => (activities.reportToPool as PoolActivities['reportToPool'])(args);
+  const activities: Record<string, (...args: never[]) => Promise<unknown>> = {
+    ...createInstanceActivities({ reportGone, ...options.activities }),
+    ...createScaleSetActivities({ github: options.activities.github }),
+    ...createPoolActivities({ client, eagerStarts }),
+    ...createPoolAuditActivities({ client, github: options.activities.github }),
+    ...createRelayActivities({ client }),
+    ...createForceDeleteActivities({ ...options.activities, client }),
+    // A deleted pool removes what it left at GitHub; the worker's sweep adds its job routing over these.
+    ...createGitHubSweepActivities({ controllerId: options.activities.controllerId, client, namespace: options.namespace, github: options.activities.github }),
+    ...(options.extraActivities ?? {}),
+  };
   const workerOptions: WorkerOptions = {
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    activities: {
-      ...createInstanceActivities(options.activities),
-      ...createScaleSetActivities({ github: options.activities.github }),
-      ...createPoolActivities({ client, eagerStarts }),
-      ...createPoolAuditActivities({ client, github: options.activities.github }),
-      ...createRelayActivities({ client }),
-      ...createForceDeleteActivities({ ...options.activities, client }),
-      // A deleted pool removes what it left at GitHub; the worker's sweep adds its job routing over these.
-      ...createGitHubSweepActivities({ controllerId: options.activities.controllerId, client, namespace: options.namespace, github: options.activities.github }),
-      ...(options.extraActivities ?? {}),
-    },
+    activities,
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
     ...WORKER_TUNING,
     maxCachedWorkflows: options.maxCachedWorkflows ?? WORKER_TUNING.maxCachedWorkflows,

@@ -52,7 +52,7 @@ import {
 } from './messages';
 import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs, warnOfUnknownSignals } from './signal-input';
 import { runnerLifecycle } from './lifecycle-sink';
-import type { PoolActivities } from '../activities/pool-activities';
+import type { PoolActivities, ReportToPoolArgs } from '../activities/pool-activities';
 
 /** Room, beyond the provider's bound, for starting the clean-up workflow. */
 const FORCE_HANDOVER_MARGIN_MS = 5_000;
@@ -253,6 +253,27 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     reportedPhase = 'deleted';
     deletedAnnounced = true;
     sendReport('deleted');
+  }
+
+  /**
+   * The report "deleted" as it will be once the inline delete removes the machine, for that
+   * activity to send (see `deleteInstanceInline`): the runner's closing task then runs one local
+   * activity instead of two. Only where the pool hears nothing else first (a report is owed
+   * only for what the held "leaving" would have said). (patched: runners that reported after
+   * their delete replay so.)
+   */
+  function reportOfMachineGone(): ReportToPoolArgs | undefined {
+    if (!input.notifyPool || deletedAnnounced || reportQueued || !patched('gone-report-with-the-inline-delete')) return undefined;
+    return {
+      pool: input.pool,
+      report: { name: input.name, seq: reportSeq + 1, status: 'deleted', runnerStatus: record.runnerStatus, ...(record.jobId !== undefined ? { jobId: record.jobId } : {}) },
+    };
+  }
+  /** The pool has "deleted" from the inline delete: the move to deleted says nothing more. */
+  function goneReported(seq: number): void {
+    reportSeq = seq;
+    reportedPhase = 'deleted';
+    leavingReportHeld = false;
   }
 
   /** The current phase once more, under a new sequence number, for a pool that missed it. */
@@ -573,7 +594,12 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     const args = deleteArgs();
     if (!patched('inline-delete-attempt')) return remove.deleteInstance(args);
     try {
-      if ((await removeInline.deleteInstanceInline(args)).inline) return;
+      const goneReport = reportOfMachineGone();
+      const outcome = await removeInline.deleteInstanceInline(goneReport ? { ...args, goneReport } : args);
+      if (outcome.inline) {
+        if (goneReport && outcome.reported === true) goneReported(goneReport.report.seq);
+        return;
+      }
     } catch (err) {
       // Whatever comes next (the activity, a forced delete, a failed workflow) outlasts the
       // inline attempt: the pool hears now that the runner is leaving.

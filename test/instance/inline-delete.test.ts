@@ -16,12 +16,15 @@ import type { ProviderPort } from '../../providers/port';
 import { forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerStatusSignal } from '../../workflows/messages';
 import { eventually, FAST_TIMINGS, instanceInput, uniqueName, useTestWorker } from '../support/temporal';
 import { EventType, eventsOf, scheduledActivities, startInstance, waitForStatus, withFault } from './helpers';
+import { activitySteps } from '../support/replay';
 
 const INLINE_BOUND_MS = 600;
 const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-inline-delete-'));
 const quick: ProviderPort = Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS, inlineDeleteTimeoutMs: INLINE_BOUND_MS });
 /** What runners told their pool, in the order they told it, and when (a stand-in for the report's signal). */
 const poolReports: (ReportToPoolArgs & { at: number })[] = [];
+/** Runners whose next "deleted" report the pool's stand-in refuses, as a pool out of reach would. */
+const refuseNextGoneReport = new Set<string>();
 /** The worker's configured providers, read at each call: a test can take one out of the configuration. */
 const providers = new Map<string, ProviderPort>([['fake', quick]]);
 const env = useTestWorker({
@@ -29,6 +32,7 @@ const env = useTestWorker({
   providers,
   extraActivities: {
     reportToPool: async (args: ReportToPoolArgs) => {
+      if (args.report.status === 'deleted' && refuseNextGoneReport.delete(args.report.name)) throw new Error('pool out of reach');
       poolReports.push({ ...args, at: Date.now() });
     },
   },
@@ -50,6 +54,15 @@ async function untilReported(name: string, phase: string): Promise<void> {
 function reportedAt(name: string, phase: string): number {
   const i = phasesReported(name).indexOf(phase);
   return poolReports.filter((r) => r.report.name === name)[i]!.at;
+}
+
+/** The local and ordinary activities the runner ran from its job's end to its close. */
+async function stepsAfterJobCompleted(handle: WorkflowHandle): Promise<string[]> {
+  const events = await eventsOf(handle);
+  const completedAt = Number(events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'jobCompleted')!.eventId);
+  return activitySteps(events)
+    .filter((s) => s.eventId > completedAt)
+    .map((s) => s.type);
 }
 
 /** Workflow tasks the runner took from the one that heard its job completed to its close. */
@@ -157,6 +170,22 @@ describe('inline first delete attempt', () => {
     expect(await handle.result()).toMatchObject({ status: 'deleted', forced: false });
     expect(phasesReported(name)).toEqual(['idle', 'busy', 'deleted']);
     expect(poolReports.filter((r) => r.report.name === name).map((r) => r.report.seq)).toEqual([1, 2, 3]);
+    // The report went with the delete: the closing task ran one local activity, not two.
+    expect(await stepsAfterJobCompleted(handle)).toEqual(['deleteInstanceInline']);
+    expect(await tasksAfterJobCompleted(handle)).toBe(1);
+  });
+
+  it('tells its pool itself when the pool did not take the report the inline delete sent', async () => {
+    const name = uniqueName('inline-del-told-again');
+    refuseNextGoneReport.add(name);
+    const handle = await runOneJob(name, { notifyPool: true });
+    expect(await handle.result()).toMatchObject({ status: 'deleted', forced: false });
+    expect(refuseNextGoneReport.has(name)).toBe(false);
+    expect(phasesReported(name)).toEqual(['idle', 'busy', 'deleted']);
+    // The same report again, under the number the refused one had.
+    expect(poolReports.filter((r) => r.report.name === name).map((r) => r.report.seq)).toEqual([1, 2, 3]);
+    expect(await stepsAfterJobCompleted(handle)).toEqual(['deleteInstanceInline', 'reportToPool']);
+    expect(env.w.fake.instance(name)).toBeUndefined();
   });
 
   it('says it is leaving once the inline delete is cut off, before the activity takes over', async () => {

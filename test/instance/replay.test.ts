@@ -6,18 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { InstanceState } from '../../workflows/messages';
-import { inputOf, loadHistory, patchIds, payload, replayHistory, type HistoryEvent } from '../support/replay';
-
-/** The activities the workflow ran, ordinary and local, by type, with the event that records each. */
-function activitySteps(events: HistoryEvent[]): { eventId: number; type: string }[] {
-  return events.flatMap((e) => {
-    const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
-    if (scheduled) return [{ eventId: Number(e.eventId), type: scheduled }];
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_local_activity') return [];
-    return [{ eventId: Number(e.eventId), type: payload<{ activity_type: string }>(marker.details!['data']!.payloads![0]).activity_type }];
-  });
-}
+import { activitySteps, inputOf, loadHistory, patchIds, payload, replayHistory } from '../support/replay';
 
 describe('runnerInstance histories replay with the current code', () => {
   it('an idle runner one listing called dead while GitHub said busy (recorded before the second look at its machine)', async () => {

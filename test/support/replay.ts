@@ -40,3 +40,14 @@ export const patchIds = (events: HistoryEvent[]): string[] =>
   events
     .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
     .map((e) => payload<{ id: string }>(e.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0]).id);
+
+/** The activities the workflow ran, ordinary and local, by type, with the event that records each. */
+export function activitySteps(events: HistoryEvent[]): { eventId: number; type: string }[] {
+  return events.flatMap((e) => {
+    const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (scheduled) return [{ eventId: Number(e.eventId), type: scheduled }];
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    return [{ eventId: Number(e.eventId), type: payload<{ activity_type: string }>(marker.details!['data']!.payloads![0]).activity_type }];
+  });
+}
