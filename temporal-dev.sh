@@ -31,7 +31,7 @@
 # turns that cache off unless told otherwise, so that attributes created while it
 # runs are usable at once; it then reads the cluster's metadata and the namespace
 # from SQLite for every workflow start, upsert and close: 42 reads per runner
-# lifecycle, a fifth of the server's CPU at 50 jobs/s (bench/README.md, "The dev
+# lifecycle, a sixth of the server's CPU at 50 jobs/s (bench/README.md, "The dev
 # server's search-attribute cache"). runnerflow's attributes are registered as the
 # server starts, before anything reads them, so nothing waits on the cache.
 set -euo pipefail

@@ -258,9 +258,9 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
   /**
    * The report "deleted" as it will be once the inline delete removes the machine, for that
    * activity to send (see `deleteInstanceInline`): the runner's closing task then runs one local
-   * activity instead of two. Only where the pool hears nothing else first (a report is owed
-   * only for what the held "leaving" would have said). (patched: runners that reported after
-   * their delete replay so.)
+   * activity instead of two. Not after a forced delete has said "deleted", and not while a
+   * report of this task is still queued: that one goes first, under the number this would take.
+   * (patched: runners that reported after their delete replay so.)
    */
   function reportOfMachineGone(): ReportToPoolArgs | undefined {
     if (!input.notifyPool || deletedAnnounced || reportQueued || !patched('gone-report-with-the-inline-delete')) return undefined;
