@@ -14,7 +14,8 @@ import { ConfigError, configWarnings, loadConfig, resolveSecret, type LoadedConf
 import { DEFAULT_WEB_UI_URL } from './config/schema';
 import { poolSettingsSchema, type PoolSettings } from './domain/pool';
 import { parseDuration } from './domain/duration';
-import { demoPoolMemo, findDemoPools, removeDemoPools, within } from './devstack/demo-pools';
+import { demoPoolMemo, findDemoPools, removeDemoPools } from './devstack/demo-pools';
+import { within } from './domain/concurrency';
 import { startDevStack } from './devstack/stack';
 import { demoApiLogger, startDemoStory, storyEmitter } from './devstack/demo-story';
 import { DevServerError, devServer, temporalAnswers } from './devstack/temporal-server';

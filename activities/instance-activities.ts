@@ -13,7 +13,7 @@ import { isNotFound, listMachines } from '../providers/port';
 import { runnerWorkflowId, type InstanceSpec, type RunnerInstanceInput } from '../workflows/messages';
 import type { ReportToPoolArgs } from './pool-activities';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
-import { eachConcurrently } from '../domain/concurrency';
+import { eachConcurrently, within } from '../domain/concurrency';
 import { mintedIn, type MintedCredential } from '../domain/minted-credential';
 import { actionsClientFor, removeRunnerAtGitHub, type GitHubClients, type RemoveRunnerArgs } from './remove-runner';
 import { whileHeartbeating } from './heartbeat';
@@ -207,19 +207,6 @@ export async function listPoolsWithSpecs(target: ProviderPort, requests: readonl
 const GONE_REPORT_BUDGET_MS = 2_000;
 /** Room left in the activity's time after the report's wait, so the activity returns before it times out. */
 const GONE_REPORT_MARGIN_MS = 500;
-
-/** Whether the report reached the pool within `budgetMs`; a failed report is the runner's to send again. */
-async function reportedWithin(report: Promise<void>, budgetMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const outcome = await Promise.race([
-    report.then(() => true, () => false),
-    new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), budgetMs);
-    }),
-  ]);
-  clearTimeout(timer);
-  return outcome;
-}
 
 /** Callback tokens outlive the bootstrap window a little so a slow first report still gets through. */
 const INSTANCE_TOKEN_MARGIN_MS = 10 * 60_000;
@@ -420,7 +407,9 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
       if (boundMs <= 0) return { inline: false };
       await remove(args, boundMs);
       if (!goneReport || !deps.reportGone) return { inline: true };
-      return { inline: true, reported: await reportedWithin(deps.reportGone(goneReport), goneReportBudget()) };
+      // A failed report is the runner's to send again, as one not taken within the budget is.
+      const taken = deps.reportGone(goneReport).then(() => true, () => false);
+      return { inline: true, reported: (await within(taken, goneReportBudget())) === true };
     },
 
     /** Whether the machine still runs; used to notice an ephemeral runner that finished while its webhook was lost. */

@@ -9,6 +9,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { quote } from '../api/temporal/visibility';
+import { within } from '../domain/concurrency';
 import { RUNNER_INSTANCE_WORKFLOW, forceDeleteSignal, runnerWorkflowId } from '../workflows/messages';
 import { RUNNER_POOL_WORKFLOW, deletePoolSignal, poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
 
@@ -16,19 +17,6 @@ export const DEMO_POOL_PREFIX = 'demo-';
 /** Memo key set on demo pools only. */
 export const DEMO_POOL_MARKER = 'runnerflowDemo';
 export const demoPoolMemo = (): Record<string, unknown> => ({ [DEMO_POOL_MARKER]: true });
-
-/** Resolves with the promise's value, or undefined once `ms` passed (the promise is left to settle on its own). */
-export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([promise, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 async function listIds(client: Client, query: string): Promise<string[]> {
   const ids: string[] = [];

@@ -11,3 +11,16 @@ export async function eachConcurrently<T>(items: readonly T[], limit: number, wo
   };
   await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), Math.max(1, items.length)) }, lane));
 }
+
+/** Resolves with the promise's value, or undefined once `ms` passed (the promise is left to settle on its own). */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { devServerEnv } from '../support/global-setup';
+import { sampleSum, scrape } from '../support/prometheus-text';
 import { RUNNER_STATUS } from '../../workflows/search-attributes';
 
 describe('temporal-dev.sh', () => {
@@ -63,11 +64,11 @@ describe('temporal-dev.sh with TEMPORAL_DYNAMIC_CONFIG', () => {
     // With the cache off (start-dev's own default) every start and close with search attributes
     // reads the cluster's metadata and the namespace from the database; with it on, neither.
     const counters = async (): Promise<{ metadataReads: number; closesRecorded: number }> => {
-      const text = await (await fetch(`http://127.0.0.1:${env.TEMPORAL_METRICS_PORT}/metrics`)).text();
-      const sum = (pattern: RegExp) => text.split('\n').filter((line) => pattern.test(line)).reduce((total, line) => total + Number(line.split(' ').at(-1)), 0);
+      const metrics = await scrape(`http://127.0.0.1:${env.TEMPORAL_METRICS_PORT}/metrics`);
+      const reads = metrics.get('persistence_requests');
       return {
-        metadataReads: sum(/^persistence_requests\{.*operation="(GetCurrentClusterMetadata|GetNamespace)"/),
-        closesRecorded: sum(/^visibility_persistence_requests\{.*operation="RecordWorkflowExecutionClosed"/),
+        metadataReads: sampleSum(reads, { operation: 'GetCurrentClusterMetadata' }) + sampleSum(reads, { operation: 'GetNamespace' }),
+        closesRecorded: sampleSum(metrics.get('visibility_persistence_requests'), { operation: 'RecordWorkflowExecutionClosed' }),
       };
     };
     const typedSearchAttributes = new TypedSearchAttributes([{ key: RUNNER_STATUS, value: 'pending_create' }]);
