@@ -21,7 +21,11 @@ import { webhookRoutes } from './routes/webhooks';
 import { createServices, type Services } from './services';
 import { temporalHttpError } from './temporal/errors';
 
-export type App = (request: Request) => Promise<Response>;
+export interface App {
+  (request: Request): Promise<Response>;
+  /** Answers the callbacks it holds now, by signalling them (api/idle-report-hold.ts): the server is stopping. */
+  releaseHeld?(): void;
+}
 
 export function apiRoutes(): Route<Services>[] {
   const routes: Route<Services>[] = [...systemRoutes, ...webhookRoutes, ...poolRoutes, ...runnerRoutes, ...jobRoutes, ...callbackRoutes, ...metadataRoutes, ...overviewRoutes, ...uiRoutes];
@@ -51,7 +55,7 @@ function failureResponse(err: unknown, request: Request, logger: Logger, taskQue
 export function createApp(deps: AppDeps): App {
   const services = createServices(deps);
   const routes = apiRoutes();
-  return async (request) => {
+  const app: App = async (request) => {
     try {
       const url = new URL(request.url);
       const { route, params } = findRoute(routes, request.method, url.pathname);
@@ -61,4 +65,6 @@ export function createApp(deps: AppDeps): App {
       return failureResponse(err, request, deps.logger, deps.taskQueue);
     }
   };
+  app.releaseHeld = () => services.idleReports.releaseAll();
+  return app;
 }

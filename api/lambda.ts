@@ -37,6 +37,9 @@ async function startContainer(env: NodeJS.ProcessEnv): Promise<App> {
     config.api.instanceTokenSecret = { env: 'RUNNERFLOW_INSTANCE_TOKEN_SECRET' };
     checkInstanceTokenSecret(config, env);
   }
+  // A container serves one request at a time, so a held `idle` callback could never meet its
+  // runner's job start here: it would only wait, billed.
+  config.api.idleReportHold = 0;
   const connection = await connectTemporal({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const apiLogger = log().child({ component: 'api' });

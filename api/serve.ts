@@ -34,6 +34,7 @@ export async function serveApi(options: ServeApiOptions): Promise<HttpServer> {
     url: server.url,
     async close() {
       hidePoolMetrics();
+      app.releaseHeld?.();
       await server.close();
     },
   };

@@ -1,5 +1,6 @@
 import type { QueryDefinition } from '@temporalio/common';
 import { DEFAULT_LIMITS, type AppDeps, type AppLimits } from './deps';
+import { IdleReportHold } from './idle-report-hold';
 import { PoolDirectory } from './pool-directory';
 import { TemporalJobSink } from './temporal-job-sink';
 import { orNotFound } from './temporal/running';
@@ -10,6 +11,8 @@ export interface Services {
   limits: AppLimits;
   pools: PoolDirectory;
   sink: TemporalJobSink;
+  /** Agents' `idle` reports waiting briefly for their runner's job start to carry them. */
+  idleReports: IdleReportHold;
   /** Runs a Temporal call bounded by the query timeout. */
   bounded<R>(fn: () => Promise<R>): Promise<R>;
   /** Queries a workflow within the query timeout; an unknown workflow is 404 naming `what`. */
@@ -19,6 +22,7 @@ export interface Services {
 export function createServices(deps: AppDeps): Services {
   const limits: AppLimits = { ...DEFAULT_LIMITS, ...deps.limits };
   const pools = new PoolDirectory(deps.client, limits.poolCacheMs, deps.taskQueue);
+  const idleReports = new IdleReportHold({ holdMs: deps.config.api.idleReportHold });
   const sink = new TemporalJobSink({
     client: deps.client,
     taskQueue: deps.taskQueue,
@@ -26,6 +30,7 @@ export function createServices(deps: AppDeps): Services {
     logger: deps.logger,
     queryTimeoutMs: limits.queryTimeoutMs,
     paceMs: deps.config.api.intakePace,
+    idleReports,
     ...(deps.config.api.intakeRelayAfter > 0 ? { relay: { afterMs: deps.config.api.intakeRelayAfter, idleMs: deps.config.api.intakeRelayIdle } } : {}),
   });
   const bounded = <R>(fn: () => Promise<R>): Promise<R> => deps.client.withDeadline(Date.now() + limits.queryTimeoutMs, fn);
@@ -34,6 +39,7 @@ export function createServices(deps: AppDeps): Services {
     limits,
     pools,
     sink,
+    idleReports,
     bounded,
     query: (workflowId, what, query) => bounded(() => orNotFound(what, () => deps.client.workflow.getHandle(workflowId).query(query))),
   };

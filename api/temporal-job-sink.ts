@@ -29,6 +29,7 @@ import {
 } from '../workflows/pool-messages';
 import type { Logger } from './deps';
 import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
+import type { IdleReportHold } from './idle-report-hold';
 import type { PoolDirectory } from './pool-directory';
 import type { RelayTarget } from '../workflows/relay-messages';
 import { jobRelayDetour, type JobRelaySettings } from './job-relay';
@@ -56,6 +57,8 @@ export interface TemporalJobSinkDeps {
   relay?: JobRelaySettings;
   /** Least time between two batches of jobs to one pool (or the record); see SignalBatcher. */
   paceMs?: number;
+  /** Agents' `idle` reports held for a job start to carry (api/idle-report-hold.ts). */
+  idleReports?: IdleReportHold;
 }
 
 interface KnownCapacity {
@@ -148,14 +151,27 @@ export class TemporalJobSink implements WorkflowJobSink {
     await Promise.all(holders.map((pool) => this.progressTo(pool.workflowId, progress)));
   }
 
-  /** GitHub's own queued and started times travel with the signal: the runner knows its pool and observes the queue time. */
-  jobStarted(runnerName: string, args: JobStartedArgs, timing?: JobTiming): Promise<SignalOutcome> {
+  /**
+   * GitHub's own queued and started times travel with the signal: the runner knows its pool and
+   * observes the queue time. The signal also carries the agent's `idle` report, if one is held.
+   */
+  async jobStarted(runnerName: string, args: JobStartedArgs, timing?: JobTiming): Promise<SignalOutcome> {
     const withTiming: JobStartedArgs = {
       ...args,
       ...(timing?.createdAt ? { queuedAt: timing.createdAt } : {}),
       ...(timing?.startedAt ? { startedAt: timing.startedAt } : {}),
     };
-    return this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, withTiming));
+    const carried = this.deps.idleReports?.jobStarting(runnerName);
+    let outcome: SignalOutcome;
+    try {
+      outcome = await this.toRunner(runnerName, (h) => h.signal(jobStartedSignal, withTiming));
+    } catch (err) {
+      carried?.notDelivered();
+      throw err;
+    }
+    if (outcome === 'signalled') carried?.delivered();
+    else carried?.notDelivered();
+    return outcome;
   }
 
   jobCompleted(runnerName: string, args: JobCompletedArgs): Promise<SignalOutcome> {

@@ -10,7 +10,8 @@
  *   → create scheduled    its createInstance activity scheduled (the runner's first workflow task);
  *                         for an inline create (a local activity), that first task's start
  *   → create started      that activity started (activity dispatch to a worker; none when inline)
- *   → runner online       its runnerStatus signal (JIT config, provider, agent's idle callback)
+ *   → runner online       its runnerStatus signal (JIT config, provider, agent's idle callback), or
+ *                         its jobStarted signal where that carried the agent's idle (api/idle-report-hold.ts)
  *   → job started         simulator's startedAt (GitHub hands the job to an idle runner)
  *
  * Pools count jobs rather than tie a job to a runner, so the runner "made for"
@@ -87,7 +88,7 @@ interface RunnerMarks {
 
 async function runnerMarks(client: Client, name: string): Promise<RunnerMarks | undefined> {
   const events = (await client.workflow.getHandle(runnerWorkflowId(name)).fetchHistory()).events ?? [];
-  const online = events.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'runnerStatus');
+  const online = events.find((e) => ['runnerStatus', 'jobStarted'].includes(e.workflowExecutionSignaledEventAttributes?.signalName ?? ''));
   const activity = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createInstance');
   // An inline create runs in the first workflow task: it begins when that task starts, with no dispatch.
   const createScheduled = activity ?? events.find((e) => e.workflowTaskStartedEventAttributes);

@@ -11,11 +11,12 @@
  * Also prints where one job's time goes (bench/job-path.ts) and the most
  * machines alive, which must never exceed the pool's max.
  *
- *   npx tsx bench/queue-to-start.ts [--rate 10] [--seconds 10] [--max-runners 100] [--job-ms 1000] [--processes]
+ *   npx tsx bench/queue-to-start.ts [--rate 10] [--seconds 10] [--max-runners 100] [--job-ms 1000] [--processes] [--idle-report-hold MS]
  *   npx tsx bench/queue-to-start.ts --rate 50 --seconds 60 --max-runners 300
  *
  * --processes: worker and API each in a process of their own, as deployed; by
  * default everything shares this process (the simulator always stays here).
+ * --idle-report-hold sets `api.idleReportHold` (0 signals agents' `idle` at once).
  */
 import { completionRate, exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, sleep, temporalServer, until, type Figure } from './common';
 import { cpuBetween, cpuSnapshot } from './cpu';
@@ -38,7 +39,9 @@ async function main(): Promise<void> {
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const processes = process.argv.includes('--processes');
-  const stack = processes ? await startProcessBenchStack(temporal.address, jobMs, 64) : await startBenchStack(temporal.address, jobMs, 64);
+  const idleReportHold = process.argv.some((a) => a.startsWith('--idle-report-hold')) ? intArg('idle-report-hold', 0, { allowZero: true }) : undefined;
+  const config = idleReportHold === undefined ? {} : { api: { idleReportHold } };
+  const stack = processes ? await startProcessBenchStack(temporal.address, jobMs, 64, config) : await startBenchStack(temporal.address, jobMs, 64, config);
   try {
     const pool = await createPool(stack, maxRunners);
     console.log(`queue-to-start: ${total} jobs at ${rate}/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs, on ${temporal.address}${processes ? ', worker and API in processes of their own' : ''}`);

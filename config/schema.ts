@@ -210,9 +210,14 @@ export const configSchema = z
          * job arriving after a quiet spell still goes at once. 0 signals as soon as the last returned.
          */
         intakePace: durationMs.default(20),
+        /**
+         * How long an agent's `idle` report waits for its runner's job to start, so that the
+         * `jobStarted` signal carries both (api/idle-report-hold.ts); 0 signals it at once.
+         */
+        idleReportHold: durationMs.default(2_000),
       })
       .strict()
-      .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 200, intakeRelayIdle: 10_000, intakePace: 20 }),
+      .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 200, intakeRelayIdle: 10_000, intakePace: 20, idleReportHold: 2_000 }),
     github: z.object({ credentials: z.array(githubCredentialsSchema).default([]) }).strict().default({ credentials: [] }),
     providers: z.array(providerConfigSchema).default([]),
     timings: timingsOverrideSchema.default({}),

@@ -70,11 +70,12 @@ export class PoolBook {
     settings: PoolSettings,
     private readonly timings: InstanceTimings,
     carried?: PoolCarriedState,
-    private readonly options: { reaskLeaving: boolean; packQueue?: boolean; maxQueued?: number; startedCounts?: boolean; retriedReports?: boolean } = {
+    private readonly options: { reaskLeaving: boolean; packQueue?: boolean; maxQueued?: number; startedCounts?: boolean; retriedReports?: boolean; jobMeansReady?: boolean } = {
       reaskLeaving: true,
       packQueue: true,
       startedCounts: true,
       retriedReports: true,
+      jobMeansReady: true,
     },
   ) {
     this.queued = new QueuedJobs(options.maxQueued);
@@ -152,14 +153,14 @@ export class PoolBook {
     if (entry?.runnerStatus === 'active' && entry.jobId !== undefined && args.runnerStatus === 'idle' && args.jobId !== entry.jobId) return false;
     // A runner's report names the job it took: the job leaves the queue (the webhook no longer tells the pool).
     if (args.jobId !== undefined && args.runnerStatus !== 'idle') this.jobTaken(args.jobId);
+    const ready = args.runnerStatus === 'idle' || args.runnerStatus === 'active' || this.tookAJob(args);
     if (args.status === 'deleted') {
       this.markGone(args.name);
       if (!entry) return false;
       this.runners.delete(args.name);
-      this.noteBootstrapFailure(entry, now);
+      if (!this.tookAJob(args)) this.noteBootstrapFailure(entry, now);
       return true;
     }
-    const ready = args.runnerStatus === 'idle' || args.runnerStatus === 'active';
     const next: RunnerEntry = {
       name: args.name,
       seq: args.seq,
@@ -198,6 +199,18 @@ export class PoolBook {
   private stale(args: RunnerChangedArgs, entry: RunnerEntry): boolean {
     if (this.options.retriedReports !== true) return args.seq <= entry.seq;
     return args.seq < entry.seq && args.status !== 'deleted';
+  }
+
+  /**
+   * A runner that names a job, or whose ephemeral job is over, came online whatever its reports
+   * skipped: one report says where a runner's workflow task ended, and a runner whose agent came
+   * up, took its job and finished it within one task (its worker busy or down meanwhile) is first
+   * heard of as deleted. Counted as a failure to bootstrap, every such runner doubled the pool's
+   * pause before its next start, and a pool under load stopped making runners with jobs queued.
+   * (Pools begun before replay counting them.)
+   */
+  private tookAJob(args: RunnerChangedArgs): boolean {
+    return this.options.jobMeansReady === true && (args.jobId !== undefined || args.runnerStatus === 'terminated');
   }
 
   /** A runner that leaves without ever having come online, unasked, failed to bootstrap. */

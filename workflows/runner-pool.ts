@@ -186,6 +186,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     packQueue: patched('packed-queue'),
     startedCounts,
     retriedReports: patched('reports-of-a-retried-runner-task'),
+    jobMeansReady: patched('runner-that-took-a-job-was-ready'),
   });
   const stepHeartbeat = input.timings.poolStepHeartbeatTimeoutMs ?? DEFAULT_STEP_HEARTBEAT_MS;
   const starter = starterWith(stepHeartbeat);

@@ -44,7 +44,14 @@ export const callbackRoutes: Route<Services>[] = [
       // The machine's own words go into workflow history: a failing runner may quote what it
       // was started with (its JIT config, this token), so credentials are scrubbed first.
       const signal = { ...status, ...(message !== undefined ? { message: scrubSecrets(message) } : {}) };
-      await signalLiveRun(services, claims, runnerStatusSignal, signal);
+      const deliver = () => signalLiveRun(services, claims, runnerStatusSignal, signal);
+      // `idle` may ride on the runner's job start instead (api/idle-report-hold.ts); any other
+      // report goes after a held `idle`, in the order the agent sent them.
+      if (signal.status === 'idle') await services.idleReports.report(claims.instance, deliver);
+      else {
+        await services.idleReports.releaseBefore(claims.instance);
+        await deliver();
+      }
       services.deps.logger.info('instance status callback', { instance: claims.instance, status: body.status });
       return json({ instance: claims.instance, status: body.status }, 202);
     },

@@ -81,18 +81,18 @@ export class SimAgents {
       id: randomUUID(),
       runnerId: runner.id,
       runnerName: runner.name,
-      state: 'busy',
+      state: 'idle',
       callbackUrl: input.callbackUrl,
       instanceToken: input.instanceToken,
     };
     this.agents.set(agent.id, agent);
     runner.status = 'online';
     runner.os = 'Linux';
-    await this.reportIdle(agent);
-    if (agent.state === 'busy') {
-      agent.state = 'idle';
-      this.dispatch();
-    }
+    // As a real bootstrap does (GARM's starts the runner's service, then calls home), the
+    // runner listens for jobs while its `idle` report is on its way: the report's answer
+    // does not hold up the runner's first job.
+    this.dispatch();
+    void this.reportIdle(agent);
     return agent;
   }
 
