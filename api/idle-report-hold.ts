@@ -72,7 +72,7 @@ export class IdleReportHold {
     if (this.held.size >= this.maxHeld) return deliver();
     const earlier = this.held.get(runner);
     return new Promise<void>((resolve, reject) => {
-      const settle = (outcome: Promise<void>) => outcome.then(resolve, reject);
+      const settle = (outcome: Promise<void>): void => void outcome.then(resolve, reject);
       // The agent asked again (its first answer was lost): the one still held answers both.
       if (earlier) {
         const settleEarlier = earlier.settle;

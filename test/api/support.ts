@@ -15,9 +15,14 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const WEBHOOK_SECRET = 'test-webhook-secret';
 export const INSTANCE_TOKEN_KEY = 'test-instance-token-key-0123456789';
 
-export const testConfig = (taskQueue: string, provider = 'fake') =>
+/**
+ * An agent's `idle` callback is signalled at once here (api.idleReportHold 0): these tests
+ * check what a callback does to its workflow, and the hold has tests of its own.
+ */
+export const testConfig = (taskQueue: string, provider = 'fake', idleReportHoldMs = 0) =>
   parseConfig({
     temporal: { taskQueue },
+    api: { idleReportHold: idleReportHoldMs },
     providers: [{ type: 'fake', name: provider, stateDir: '/tmp/runnerflow-api-test-unused' }],
     github: { credentials: [{ name: 'default', auth: { type: 'pat', token: { env: 'RUNNERFLOW_TEST_UNUSED_TOKEN' } } }] },
   });
@@ -53,7 +58,7 @@ export interface CallOptions {
 export function testApp(
   client: Client,
   taskQueue: string,
-  options: { github?: GitHubPort; limits?: Partial<AppLimits>; adminToken?: string; logger?: Logger } = {},
+  options: { github?: GitHubPort; limits?: Partial<AppLimits>; adminToken?: string; logger?: Logger; idleReportHoldMs?: number } = {},
 ): TestApp {
   const logger = recordingLogger();
   const log: Logger = options.logger ?? logger;
@@ -61,7 +66,7 @@ export function testApp(
   const deps: AppDeps = {
     client,
     taskQueue,
-    config: testConfig(taskQueue),
+    config: testConfig(taskQueue, 'fake', options.idleReportHoldMs),
     github: { get: () => options.github ?? github },
     secrets: { adminToken: options.adminToken ?? ADMIN_TOKEN, webhookSecret: WEBHOOK_SECRET, instanceTokenKey: INSTANCE_TOKEN_KEY },
     logger: log,

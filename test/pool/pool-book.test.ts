@@ -152,6 +152,28 @@ describe('PoolBook scaling', () => {
     expect(next.consecutiveBootstrapFailures).toBe(1);
   });
 
+  it('takes a runner first heard of after its job, or as deleted with it, for one that came online', () => {
+    // A runner whose agent came up, took its job and finished it within one workflow task (its
+    // worker busy or down meanwhile) reports once, where that task ended.
+    const book = new PoolBook(settings({ maxRunners: 10 }), FAST_TIMINGS);
+    const [quick, busyFirst, silent] = startN(book, 3);
+    book.runnerChanged({ seq: 1, name: quick!, status: 'deleted', runnerStatus: 'terminated', jobId: 7 }, T0);
+    book.runnerChanged({ seq: 1, name: busyFirst!, status: 'pending_delete', runnerStatus: 'terminated', jobId: 8 }, T0);
+    book.runnerChanged({ seq: 2, name: busyFirst!, status: 'deleted', runnerStatus: 'terminated', jobId: 8 }, T0);
+    expect(book.consecutiveBootstrapFailures).toBe(0);
+    for (let job = 10; job < 13; job++) book.jobQueued({ jobId: job, labels: [] }, T0);
+    // The one still starting covers one job; the other two get runners at once, with no pause.
+    expect(book.plan(T0).create).toBe(2);
+    book.runnerChanged({ seq: 1, name: silent!, status: 'deleted', runnerStatus: 'pending' }, T0);
+    expect(book.consecutiveBootstrapFailures).toBe(1);
+
+    // Pools begun before replay as they ran: each such runner paused the next start.
+    const earlier = new PoolBook(settings({ maxRunners: 10 }), FAST_TIMINGS, undefined, { reaskLeaving: true, packQueue: true, startedCounts: true, retriedReports: true, jobMeansReady: false });
+    const [old] = startN(earlier, 1);
+    earlier.runnerChanged({ seq: 1, name: old!, status: 'deleted', runnerStatus: 'terminated', jobId: 9 }, T0);
+    expect(earlier.consecutiveBootstrapFailures).toBe(1);
+  });
+
   it('hears the reports of a runner whose workflow task was retried after its worker died', () => {
     // The lost attempt's first delete failed and said "deleting" under number 3; the retry's
     // delete went through and said "deleted" under the same number.
