@@ -34,7 +34,8 @@ describe('simulated runner agents', () => {
   it('queue a job → matching agent takes it → signed queued/in_progress/completed webhooks arrive; the ephemeral runner leaves', async () => {
     const { runnerId, jitConfig } = await mint('pool-a-1', ['linux', 'GPU']);
     const agent = await env.sim.startAgent({ jitConfig, callbackUrl: receiver.callbackUrl, instanceToken: 'instance-token-1' });
-    expect(receiver.callbacks).toEqual([{ authorization: 'Bearer instance-token-1', body: { status: 'idle' } }]);
+    // The report goes out beside the runner's listening for jobs, as a bootstrap calls home.
+    await expect.poll(() => receiver.callbacks).toEqual([{ authorization: 'Bearer instance-token-1', body: { status: 'idle' } }]);
 
     const job = env.sim.queueJob({ repository: 'octo-org/app', labels: ['self-hosted', 'gpu'], conclusion: 'failure' });
     expect(await env.sim.waitForAgent(agent.id, 5_000)).toBe('done');
