@@ -84,6 +84,10 @@ interface RunnerMarks {
   createScheduled: number;
   createStarted: number;
   online: number;
+  /** The runner's history: its length, signals and workflow tasks. */
+  events: number;
+  signals: number;
+  tasks: number;
 }
 
 async function runnerMarks(client: Client, name: string): Promise<RunnerMarks | undefined> {
@@ -94,12 +98,22 @@ async function runnerMarks(client: Client, name: string): Promise<RunnerMarks | 
   const createScheduled = activity ?? events.find((e) => e.workflowTaskStartedEventAttributes);
   const createStarted = activity ? events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(activity.eventId)) : createScheduled;
   if (!events[0] || !createScheduled || !createStarted || !online) return undefined;
-  return { started: eventMs(events[0]), createScheduled: eventMs(createScheduled), createStarted: eventMs(createStarted), online: eventMs(online) };
+  return {
+    started: eventMs(events[0]),
+    createScheduled: eventMs(createScheduled),
+    createStarted: eventMs(createStarted),
+    online: eventMs(online),
+    events: events.length,
+    signals: events.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
+    tasks: events.filter((e) => e.workflowTaskCompletedEventAttributes).length,
+  };
 }
 
 export interface JobPathBreakdown {
   stages: { stage: string; values: number[] }[];
   pool: WorkflowTaskStats & { events: number; runs: number; signals: number };
+  /** Each sampled runner's history, in the order sampled. */
+  runners: { events: number; signals: number; tasks: number }[];
 }
 
 /**
@@ -135,6 +149,7 @@ export async function jobPathBreakdown(client: Client, poolWorkflowId: string, j
   const byId = new Map(jobs.map((j) => [j.id, j]));
   const queuedOrder = [...signalledAt.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id).filter((id) => byId.has(id));
   const stages = ['job queued → pool signalled', 'pool signalled → pool decides', 'pool decides → runner workflow started', 'runner started → create scheduled (its first workflow task)', 'create scheduled → create started (activity dispatch; 0 inline)', 'create started → runner online', 'runner online → job started', 'total (queued → started)'].map((stage) => ({ stage, values: [] as number[] }));
+  const runners: JobPathBreakdown['runners'] = [];
   const step = Math.max(1, Math.floor(queuedOrder.length / sample));
   for (let k = 0; k < queuedOrder.length && k < childOrder.length; k += step) {
     const job = byId.get(queuedOrder[k]!)!;
@@ -142,12 +157,13 @@ export async function jobPathBreakdown(client: Client, poolWorkflowId: string, j
     const marks = await runnerMarks(client, child.name).catch(() => undefined);
     const ranOn = job.runnerName ? await runnerMarks(client, job.runnerName).catch(() => undefined) : undefined;
     if (!marks || !job.startedAt) continue;
+    runners.push({ events: marks.events, signals: marks.signals, tasks: marks.tasks });
     const created = Date.parse(job.createdAt);
     const signalled = signalledAt.get(job.id)!;
     const values = [signalled - created, child.at - signalled, marks.started - child.at, marks.createScheduled - marks.started, marks.createStarted - marks.createScheduled, marks.online - marks.createStarted, Date.parse(job.startedAt) - (ranOn ?? marks).online, Date.parse(job.startedAt) - created];
     values.forEach((v, i) => stages[i]!.values.push(v));
   }
-  return { stages, pool: { ...workflowTaskStats(events), events: events.length, runs: runs.length, signals } };
+  return { stages, pool: { ...workflowTaskStats(events), events: events.length, runs: runs.length, signals }, runners };
 }
 
 export function breakdownFigures(b: JobPathBreakdown): Figure[] {
@@ -156,7 +172,12 @@ export function breakdownFigures(b: JobPathBreakdown): Figure[] {
     ...b.stages.map((s) => ({ figure: `path: ${s.stage} (p50 / p95)`, value: `${ms(percentile(s.values, 50))} / ${ms(percentile(s.values, 95))}` })),
     { figure: 'path: jobs sampled', value: String(n) },
     { figure: 'pool: runs / events / signals / workflow tasks', value: `${b.pool.runs} / ${b.pool.events} / ${b.pool.signals} / ${b.pool.tasks}` },
+    { figure: 'a runner (mean of those sampled): events / signals / workflow tasks', value: (['events', 'signals', 'tasks'] as const).map((k) => mean(b.runners.map((r) => r[k]))).join(' / ') },
     { figure: 'pool task: scheduled → started (p50 / p95)', value: `${ms(percentile(b.pool.scheduleToStart, 50))} / ${ms(percentile(b.pool.scheduleToStart, 95))}` },
     { figure: 'pool task: started → completed (p50 / p95)', value: `${ms(percentile(b.pool.startToComplete, 50))} / ${ms(percentile(b.pool.startToComplete, 95))}` },
   ];
+}
+
+function mean(values: number[]): string {
+  return values.length === 0 ? 'n/a' : (values.reduce((a, b) => a + b, 0) / values.length).toFixed(1);
 }
