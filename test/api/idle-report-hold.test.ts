@@ -195,6 +195,18 @@ describe('an idle callback and its job start, through the API', () => {
     expect(await signalsOf(client, runnerWorkflowId(name), runId)).toEqual([{ name: 'runnerStatus', input: { status: 'idle', message: 'runner online' } }]);
   });
 
+  it('signals what it holds at once when the API stops, so its callbacks are answered before it goes', async () => {
+    const api = testApp(client, taskQueue, { idleReportHoldMs: 60_000 });
+    const { name, runId, token } = await startInstance();
+    const callback = idleCallback(api, token);
+    await sleep(100);
+    const stopping = Date.now();
+    api.app.releaseHeld?.();
+    expect((await callback).status).toBe(202);
+    expect(Date.now() - stopping).toBeLessThan(10_000);
+    expect((await signalsOf(client, runnerWorkflowId(name), runId)).map((s) => s.name)).toEqual(['runnerStatus']);
+  });
+
   it('still refuses the callback of a deleted instance, after its hold', async () => {
     const api = testApp(client, taskQueue, { idleReportHoldMs: 200 });
     const { name, token } = await startInstance();
