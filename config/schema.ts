@@ -212,12 +212,13 @@ export const configSchema = z
         intakePace: durationMs.default(20),
         /**
          * How long an agent's `idle` report waits for its runner's job to start, so that the
-         * `jobStarted` signal carries both (api/idle-report-hold.ts); 0 signals it at once.
+         * `jobStarted` signal carries both (api/idle-report-hold.ts); 0, the default, signals it
+         * at once. Worth it where machines take seconds to boot (docs/operations.md).
          */
-        idleReportHold: durationMs.default(2_000),
+        idleReportHold: durationMs.default(0),
       })
       .strict()
-      .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 200, intakeRelayIdle: 10_000, intakePace: 20, idleReportHold: 2_000 }),
+      .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 200, intakeRelayIdle: 10_000, intakePace: 20, idleReportHold: 0 }),
     github: z.object({ credentials: z.array(githubCredentialsSchema).default([]) }).strict().default({ credentials: [] }),
     providers: z.array(providerConfigSchema).default([]),
     timings: timingsOverrideSchema.default({}),
