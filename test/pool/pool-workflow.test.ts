@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { controllerLabel } from '../../github/port';
-import { forceDeleteSignal, jobStartedSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
+import { forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { deletePoolSignal, jobProgressSignal, jobQueuedSignal, poolStateQuery, updatePoolSignal } from '../../workflows/pool-messages';
 import { eventually, FAST_TIMINGS, useTestWorker } from '../support/temporal';
 import { autoRegister, idleRunners, poolSettings, startPool } from './helpers';
@@ -287,3 +287,35 @@ describe('runnerPool', () => {
   });
 });
 
+
+describe('runnerPool hearing of a runner only once its job is done', () => {
+  it('does not take it for a failed bootstrap, and keeps making runners for queued jobs without a pause', async () => {
+    // A runner whose agent came up, took its job and finished it while its worker was behind hears
+    // all of it in one workflow task, and first tells its pool it is gone, naming the job.
+    const settings = poolSettings({ minIdleRunners: 0, maxRunners: 1 });
+    const backoffMs = 20_000;
+    const pool = await startPool(env.client, env.w.taskQueue, { settings, timings: { ...FAST_TIMINGS, poolCreateBackoffInitialMs: backoffMs, poolCreateBackoffMaxMs: backoffMs } });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const jobId = 900 + i;
+        await pool.signal(jobQueuedSignal, { jobId, labels: ['linux'], queuedAt: new Date().toISOString() });
+        const name = await eventually(async () => (await pool.query(poolStateQuery)).runners[0]?.name, 10_000, `a runner for job ${jobId}`);
+        const runner = env.client.workflow.getHandle(runnerWorkflowId(name));
+        await eventually(async () => ((await runner.query(stateQuery)).status === 'running' ? true : undefined), 10_000, `runner ${name} running`);
+        await Promise.all([runner.signal(jobStartedSignal, { jobId }), runner.signal(jobCompletedSignal, { jobId, conclusion: 'success' })]);
+        const started = Date.now();
+        await eventually(async () => ((await pool.query(poolStateQuery)).runners.some((r) => r.name === name) ? undefined : true), 10_000, `runner ${name} gone from its pool`);
+        // Counted as a failed bootstrap, the next runner would wait out the backoff.
+        expect(Date.now() - started).toBeLessThan(backoffMs);
+      }
+      const jobId = 910;
+      const asked = Date.now();
+      await pool.signal(jobQueuedSignal, { jobId, labels: ['linux'], queuedAt: new Date().toISOString() });
+      await eventually(async () => ((await pool.query(poolStateQuery)).runners.length === 1 ? true : undefined), 10_000, 'a runner for the next job, with no pause');
+      expect(Date.now() - asked).toBeLessThan(backoffMs / 2);
+    } finally {
+      await pool.signal(deletePoolSignal, {});
+    }
+    await pool.result();
+  });
+});
