@@ -82,7 +82,7 @@ export class IdleReportHold {
         };
         return;
       }
-      const timer = setTimeout(() => this.release(runner), this.options.holdMs);
+      const timer = setTimeout(() => void this.release(runner), this.options.holdMs);
       this.held.set(runner, { deliver, settle, timer });
     });
   }
@@ -94,34 +94,20 @@ export class IdleReportHold {
    */
   jobStarting(runner: string): CarriedReport | undefined {
     if (this.options.holdMs <= 0) return undefined;
-    const held = this.held.get(runner);
-    if (held) {
-      this.held.delete(runner);
-      clearTimeout(held.timer);
-    }
+    const held = this.take(runner);
     let settled = false;
     let landed!: (carried: boolean) => void;
     const outcome = new Promise<boolean>((resolve) => (landed = resolve));
     this.starting.set(runner, outcome);
-    const settle = (carried: boolean) => {
+    const settle = (carried: boolean): void => {
       if (settled) return;
       settled = true;
       if (this.starting.get(runner) === outcome) this.starting.delete(runner);
       if (carried) this.rememberStarted(runner);
       landed(carried);
+      held?.settle(carried ? Promise.resolve() : held.deliver());
     };
-    return {
-      delivered: () => {
-        if (settled) return;
-        settle(true);
-        held?.settle(Promise.resolve());
-      },
-      notDelivered: () => {
-        if (settled) return;
-        settle(false);
-        held?.settle(held.deliver());
-      },
-    };
+    return { delivered: () => settle(true), notDelivered: () => settle(false) };
   }
 
   /**
@@ -129,26 +115,29 @@ export class IdleReportHold {
    * overtaken by an `idle` released after it. The held report's own failure is its caller's.
    */
   async releaseBefore(runner: string): Promise<void> {
-    const held = this.held.get(runner);
-    if (!held) return;
-    this.held.delete(runner);
-    clearTimeout(held.timer);
-    const delivered = held.deliver();
-    held.settle(delivered);
-    await delivered.catch(() => undefined);
+    await this.release(runner)?.catch(() => undefined);
   }
 
   /** Signals every held report now (the API is stopping: its callbacks are answered before it goes). */
   releaseAll(): void {
-    for (const runner of [...this.held.keys()]) this.release(runner);
+    for (const runner of [...this.held.keys()]) void this.release(runner);
   }
 
-  private release(runner: string): void {
+  /** Signals `runner`'s held report now; its delivery, if one was held. */
+  private release(runner: string): Promise<void> | undefined {
+    const held = this.take(runner);
+    if (!held) return undefined;
+    const delivered = held.deliver();
+    held.settle(delivered);
+    return delivered;
+  }
+
+  private take(runner: string): Held | undefined {
     const held = this.held.get(runner);
-    if (!held) return;
+    if (!held) return undefined;
     this.held.delete(runner);
     clearTimeout(held.timer);
-    held.settle(held.deliver());
+    return held;
   }
 
   private rememberStarted(runner: string): void {

@@ -5,8 +5,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { containerStarts, handler } from '../../api/lambda';
 import { lambdaEventToRequest, responseToLambdaResult, type LambdaHttpEvent } from '../../api/lambda-event';
+import { mintInstanceToken } from '../../api/instance-token';
+import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../../workflows/messages';
 import { unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
-import { connectClient, eventually, uniqueName } from '../support/temporal';
+import { connectClient, eventually, instanceInput, uniqueName } from '../support/temporal';
+import { signalsOf } from './history';
 
 const ADMIN_TOKEN = 'lambda-admin-token-0123456789';
 const WEBHOOK_SECRET = 'lambda-webhook-secret-0123';
@@ -84,6 +87,8 @@ beforeAll(() => {
   writeFileSync(
     configPath,
     [
+      // Held by a server process; never in a container, which serves one request at a time.
+      'api: { idleReportHold: 60s }',
       'providers:',
       `  - { type: fake, name: fake, stateDir: ${join(dir, 'machines')} }`,
       'github:',
@@ -186,6 +191,23 @@ describe('Lambda handler (HTTP API payload 2.0)', () => {
     expect(listed.statusCode).toBe(200);
     const { client, connection } = await connectClient();
     await client.workflow.getHandle(`pool/${name}`).terminate('test done').finally(() => connection.close());
+  });
+
+  it("signals an agent's idle report at once, whatever hold the config asks for", async () => {
+    const { client, connection } = await connectClient();
+    try {
+      const name = uniqueName('inst');
+      const handle = await client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { workflowId: runnerWorkflowId(name), taskQueue, args: [instanceInput(name)] });
+      const token = await mintInstanceToken({ instance: name, runId: handle.firstExecutionRunId, pool: 'test-pool' }, 'lambda-instance-token-secret-0123456789', 60_000);
+      const started = Date.now();
+      const res = await handler(httpEvent({ method: 'POST', path: '/api/v1/callbacks/status', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ status: 'idle' }) }));
+      expect(res.statusCode).toBe(202);
+      expect(Date.now() - started).toBeLessThan(30_000);
+      expect(await signalsOf(client, runnerWorkflowId(name), handle.firstExecutionRunId)).toEqual([{ name: 'runnerStatus', input: { status: 'idle' } }]);
+      await handle.terminate('test done');
+    } finally {
+      await connection.close();
+    }
   });
 
   it('answers 400 to an event that is not an HTTP event', async () => {
