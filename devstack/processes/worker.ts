@@ -13,7 +13,15 @@ import { startWorker } from '../../worker/start';
 import { SimulatedMachinesProvider, simulatorAgentsOverHttp } from '../simulated-machines';
 import { requiredEnv } from './env';
 
-Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+// RUNNERFLOW_STACK_SDK_METRICS=127.0.0.1:9465 serves the SDK's own figures (task latencies, slots, cache) for a bench to read.
+const metricsAt = process.env.RUNNERFLOW_STACK_SDK_METRICS;
+Runtime.install({
+  logger: new DefaultLogger('ERROR'),
+  telemetryOptions: {
+    logging: { filter: { core: 'ERROR', other: 'ERROR' } },
+    ...(metricsAt ? { metrics: { prometheus: { bindAddress: metricsAt } } } : {}),
+  },
+});
 const loaded = loadConfig();
 const machines = loaded.config.providers.find((p) => p.type === 'fake');
 if (machines?.type !== 'fake') throw new Error('the config must declare the simulated machines as a provider of type fake');
