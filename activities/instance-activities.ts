@@ -15,6 +15,7 @@ import type { ReportToPoolArgs } from './pool-activities';
 import { FAILURE_TYPES, toActivityFailure } from './failures';
 import { eachConcurrently, within } from '../domain/concurrency';
 import { mintedIn, type MintedCredential } from '../domain/minted-credential';
+import { CreateAttempts, type CreateAttempt } from './create-attempts';
 import { actionsClientFor, removeRunnerAtGitHub, type GitHubClients, type RemoveRunnerArgs } from './remove-runner';
 import { whileHeartbeating } from './heartbeat';
 import { createObserveRunner } from './observe-runner';
@@ -214,6 +215,7 @@ const INSTANCE_TOKEN_MARGIN_MS = 10 * 60_000;
 export function createInstanceActivities(deps: InstanceActivityDeps) {
   const tools = new RunnerToolsCache(deps.runnerToolsTtlMs);
   const runnerSpecs = new RunnerExtraSpecs();
+  const attempts = new CreateAttempts();
 
   /**
    * The extra specs to send with a call about this runner's machine (see RunnerExtraSpecs).
@@ -263,18 +265,26 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
     const ctx = Context.current();
     const runId = ctx.info.workflowExecution?.runId ?? '';
     const callCtx = { controllerId: deps.controllerId, poolId: args.pool, extraSpecs: args.spec.extraSpecs };
-    // An earlier attempt's, from the workflow (an inline attempt's failure) or from this activity's heartbeats.
-    const earlier = args.minted ?? mintedIn(ctx.info.heartbeatDetails);
     let minted: MintedCredential | undefined;
     const heartbeatDetails = () => (minted ? { minted } : undefined);
     try {
-      return await timedAttempt(runnerCreateSeconds, { pool: args.pool, provider: args.provider }, () => whileHeartbeating(async (signal) => {
+      return await timedAttempt(runnerCreateSeconds, { pool: args.pool, provider: args.provider }, () => whileHeartbeating((signal) => attempts.run(`${args.provider}\u0000${args.name}`, async (attempt, before) => {
+        // Waited for an earlier attempt here (see CreateAttempts), and given up meanwhile: nothing to do.
+        signal.throwIfAborted();
+        // An earlier attempt's, from the workflow (an inline attempt's failure), this activity's heartbeats or this worker.
+        const earlier: CreateAttempt | undefined = args.minted ?? mintedIn(ctx.info.heartbeatDetails) ?? before;
         const existing = await target.getInstance(args.name, { ...callCtx, signal }).catch((err: unknown) => {
           if (isNotFound(err)) return undefined;
           throw err;
         });
         if (existing && existing.status !== 'error') {
-          return { providerId: existing.providerId, status: existing.status, reused: true, ...(earlier ? { sealedJitConfig: earlier.sealedJitConfig, githubRunnerId: earlier.githubRunnerId } : {}) };
+          return {
+            providerId: existing.providerId,
+            status: existing.status,
+            reused: true,
+            ...(earlier?.sealedJitConfig !== undefined ? { sealedJitConfig: earlier.sealedJitConfig } : {}),
+            ...(earlier?.githubRunnerId !== undefined ? { githubRunnerId: earlier.githubRunnerId } : {}),
+          };
         }
         if (existing) {
           // GARM: a machine in error is removed before trying again, so nothing half-made lingers.
@@ -283,8 +293,10 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
 
         const gh = deps.github.get(args.spec.github.credentials);
         const credential = await runnerCredential(gh, args);
+        if (credential.kind === 'jit') attempt.githubRunnerId = credential.runnerId;
         if (credential.kind === 'jit' && deps.sealSecret) {
           minted = { sealedJitConfig: deps.sealSecret(credential.encodedJitConfig), githubRunnerId: credential.runnerId };
+          attempt.sealedJitConfig = minted.sealedJitConfig;
           // Recorded before the provider is asked: a retry after this attempt dies must still know it.
           if (!ctx.info.isLocal) ctx.heartbeat(heartbeatDetails());
         }
@@ -331,7 +343,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
           ...(credential.kind === 'jit' ? { githubRunnerId: credential.runnerId } : {}),
           ...(minted ? { sealedJitConfig: minted.sealedJitConfig } : {}),
         };
-      }, { ...(boundMs === undefined ? {} : { boundMs }), heartbeatDetails }));
+      }), { ...(boundMs === undefined ? {} : { boundMs }), heartbeatDetails }));
     } catch (err) {
       throw withMinted(toActivityFailure(err), minted);
     }

@@ -57,6 +57,24 @@ describe('inline first create attempt', () => {
     });
   });
 
+  it('a cut-off attempt whose provider makes the machine anyway is waited for: one registration, kept by the runner', async () => {
+    const name = uniqueName('inline-lands-late');
+    await withCreateFault(name, { delayMs: INLINE_BOUND_MS * 2, landsAfterAbort: true }, async () => {
+      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+      const state = await waitForStatus(handle, 'running');
+      expect(await scheduledActivities(handle)).toEqual(['createInstance']);
+      // The activity after the cut-off attempt found that attempt's machine instead of minting
+      // again: a second mint would remove the registration the machine's agent holds.
+      expect(env.w.github.calls.filter((c) => c.op === 'credential' && c.name === name)).toHaveLength(1);
+      expect(env.w.fake.instances().filter((m) => m.name === name)).toHaveLength(1);
+      expect(state.githubRunnerId).toBe(env.w.github.runners.get(name)?.id);
+      expect(state.transitions.at(-1)?.reason).toMatch(/earlier attempt/);
+
+      await handle.signal(forceDeleteSignal, {});
+      expect(await handle.result()).toMatchObject({ status: 'deleted' });
+    });
+  });
+
   it('a failed inline attempt is retried after the first backoff, and counts as an attempt', async () => {
     const name = uniqueName('inline-fails');
     await withCreateFault(name, { failTimes: 1 }, async () => {
