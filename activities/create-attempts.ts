@@ -24,7 +24,9 @@ interface Running {
  * So an attempt waits here until the one before it has settled, then finds its machine and
  * keeps what it registered. An attempt whose caller gave up while it waited does nothing
  * (its signal is aborted). Attempts on other workers are not ordered by this: an abandoned
- * inline attempt's successor is an ordinary activity, which another worker may take.
+ * inline attempt's successor is an ordinary activity, which another worker may take. There
+ * the GitHub port refuses to replace a registration whose agent is online (the earlier
+ * machine's), so that attempt fails, and the one after it finds the machine.
  */
 export class CreateAttempts {
   private readonly latest = new Map<string, Running>();

@@ -135,6 +135,10 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
     const existing = await this.findRunnerByName(req.scope, req.name);
     if (existing) {
       if (existing.busy) throw new GitHubApiError(`generate_jitconfig: runner ${req.name} already exists and is running a job`, 409, false);
+      // Online means an agent holds this registration: the machine an earlier attempt made, still
+      // being made when this attempt looked for it. Removing it would leave that machine's runner
+      // without a registration; the next attempt finds the machine instead.
+      if (existing.status === 'online') throw new GitHubApiError(`generate_jitconfig: runner ${req.name} is online with an earlier attempt's registration; its machine is looked for again`, 409, true);
       const removed = await this.deleteRunner(req.scope, existing.id);
       if (removed === 'busy') throw new GitHubApiError(`generate_jitconfig: runner ${req.name} already exists and is running a job`, 409, false);
     }

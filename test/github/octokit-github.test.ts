@@ -95,6 +95,16 @@ describe('OctokitGitHub against the simulator', () => {
     expect(calls).toMatchObject({ 'generate-jitconfig': 3, 'list-runners': 1, 'delete-runner': 1 });
   });
 
+  it('refuses to replace a same-named runner that is online: an agent holds its registration', async () => {
+    const first = await env.github.createRunnerCredential(jitRequest('pool-a-11'));
+    if (first.kind !== 'jit') throw new Error('expected a JIT credential');
+    await env.sim.startAgent({ jitConfig: first.encodedJitConfig });
+    const again = env.github.createRunnerCredential(jitRequest('pool-a-11'));
+    await expect(again).rejects.toBeInstanceOf(GitHubApiError);
+    await expect(again).rejects.toMatchObject({ status: 409, retryable: true, message: expect.stringMatching(/pool-a-11 is online/) });
+    expect(env.sim.runners().filter((r) => r.name === 'pool-a-11').map((r) => r.id)).toEqual([first.runnerId]);
+  });
+
   it('refuses to replace a same-named runner that is running a job', async () => {
     const first = await env.github.createRunnerCredential(jitRequest('pool-a-6'));
     if (first.kind !== 'jit') throw new Error('expected a JIT credential');
