@@ -3,11 +3,11 @@
  * talk to, unique names, a bounded run time, and the table of figures each
  * script prints (each figure next to its target, a missed one marked MISSED).
  */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installQuietRuntime } from '../devstack/quiet-runtime';
 import { devServer, temporalAnswers } from '../devstack/temporal-server';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -48,21 +48,9 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${process.pid.toString(36)}-${Date.now().toString(36)}-${counter}`;
 }
 
-/**
- * A bench's output is its table. The SDK logs every worker start at INFO, and
- * warns about activities a bench abandons on purpose (a hanging delete whose
- * workflow was force-deleted), so only errors get through.
- */
+/** A bench's output is its table: only the SDK's errors get through. RUNNERFLOW_BENCH_SDK_METRICS serves its metrics. */
 export function quietTemporal(): void {
-  // The SDK's own metrics (workflow task latencies by workflow type, request latencies by call), for finding where a task's time goes.
-  const metricsAt = process.env.RUNNERFLOW_BENCH_SDK_METRICS;
-  Runtime.install({
-    logger: new DefaultLogger('ERROR'),
-    telemetryOptions: {
-      logging: { filter: { core: 'ERROR', other: 'ERROR' } },
-      ...(metricsAt ? { metrics: { prometheus: { bindAddress: metricsAt } } } : {}),
-    },
-  });
+  installQuietRuntime(process.env.RUNNERFLOW_BENCH_SDK_METRICS);
 }
 
 export interface TemporalTarget {

@@ -5,23 +5,16 @@
  * BUNDLE_PATH (optional) is a prebuilt workflow bundle, for quick restarts.
  * Prints "ready" once polling.
  */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig, resolveSecret } from '../../config/load';
 import { createGitHubRegistry } from '../../github/registry';
 import { asConfigured } from '../../providers/registry';
 import { startWorker } from '../../worker/start';
+import { installQuietRuntime } from '../quiet-runtime';
 import { SimulatedMachinesProvider, simulatorAgentsOverHttp } from '../simulated-machines';
 import { requiredEnv } from './env';
 
-// RUNNERFLOW_STACK_SDK_METRICS=127.0.0.1:9465 serves the SDK's own figures (task latencies, slots, cache) for a bench to read.
-const metricsAt = process.env.RUNNERFLOW_STACK_SDK_METRICS;
-Runtime.install({
-  logger: new DefaultLogger('ERROR'),
-  telemetryOptions: {
-    logging: { filter: { core: 'ERROR', other: 'ERROR' } },
-    ...(metricsAt ? { metrics: { prometheus: { bindAddress: metricsAt } } } : {}),
-  },
-});
+// RUNNERFLOW_STACK_SDK_METRICS=127.0.0.1:9465 serves the SDK's own metrics for a bench to read.
+installQuietRuntime(process.env.RUNNERFLOW_STACK_SDK_METRICS);
 const loaded = loadConfig();
 const machines = loaded.config.providers.find((p) => p.type === 'fake');
 if (machines?.type !== 'fake') throw new Error('the config must declare the simulated machines as a provider of type fake');
