@@ -3,6 +3,8 @@ export interface CreateAttempt {
   githubRunnerId?: number;
   /** Its JIT config, sealed (when the worker seals them for the metadata service). */
   sealedJitConfig?: string;
+  /** Its JIT config as minted: kept in this worker's memory only, never in history. */
+  encodedJitConfig?: string;
 }
 
 interface Running {
@@ -24,9 +26,10 @@ interface Running {
  * So an attempt waits here until the one before it has settled, then finds its machine and
  * keeps what it registered. An attempt whose caller gave up while it waited does nothing
  * (its signal is aborted). Attempts on other workers are not ordered by this: an abandoned
- * inline attempt's successor is an ordinary activity, which another worker may take. There
- * the GitHub port refuses to replace a registration whose agent is online (the earlier
- * machine's), so that attempt fails, and the one after it finds the machine.
+ * inline attempt's successor is an ordinary activity, which another worker may take. That
+ * attempt learns what the abandoned one registered from its failure (sealed) and hands the
+ * provider the same registration, so whichever call makes the machine holds it; and the
+ * GitHub port refuses to replace a registration whose agent is online.
  */
 export class CreateAttempts {
   private readonly latest = new Map<string, Running>();

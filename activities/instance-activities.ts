@@ -47,6 +47,8 @@ export interface InstanceActivityDeps {
   mintInstanceToken(claims: { instance: string; runId: string; pool: string }, ttlMs: number): Promise<string>;
   /** Seals a secret for workflow history (see api/sealed-secret.ts); without it JIT configs are not kept for the metadata service. */
   sealSecret?(plain: string): string;
+  /** Opens what `sealSecret` sealed: a retried create hands an earlier attempt's registration to the provider again. */
+  unsealSecret?(sealed: string): string;
   sshKeys?: string[];
   caCertBundle?: string;
   runnerToolsTtlMs?: number;
@@ -257,8 +259,41 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
   }
 
   /**
+   * The registration an earlier attempt of this runner minted, to hand to the provider again
+   * instead of minting anew. That attempt failed or was cut off after registering, and its
+   * provider call may still make the machine: a cloud that took the request carries on, and
+   * the attempt after it may run on another worker, which cannot wait for it. Minting again
+   * would make GitHub drop the registration that machine's agent holds, so its runner would
+   * never come online. With the same registration, whichever call makes the machine (the
+   * port's create is idempotent by name) holds the runner's one registration.
+   * Only while GitHub still has it unused: one that is gone, or held by an online or busy
+   * agent, is not handed out again.
+   */
+  async function earlierRegistration(gh: GitHubPort, args: CreateInstanceArgs, earlier: CreateAttempt | undefined): Promise<RunnerCredential | undefined> {
+    if (earlier?.githubRunnerId === undefined) return undefined;
+    const encodedJitConfig = earlier.encodedJitConfig ?? (earlier.sealedJitConfig === undefined ? undefined : opened(earlier.sealedJitConfig));
+    if (encodedJitConfig === undefined) return undefined;
+    const registered = args.spec.scaleSet
+      ? await actionsFor(args.spec.github).findRunnerByName(args.name)
+      : await gh.findRunnerByName(args.spec.github.scope, args.name);
+    if (registered?.id !== earlier.githubRunnerId) return undefined;
+    if ('status' in registered && (registered.status === 'online' || registered.busy)) return undefined;
+    return { kind: 'jit', runnerId: earlier.githubRunnerId, encodedJitConfig };
+  }
+
+  /** A sealed JIT config opened, or nothing when this worker cannot (no key, or another key sealed it). */
+  function opened(sealed: string): string | undefined {
+    try {
+      return deps.unsealSecret?.(sealed);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * Idempotent by instance name: a retried or replayed attempt first looks for the
-   * machine an earlier attempt made, so one name never gets two machines.
+   * machine an earlier attempt made, so one name never gets two machines, and hands
+   * the provider the registration that attempt minted (see earlierRegistration).
    */
   async function create(args: CreateInstanceArgs, boundMs?: number): Promise<CreatedInstance> {
     const target = provider(args.provider);
@@ -272,7 +307,9 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
         // Waited for an earlier attempt here (see CreateAttempts), and given up meanwhile: nothing to do.
         signal.throwIfAborted();
         // An earlier attempt's, from the workflow (an inline attempt's failure), this activity's heartbeats or this worker.
-        const earlier: CreateAttempt | undefined = args.minted ?? mintedIn(ctx.info.heartbeatDetails) ?? before;
+        const recorded: CreateAttempt | undefined = args.minted ?? mintedIn(ctx.info.heartbeatDetails);
+        // The same registration as this worker's earlier attempt: its JIT config need not be unsealed.
+        const earlier = recorded && before?.githubRunnerId === recorded.githubRunnerId ? { ...before, ...recorded } : (recorded ?? before);
         const existing = await target.getInstance(args.name, { ...callCtx, signal }).catch((err: unknown) => {
           if (isNotFound(err)) return undefined;
           throw err;
@@ -292,8 +329,11 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
         }
 
         const gh = deps.github.get(args.spec.github.credentials);
-        const credential = await runnerCredential(gh, args);
-        if (credential.kind === 'jit') attempt.githubRunnerId = credential.runnerId;
+        const credential = (await earlierRegistration(gh, args, earlier)) ?? (await runnerCredential(gh, args));
+        if (credential.kind === 'jit') {
+          attempt.githubRunnerId = credential.runnerId;
+          attempt.encodedJitConfig = credential.encodedJitConfig;
+        }
         if (credential.kind === 'jit' && deps.sealSecret) {
           minted = { sealedJitConfig: deps.sealSecret(credential.encodedJitConfig), githubRunnerId: credential.runnerId };
           attempt.sealedJitConfig = minted.sealedJitConfig;
@@ -325,6 +365,9 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
           jitConfigEnabled: credential.kind === 'jit',
           ...(credential.kind === 'jit' ? { jitConfig: credential.encodedJitConfig } : { registrationToken: credential.token }),
         };
+        // An attempt given up on (cut off at its bound) starts no machine: the attempt after it
+        // hands the provider this registration and makes the machine itself.
+        signal.throwIfAborted();
         const created = await target.createInstance(bootstrap, {
           ...callCtx,
           signal,

@@ -33,6 +33,12 @@ export interface RunnerflowWorkerOptions {
   extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
   /** Workflows kept in memory between tasks; see WORKER_TUNING. */
   maxCachedWorkflows?: number;
+  /**
+   * What this worker takes from its task queue; both by default. A worker without
+   * `workflows` runs only activities; one without `activities` runs workflow tasks and the
+   * inline attempts within them (local activities) but takes no activity task.
+   */
+  roles?: { workflows?: boolean; activities?: boolean };
 }
 
 /**
@@ -76,6 +82,10 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     ...createGitHubSweepActivities({ controllerId: options.activities.controllerId, client, namespace: options.namespace, github: options.activities.github }),
     ...(options.extraActivities ?? {}),
   };
+  const runsWorkflows = options.roles?.workflows ?? true;
+  const workflows = options.workflowBundlePath
+    ? { workflowBundle: { codePath: options.workflowBundlePath } }
+    : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions(options.workflowStackTraces ?? false) };
   const workerOptions: WorkerOptions = {
     connection: options.connection,
     namespace: options.namespace,
@@ -83,9 +93,9 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     activities,
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
     ...WORKER_TUNING,
-    maxCachedWorkflows: options.maxCachedWorkflows ?? WORKER_TUNING.maxCachedWorkflows,
-    sinks: lifecycleSinks,
-    ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions(options.workflowStackTraces ?? false) }),
+    maxCachedWorkflows: runsWorkflows ? (options.maxCachedWorkflows ?? WORKER_TUNING.maxCachedWorkflows) : 0,
+    enableNonLocalActivities: options.roles?.activities ?? true,
+    ...(runsWorkflows ? { sinks: lifecycleSinks, ...workflows } : {}),
   };
   return Worker.create(workerOptions);
 }

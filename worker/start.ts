@@ -12,7 +12,7 @@ import { TemporalJobSink } from '../api/temporal-job-sink';
 import { createLivenessActivities } from '../activities/liveness-activities';
 import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
-import { seal } from '../api/sealed-secret';
+import { seal, unseal } from '../api/sealed-secret';
 import type { LoadedConfig } from '../config/load';
 import type { GitHubRegistry } from '../github/registry';
 import { createProviders } from '../providers/registry';
@@ -97,6 +97,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
       metadataUrl: `${base}/api/v1/metadata`,
       mintInstanceToken: (claims, ttlMs) => mintInstanceToken(claims, options.instanceTokenKey, ttlMs),
       sealSecret: (plain) => seal(plain, options.instanceTokenKey),
+      unsealSecret: (sealed) => unseal(sealed, options.instanceTokenKey),
     },
     extraActivities: {
       ...createSweepActivities({ controllerId: config.controllerId, providers, client, namespace: config.temporal.namespace, github: options.github }),

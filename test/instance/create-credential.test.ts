@@ -15,15 +15,16 @@ import { startInstance, waitForStatus } from './helpers';
 
 // A stand-in seal, so the test can read what was kept; the real one is tested in test/api/sealed-secret.test.ts.
 const sealSecret = (plain: string) => `sealed(${plain})`;
+const unsealSecret = (sealed: string) => /^sealed\((.*)\)$/.exec(sealed)![1]!;
 // Without an inline bound the first attempt is an ordinary activity, retried by Temporal: the
 // credential reaches the next attempt in the heartbeat details the server keeps.
-const activityFirst = useTestWorker({ activities: { sealSecret } });
+const activityFirst = useTestWorker({ activities: { sealSecret, unsealSecret } });
 // With one, the first attempt is a local activity: it reaches the next in the failure's details.
 const inlineDir = mkdtempSync(join(tmpdir(), 'runnerflow-credential-'));
 const inlineFirst = useTestWorker({
   fakeDir: inlineDir,
   providers: new Map([['fake', Object.assign(new FakeProvider({ name: 'fake', stateDir: inlineDir }), { inlineCreateTimeoutMs: 2_000 })]]),
-  activities: { sealSecret },
+  activities: { sealSecret, unsealSecret },
 });
 
 describe.each([
@@ -46,5 +47,45 @@ describe.each([
 
     await handle.signal(deleteSignal, {});
     expect((await handle.result()).status).toBe('deleted');
+  });
+});
+
+describe.each([
+  ['an activity retried by Temporal', activityFirst],
+  ['the inline attempt, then an activity', inlineFirst],
+] as [string, TemporalTestEnv][])('a create whose provider failed before making the machine (%s)', (_, env) => {
+  it('hands the retry the registration the failed attempt minted, unused at GitHub, instead of minting again', async () => {
+    const name = uniqueName('failed-create');
+    env.w.fake.setFault('create', { failTimes: 1, instance: name, message: 'capacity exhausted' });
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    const state = await waitForStatus(handle, 'running');
+    expect(env.w.fake.instances().filter((m) => m.name === name)).toHaveLength(1);
+    expect(env.w.github.calls.filter((c) => c.op === 'credential' && c.name === name)).toHaveLength(1);
+    expect(state.githubRunnerId).toBe(env.w.github.runners.get(name)?.id);
+    const jit = Buffer.from(`jit-secret-for-${name}`).toString('base64');
+    expect(await handle.query(sealedCredentialQuery)).toBe(`sealed(${jit})`);
+
+    await handle.signal(deleteSignal, {});
+    expect((await handle.result()).status).toBe('deleted');
+  });
+
+  it('mints again when an agent holds the earlier registration: it is not handed out twice', async () => {
+    const name = uniqueName('failed-create-online');
+    env.w.fake.setFault('create', { failTimes: 1, instance: name, message: 'capacity exhausted' });
+    const seen = setInterval(() => {
+      const runner = env.w.github.runners.get(name);
+      // An agent somewhere came up with the first registration (a machine the provider did not report).
+      if (runner && runner.status === 'offline' && env.w.github.calls.filter((c) => c.op === 'credential' && c.name === name).length === 1) runner.status = 'online';
+    }, 5);
+    try {
+      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+      const state = await waitForStatus(handle, 'running');
+      expect(env.w.github.calls.filter((c) => c.op === 'credential' && c.name === name)).toHaveLength(2);
+      expect(state.githubRunnerId).toBe(env.w.github.runners.get(name)?.id);
+      await handle.signal(deleteSignal, {});
+      expect((await handle.result()).status).toBe('deleted');
+    } finally {
+      clearInterval(seen);
+    }
   });
 });

@@ -14,7 +14,7 @@ import { DEFAULT_TIMINGS, type InstanceTimings } from '../../domain/timings';
 import type { GitHubPort } from '../../github/port';
 import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
-import { createRunnerflowWorker } from '../../worker/create-worker';
+import { createRunnerflowWorker, type RunnerflowWorkerOptions } from '../../worker/create-worker';
 import type { InstanceSpec, RunnerInstanceInput } from '../../workflows/messages';
 import { sampleInstanceSpec } from '../../devstack/fixtures';
 import { GitHubDouble } from './github-double';
@@ -87,6 +87,8 @@ export interface TestWorkerOptions {
   taskQueue?: string;
   /** Bundle the workflows from source with `temporal.workflowStackTraces` so set, instead of the run's prebuilt bundle. */
   workflowStackTraces?: boolean;
+  /** What the worker takes from its task queue (both by default). */
+  roles?: RunnerflowWorkerOptions['roles'];
 }
 
 let runtimeInstalled = false;
@@ -124,6 +126,7 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
       ...options.activities,
     },
     ...(options.extraActivities ? { extraActivities: options.extraActivities } : {}),
+    ...(options.roles ? { roles: options.roles } : {}),
   });
   const running = worker.run();
   let stopped: Promise<void> | undefined;
