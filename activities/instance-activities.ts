@@ -243,9 +243,9 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
   /** A scale set's runners get their JIT config from the scale set; others through the REST port. */
   const registeredLabels = (labels: string[]): string[] => [...labels, controllerLabel(deps.controllerId)];
 
-  async function runnerCredential(gh: GitHubPort, args: CreateInstanceArgs): Promise<RunnerCredential> {
+  async function runnerCredential(gh: GitHubPort, args: CreateInstanceArgs, signal: AbortSignal): Promise<RunnerCredential> {
     if (args.spec.scaleSet) {
-      const jit = await actionsFor(args.spec.github).generateJitConfig(args.spec.scaleSet.id, args.name, '_work');
+      const jit = await actionsFor(args.spec.github).generateJitConfig(args.spec.scaleSet.id, args.name, '_work', signal);
       return { kind: 'jit', runnerId: jit.runnerId, encodedJitConfig: jit.encodedJitConfig };
     }
     return gh.createRunnerCredential({
@@ -255,6 +255,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
       runnerGroupId: args.spec.runnerGroupId,
       workFolder: '_work',
       jit: args.spec.ephemeral,
+      signal,
     });
   }
 
@@ -329,7 +330,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
         }
 
         const gh = deps.github.get(args.spec.github.credentials);
-        const credential = (await earlierRegistration(gh, args, earlier)) ?? (await runnerCredential(gh, args));
+        const credential = (await earlierRegistration(gh, args, earlier)) ?? (await runnerCredential(gh, args, signal));
         if (credential.kind === 'jit') {
           attempt.githubRunnerId = credential.runnerId;
           attempt.encodedJitConfig = credential.encodedJitConfig;

@@ -132,6 +132,7 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
     const minted = await this.generateJitConfig(req);
     if (minted !== 'conflict') return minted;
     // A retried create after GitHub already minted this name: clear the leftover and mint again.
+    req.signal?.throwIfAborted();
     const existing = await this.findRunnerByName(req.scope, req.name);
     if (existing) {
       if (existing.busy) throw new GitHubApiError(`generate_jitconfig: runner ${req.name} already exists and is running a job`, 409, false);
@@ -139,6 +140,7 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
       // being made when this attempt looked for it. Removing it would leave that machine's runner
       // without a registration; the next attempt finds the machine instead.
       if (existing.status === 'online') throw new GitHubApiError(`generate_jitconfig: runner ${req.name} is online with an earlier attempt's registration; its machine is looked for again`, 409, true);
+      req.signal?.throwIfAborted();
       const removed = await this.deleteRunner(req.scope, existing.id);
       if (removed === 'busy') throw new GitHubApiError(`generate_jitconfig: runner ${req.name} already exists and is running a job`, 409, false);
     }

@@ -29,6 +29,12 @@ export interface RunnerCredentialRequest {
   workFolder: string;
   /** JIT configs only exist for ephemeral runners; others get a registration token. */
   jit: boolean;
+  /**
+   * Aborted when the attempt asking was given up on. Such an attempt removes no same-named
+   * leftover: that may be the registration its successor minted, on another worker, for the
+   * machine it is making.
+   */
+  signal?: AbortSignal;
 }
 
 export type RunnerCredential =

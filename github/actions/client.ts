@@ -220,7 +220,7 @@ export class ActionsServiceClient implements ActionsServicePort {
     return list.value.map((job) => job.runnerRequestId).filter((id): id is number => typeof id === 'number');
   }
 
-  async generateJitConfig(scaleSetId: number, runnerName: string, workFolder: string): Promise<{ runnerId: number; encodedJitConfig: string }> {
+  async generateJitConfig(scaleSetId: number, runnerName: string, workFolder: string, signal?: AbortSignal): Promise<{ runnerId: number; encodedJitConfig: string }> {
     for (let attempt = 1; ; attempt++) {
       const res = await this.service('generate_jit_config', 'POST', `${SCALE_SETS}/${scaleSetId}/generatejitconfig`, { name: runnerName, workFolder }, [409]);
       if (res.status !== 409) {
@@ -232,7 +232,9 @@ export class ActionsServiceClient implements ActionsServicePort {
         throw new ActionsServiceError(`generate_jit_config: runner ${runnerName} still exists after ${attempt} attempts to clear it`, 409, true);
       }
       // A retried create after the service already minted this name: clear the leftover, as the REST port does.
+      signal?.throwIfAborted();
       const existing = await this.findRunnerByName(runnerName);
+      signal?.throwIfAborted();
       if (existing && (await this.removeRunner(existing.id)) === 'busy') {
         throw new ActionsServiceError(`generate_jit_config: runner ${runnerName} already exists and is running a job`, 409, false);
       }

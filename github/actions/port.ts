@@ -72,7 +72,8 @@ export interface ActionsServicePort {
   acquireJobs(req: { scaleSetId: number; sessionId: string; requestIds: number[] }): Promise<number[]>;
   /** Request ids of the scale set's jobs that no listener has acquired: those passed over while its pool took no jobs, or offered before its session. */
   listAcquirableJobs(scaleSetId: number): Promise<number[]>;
-  generateJitConfig(scaleSetId: number, runnerName: string, workFolder: string): Promise<{ runnerId: number; encodedJitConfig: string }>;
+  /** An attempt given up on (`signal` aborted) removes no same-named leftover: it may be its successor's. */
+  generateJitConfig(scaleSetId: number, runnerName: string, workFolder: string, signal?: AbortSignal): Promise<{ runnerId: number; encodedJitConfig: string }>;
   findRunnerByName(name: string): Promise<{ id: number; name: string; runnerScaleSetId: number } | undefined>;
   removeRunner(runnerId: number): Promise<RemoveRunnerOutcome>;
 }

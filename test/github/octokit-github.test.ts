@@ -105,6 +105,15 @@ describe('OctokitGitHub against the simulator', () => {
     expect(env.sim.runners().filter((r) => r.name === 'pool-a-11').map((r) => r.id)).toEqual([first.runnerId]);
   });
 
+  it('leaves a same-named runner alone when the attempt asking was given up on: it may be its successor\'s', async () => {
+    const first = await env.github.createRunnerCredential(jitRequest('pool-a-12'));
+    if (first.kind !== 'jit') throw new Error('expected a JIT credential');
+    const gaveUp = new AbortController();
+    gaveUp.abort(new Error('attempt cut off'));
+    await expect(env.github.createRunnerCredential({ ...jitRequest('pool-a-12'), signal: gaveUp.signal })).rejects.toThrow('attempt cut off');
+    expect(env.sim.runners().filter((r) => r.name === 'pool-a-12').map((r) => r.id)).toEqual([first.runnerId]);
+  });
+
   it('refuses to replace a same-named runner that is running a job', async () => {
     const first = await env.github.createRunnerCredential(jitRequest('pool-a-6'));
     if (first.kind !== 'jit') throw new Error('expected a JIT credential');

@@ -82,4 +82,15 @@ describe('a conflicting scale-set JIT config', () => {
     expect((err as Error).message).toContain('runner r1');
     expect(calls).toEqual(expected);
   });
+
+  it('is not cleared by an attempt given up on: the leftover may be the registration its successor minted', async () => {
+    conflict = { conflicts: 1, listed: true };
+    const gaveUp = new AbortController();
+    gaveUp.abort(new Error('attempt cut off'));
+    const err = await client()
+      .generateJitConfig(7, 'r1', '_work', gaveUp.signal)
+      .catch((e: unknown) => e);
+    expect((err as Error).message).toBe('attempt cut off');
+    expect(calls).toEqual(['generate']);
+  });
 });
