@@ -24,3 +24,17 @@ export async function within<T>(promise: Promise<T>, ms: number): Promise<T | un
     clearTimeout(timer);
   }
 }
+
+/** `Promise.allSettled` over `items`, at most `limit` of them under way at once; results in the items' order. */
+export async function settleConcurrently<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<PromiseSettledResult<R>[]> {
+  const settled: PromiseSettledResult<R>[] = new Array<PromiseSettledResult<R>>(items.length);
+  const indexed = items.map((item, index) => ({ item, index }));
+  await eachConcurrently(indexed, limit, async ({ item, index }) => {
+    try {
+      settled[index] = { status: 'fulfilled', value: await work(item) };
+    } catch (reason) {
+      settled[index] = { status: 'rejected', reason };
+    }
+  });
+  return settled;
+}
