@@ -61,10 +61,6 @@ export interface ReportToPoolArgs {
 }
 
 /**
- * `client` carries the reports; `eagerStarts` the runner starts, on the worker's own connection,
- * which eager start needs (the same client when it is one).
- */
-/**
  * Runner starts under way at once in one `startRunners`. A pool's decision can start hundreds of
  * runners; started all at once, the server spent seconds on nothing but their starts while the
  * worker, its slots full of the first tasks eager start handed it, waited, and then the worker
@@ -75,6 +71,10 @@ export interface ReportToPoolArgs {
  */
 export const STARTS_IN_FLIGHT = 32;
 
+/**
+ * `client` carries the reports; `eagerStarts` the runner starts, on the worker's own connection,
+ * which eager start needs (the same client when it is one).
+ */
 export function createPoolActivities(deps: { client: Client; eagerStarts?: Client }) {
   const starts = deps.eagerStarts ?? deps.client;
   /**

@@ -83,6 +83,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     ...(options.extraActivities ?? {}),
   };
   const runsWorkflows = options.roles?.workflows ?? true;
+  if (!runsWorkflows && options.roles?.activities === false) throw new Error('roles: a worker must take workflow tasks, activity tasks or both');
   const workflows = options.workflowBundlePath
     ? { workflowBundle: { codePath: options.workflowBundlePath } }
     : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions(options.workflowStackTraces ?? false) };
