@@ -66,6 +66,7 @@ export const WORKER_TUNING = {
 } as const satisfies Partial<WorkerOptions>;
 
 export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): Promise<Worker> {
+  if (options.roles?.workflows === false && options.roles.activities === false) throw new Error('roles: a worker must take workflow tasks, activity tasks or both');
   const client = new Client({ connection: options.clientConnection, namespace: options.namespace });
   const eagerStarts = new Client({ connection: options.connection, namespace: options.namespace });
   // An inline delete tells the pool through the activity registered as `reportToPool`, whichever
@@ -83,7 +84,6 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     ...(options.extraActivities ?? {}),
   };
   const runsWorkflows = options.roles?.workflows ?? true;
-  if (!runsWorkflows && options.roles?.activities === false) throw new Error('roles: a worker must take workflow tasks, activity tasks or both');
   const workflows = options.workflowBundlePath
     ? { workflowBundle: { codePath: options.workflowBundlePath } }
     : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions(options.workflowStackTraces ?? false) };

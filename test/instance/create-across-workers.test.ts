@@ -17,6 +17,7 @@ import { forceDeleteSignal, sealedCredentialQuery } from '../../workflows/messag
 import { GitHubDouble } from '../support/github-double';
 import { connectClient, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { scheduledActivities, startInstance, waitForStatus, withFault } from './helpers';
+import { createRunnerflowWorker, type RunnerflowWorkerOptions } from '../../worker/create-worker';
 import type { Client, Connection } from '@temporalio/client';
 
 const INLINE_BOUND_MS = 600;
@@ -92,5 +93,10 @@ describe('a create attempt cut off on one worker and retried on another', () => 
       await handle.signal(forceDeleteSignal, {});
       expect(await handle.result()).toMatchObject({ status: 'deleted' });
     });
+  });
+
+  it('is not set up with a worker that would take neither kind of task', async () => {
+    const idle = { ...({} as RunnerflowWorkerOptions), roles: { workflows: false, activities: false } };
+    await expect(createRunnerflowWorker(idle)).rejects.toThrow('roles: a worker must take workflow tasks, activity tasks or both');
   });
 });
