@@ -31,21 +31,58 @@ interface Running {
  * provider the same registration, so whichever call makes the machine holds it; and the
  * GitHub port refuses to replace a registration whose agent is online.
  */
+/** How long, and how many, unfinished attempts are kept for an attempt that starts after they settled. */
+const UNFINISHED_KEPT_MS = 10 * 60_000;
+const UNFINISHED_KEPT_MAX = 2_000;
+
 export class CreateAttempts {
   private readonly latest = new Map<string, Running>();
+  /**
+   * Attempts that registered the runner but whose caller never had their outcome: they failed,
+   * or were cut off at their bound and settled later. The attempt after one usually starts once
+   * it has settled (an activity the server dispatches after the cut-off), and finds it here
+   * rather than in `latest`. Without it, an inline attempt cut off while its mint was on its
+   * way left nothing to its successor, which minted again (measured: 6 % of 5,000 runners).
+   * Bounded in time and number: a successor comes within seconds, or not from this worker.
+   */
+  private readonly unfinished = new Map<string, { attempt: CreateAttempt; until: number }>();
 
-  async run<T>(key: string, work: (attempt: CreateAttempt, before: CreateAttempt | undefined) => Promise<T>): Promise<T> {
+  /**
+   * `givenUp`: whether the caller stopped waiting for this attempt (its bound passed). Such an
+   * attempt, or one that failed, is kept for the next (see `unfinished`) once it has registered.
+   */
+  async run<T>(key: string, work: (attempt: CreateAttempt, before: CreateAttempt | undefined) => Promise<T>, givenUp: () => boolean = () => false): Promise<T> {
     const before = this.latest.get(key);
+    const settledBefore = before ? undefined : this.takeUnfinished(key);
     let settle: () => void = () => undefined;
     const running: Running = { attempt: {}, settled: new Promise<void>((resolve) => (settle = resolve)) };
     this.latest.set(key, running);
+    let finished = false;
     try {
       if (before) await before.settled;
-      return await work(running.attempt, before?.attempt);
+      const result = await work(running.attempt, before?.attempt ?? settledBefore);
+      finished = !givenUp();
+      return result;
     } finally {
+      if (!finished && running.attempt.githubRunnerId !== undefined) this.keepUnfinished(key, running.attempt);
       settle();
       if (this.latest.get(key) === running) this.latest.delete(key);
     }
+  }
+
+  private keepUnfinished(key: string, attempt: CreateAttempt): void {
+    this.unfinished.delete(key);
+    this.unfinished.set(key, { attempt, until: Date.now() + UNFINISHED_KEPT_MS });
+    for (const [oldest, kept] of this.unfinished) {
+      if (this.unfinished.size <= UNFINISHED_KEPT_MAX && kept.until > Date.now()) break;
+      this.unfinished.delete(oldest);
+    }
+  }
+
+  private takeUnfinished(key: string): CreateAttempt | undefined {
+    const kept = this.unfinished.get(key);
+    this.unfinished.delete(key);
+    return kept && kept.until > Date.now() ? kept.attempt : undefined;
   }
 
   /** Attempts running or waiting, for tests. */

@@ -387,7 +387,7 @@ export function createInstanceActivities(deps: InstanceActivityDeps) {
           ...(credential.kind === 'jit' ? { githubRunnerId: credential.runnerId } : {}),
           ...(minted ? { sealedJitConfig: minted.sealedJitConfig } : {}),
         };
-      }), { ...(boundMs === undefined ? {} : { boundMs }), heartbeatDetails }));
+      }, () => signal.aborted), { ...(boundMs === undefined ? {} : { boundMs }), heartbeatDetails }));
     } catch (err) {
       throw withMinted(toActivityFailure(err), minted);
     }

@@ -50,4 +50,45 @@ describe('CreateAttempts', () => {
     expect(order).toEqual([1, 2, 3]);
     expect(attempts.size).toBe(0);
   });
+
+  it('hands a settled attempt that failed, or whose caller gave up, to the attempt that starts after it', async () => {
+    const attempts = new CreateAttempts();
+    await expect(
+      attempts.run('p/failed', async (attempt) => {
+        attempt.githubRunnerId = 11;
+        throw new Error('provider refused');
+      }),
+    ).rejects.toThrow('provider refused');
+    let gaveUp = false;
+    await attempts.run(
+      'p/cut-off',
+      async (attempt) => {
+        attempt.githubRunnerId = 12;
+        gaveUp = true;
+      },
+      () => gaveUp,
+    );
+    const seen: (number | undefined)[] = [];
+    await attempts.run('p/failed', async (_attempt, before) => void seen.push(before?.githubRunnerId));
+    await attempts.run('p/cut-off', async (_attempt, before) => void seen.push(before?.githubRunnerId));
+    // Taken once: the attempts above finished for their callers, so nothing is left for a third.
+    await attempts.run('p/failed', async (_attempt, before) => void seen.push(before?.githubRunnerId));
+    expect(seen).toEqual([11, 12, undefined]);
+  });
+
+  it('keeps nothing from an attempt that finished for its caller, or that registered nothing', async () => {
+    const attempts = new CreateAttempts();
+    await attempts.run('p/done', async (attempt) => {
+      attempt.githubRunnerId = 21;
+    });
+    await expect(
+      attempts.run('p/nothing', async () => {
+        throw new Error('GitHub refused');
+      }),
+    ).rejects.toThrow('GitHub refused');
+    const seen: (number | undefined)[] = [];
+    await attempts.run('p/done', async (_attempt, before) => void seen.push(before?.githubRunnerId));
+    await attempts.run('p/nothing', async (_attempt, before) => void seen.push(before?.githubRunnerId));
+    expect(seen).toEqual([undefined, undefined]);
+  });
 });

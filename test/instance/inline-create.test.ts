@@ -75,6 +75,24 @@ describe('inline first create attempt', () => {
     });
   });
 
+  it('a cut-off attempt whose registration came after its bound hands it on: the runner is registered once', async () => {
+    const name = uniqueName('inline-slow-mint');
+    env.w.github.setFault('credential', { delayMs: INLINE_BOUND_MS + 100, delayTimes: 1 });
+    try {
+      const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+      const state = await waitForStatus(handle, 'running');
+      expect(await scheduledActivities(handle)).toEqual(['createInstance']);
+      expect(env.w.github.calls.filter((c) => c.op === 'credential' && c.name === name)).toHaveLength(1);
+      expect(state.githubRunnerId).toBe(env.w.github.runners.get(name)?.id);
+      expect(env.w.fake.createdCount(name)).toBe(1);
+
+      await handle.signal(forceDeleteSignal, {});
+      expect(await handle.result()).toMatchObject({ status: 'deleted' });
+    } finally {
+      env.w.github.setFault('credential', {});
+    }
+  });
+
   it('a failed inline attempt is retried after the first backoff, and counts as an attempt', async () => {
     const name = uniqueName('inline-fails');
     await withCreateFault(name, { failTimes: 1 }, async () => {

@@ -9,6 +9,9 @@ export interface DoubleFault {
   failTimes?: number;
   hang?: boolean;
   error?: () => Error;
+  /** Each call takes this long before it answers (as GitHub under load), for the first `delayTimes` calls. */
+  delayMs?: number;
+  delayTimes?: number;
 }
 
 export class GitHubDouble implements GitHubPort {
@@ -33,6 +36,7 @@ export class GitHubDouble implements GitHubPort {
     const fault = this.faults[op];
     if (!fault) return;
     fault.seen += 1;
+    if (fault.delayMs && fault.seen <= (fault.delayTimes ?? Infinity)) await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
     if (fault.hang) {
       this.calls.push({ op, name, at: Date.now(), outcome: 'hang' });
       await new Promise(() => undefined);
