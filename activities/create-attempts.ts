@@ -7,6 +7,10 @@ export interface CreateAttempt {
   encodedJitConfig?: string;
 }
 
+/** How long, and how many, unfinished attempts are kept for an attempt that starts after they settled. */
+const UNFINISHED_KEPT_MS = 10 * 60_000;
+const UNFINISHED_KEPT_MAX = 2_000;
+
 interface Running {
   attempt: CreateAttempt;
   settled: Promise<void>;
@@ -31,9 +35,6 @@ interface Running {
  * provider the same registration, so whichever call makes the machine holds it; and the
  * GitHub port refuses to replace a registration whose agent is online.
  */
-/** How long, and how many, unfinished attempts are kept for an attempt that starts after they settled. */
-const UNFINISHED_KEPT_MS = 10 * 60_000;
-const UNFINISHED_KEPT_MAX = 2_000;
 
 export class CreateAttempts {
   private readonly latest = new Map<string, Running>();
@@ -52,6 +53,7 @@ export class CreateAttempts {
    * attempt, or one that failed, is kept for the next (see `unfinished`) once it has registered.
    */
   async run<T>(key: string, work: (attempt: CreateAttempt, before: CreateAttempt | undefined) => Promise<T>, givenUp: () => boolean = () => false): Promise<T> {
+    this.forgetExpired();
     const before = this.latest.get(key);
     const settledBefore = before ? undefined : this.takeUnfinished(key);
     let settle: () => void = () => undefined;
@@ -73,6 +75,11 @@ export class CreateAttempts {
   private keepUnfinished(key: string, attempt: CreateAttempt): void {
     this.unfinished.delete(key);
     this.unfinished.set(key, { attempt, until: Date.now() + UNFINISHED_KEPT_MS });
+    this.forgetExpired();
+  }
+
+  /** Oldest first (the map keeps insertion order): those past their time, and any over the count. */
+  private forgetExpired(): void {
     for (const [oldest, kept] of this.unfinished) {
       if (this.unfinished.size <= UNFINISHED_KEPT_MAX && kept.until > Date.now()) break;
       this.unfinished.delete(oldest);
@@ -82,7 +89,7 @@ export class CreateAttempts {
   private takeUnfinished(key: string): CreateAttempt | undefined {
     const kept = this.unfinished.get(key);
     this.unfinished.delete(key);
-    return kept && kept.until > Date.now() ? kept.attempt : undefined;
+    return kept?.attempt;
   }
 
   /** Attempts running or waiting, for tests. */

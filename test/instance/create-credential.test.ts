@@ -26,11 +26,12 @@ const inlineFirst = useTestWorker({
   providers: new Map([['fake', Object.assign(new FakeProvider({ name: 'fake', stateDir: inlineDir }), { inlineCreateTimeoutMs: 2_000 })]]),
   activities: { sealSecret, unsealSecret },
 });
-
-describe.each([
+const bothWays: [string, TemporalTestEnv][] = [
   ['an activity retried by Temporal', activityFirst],
   ['the inline attempt, then an activity', inlineFirst],
-] as [string, TemporalTestEnv][])('a create whose provider made the machine but failed to say so (%s)', (_, env) => {
+];
+
+describe.each(bothWays)('a create whose provider made the machine but failed to say so (%s)', (_, env) => {
   it('keeps the JIT config and runner id the failed attempt minted, and makes one machine', async () => {
     const name = uniqueName('lost-answer');
     env.w.fake.setFault('create', { failTimes: 1, afterWork: true, instance: name, message: 'connection reset after the machine was made' });
@@ -50,10 +51,7 @@ describe.each([
   });
 });
 
-describe.each([
-  ['an activity retried by Temporal', activityFirst],
-  ['the inline attempt, then an activity', inlineFirst],
-] as [string, TemporalTestEnv][])('a create whose provider failed before making the machine (%s)', (_, env) => {
+describe.each(bothWays)('a create whose provider failed before making the machine (%s)', (_, env) => {
   it('hands the retry the registration the failed attempt minted, unused at GitHub, instead of minting again', async () => {
     const name = uniqueName('failed-create');
     env.w.fake.setFault('create', { failTimes: 1, instance: name, message: 'capacity exhausted' });
