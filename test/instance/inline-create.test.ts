@@ -85,6 +85,10 @@ describe('inline first create attempt', () => {
       expect(env.w.github.calls.filter((c) => c.op === 'credential' && c.name === name)).toHaveLength(1);
       expect(state.githubRunnerId).toBe(env.w.github.runners.get(name)?.id);
       expect(env.w.fake.createdCount(name)).toBe(1);
+      // The cut-off attempt asked the provider for nothing once its registration came: had it,
+      // the fake would record a call made with an aborted signal. On another worker that call
+      // could make a machine beside the one the attempt after it makes.
+      expect(env.w.fake.calls('create').filter((c) => c.instance === name).map((c) => c.outcome)).toEqual(['created']);
 
       await handle.signal(forceDeleteSignal, {});
       expect(await handle.result()).toMatchObject({ status: 'deleted' });
