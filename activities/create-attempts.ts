@@ -35,7 +35,6 @@ interface Running {
  * provider the same registration, so whichever call makes the machine holds it; and the
  * GitHub port refuses to replace a registration whose agent is online.
  */
-
 export class CreateAttempts {
   private readonly latest = new Map<string, Running>();
   /**

@@ -15,6 +15,7 @@ import { FakeProvider } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { forceDeleteSignal } from '../../workflows/messages';
 import { GitHubDouble } from '../support/github-double';
+import { testInstanceDeps } from '../support/instance-deps';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { scheduledActivities, startInstance, waitForStatus } from './helpers';
 import type { Client, Connection } from '@temporalio/client';
@@ -23,14 +24,7 @@ const INLINE_BOUND_MS = 600;
 const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-settled-'));
 const github = new GitHubDouble();
 const providers = new Map<string, ProviderPort>([['fake', Object.assign(new FakeProvider({ name: 'fake', stateDir: fakeDir }), { inlineCreateTimeoutMs: INLINE_BOUND_MS })]]);
-const shared = createInstanceActivities({
-  controllerId: 'test-controller',
-  providers,
-  github: { get: () => github },
-  callbackUrl: 'http://127.0.0.1:9/api/v1/callbacks/status',
-  metadataUrl: 'http://127.0.0.1:9/api/v1/metadata',
-  mintInstanceToken: async (claims) => `token-for-${claims.instance}`,
-});
+const shared = createInstanceActivities(testInstanceDeps(providers, { get: () => github }));
 const createSteps = { createInstance: shared.createInstance, createInstanceInline: shared.createInstanceInline };
 
 let client: Client;

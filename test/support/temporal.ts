@@ -18,6 +18,7 @@ import { createRunnerflowWorker, type RunnerflowWorkerOptions } from '../../work
 import type { InstanceSpec, RunnerInstanceInput } from '../../workflows/messages';
 import { sampleInstanceSpec } from '../../devstack/fixtures';
 import { GitHubDouble } from './github-double';
+import { testInstanceDeps } from './instance-deps';
 
 let counter = 0;
 /** Unique per test file and call: workflow ids and task queues never collide across tests. */
@@ -116,15 +117,7 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
     taskQueue,
     ...(options.workflowStackTraces === undefined ? { workflowBundlePath: inject('workflowBundlePath') } : { workflowStackTraces: options.workflowStackTraces }),
     shutdownGraceTimeMs: 500,
-    activities: {
-      controllerId: 'test-controller',
-      providers,
-      github: { get: () => options.github ?? github },
-      callbackUrl: 'http://127.0.0.1:9/api/v1/callbacks/status',
-      metadataUrl: 'http://127.0.0.1:9/api/v1/metadata',
-      mintInstanceToken: async (claims) => `token-for-${claims.instance}`,
-      ...options.activities,
-    },
+    activities: { ...testInstanceDeps(providers, { get: () => options.github ?? github }), ...options.activities },
     ...(options.extraActivities ? { extraActivities: options.extraActivities } : {}),
     ...(options.roles ? { roles: options.roles } : {}),
   });

@@ -15,6 +15,7 @@ import { FakeProvider } from '../../providers/fake';
 import type { ProviderPort } from '../../providers/port';
 import { createRunnerflowWorker } from '../../worker/create-worker';
 import { GitHubDouble } from './github-double';
+import { testInstanceDeps } from './instance-deps';
 import { simulatorRegistry } from './simulator-registry';
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -55,14 +56,7 @@ const worker = await createRunnerflowWorker({
   namespace: 'default',
   taskQueue: env('TASK_QUEUE'),
   workflowBundlePath: env('BUNDLE_PATH'),
-  activities: {
-    controllerId: 'test-controller',
-    providers,
-    github: process.env.SIM_URL ? simulatorRegistry(process.env.SIM_URL) : { get: () => double },
-    callbackUrl: 'http://127.0.0.1:9/api/v1/callbacks/status',
-    metadataUrl: 'http://127.0.0.1:9/api/v1/metadata',
-    mintInstanceToken: async (claims) => `token-for-${claims.instance}`,
-  },
+  activities: testInstanceDeps(providers, process.env.SIM_URL ? simulatorRegistry(process.env.SIM_URL) : { get: () => double }),
   extraActivities,
 });
 const running = worker.run();
