@@ -15,6 +15,12 @@
  * one more than maxRunners until the job is done. So one GitHub calls busy is not
  * reported yet; the sweep leaves its machine alone for the same reason, and a later
  * look reports it once the job is done.
+ *
+ * The same listing finds the opposite gap: a runner whose machine runs (its `RunnerStatus`
+ * says so) while the pool still counts it as starting missed telling its pool it came online,
+ * since that report is not awaited (workflows/pool-report-sink.ts). Counted as starting, an idle
+ * runner is never scaled down or replaced. It is asked to report again: one signal to each such
+ * runner and none to the others, so the look's cost stays flat.
  */
 import { log } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
@@ -23,9 +29,9 @@ import { eachConcurrently } from '../domain/concurrency';
 import type { GitHubPort } from '../github/port';
 import type { InstanceMemo } from '../workflows/instance-options';
 import { andQuery, quote } from '../api/temporal/visibility';
-import { instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW } from '../workflows/messages';
-import { startedRunnersQuery } from '../workflows/pool-messages';
-import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
+import { instanceNameFromWorkflowId, reportPhaseSignal, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW } from '../workflows/messages';
+import { startedRunnersQuery, unheardRunnersQuery } from '../workflows/pool-messages';
+import { RUNNER_NAME, RUNNER_POOL, RUNNER_STATUS } from '../workflows/search-attributes';
 import { toActivityFailure } from './failures';
 import { githubCallsBusy } from './remove-runner';
 import { whileHeartbeating } from './heartbeat';
@@ -43,6 +49,8 @@ export interface FindEndedRunnersResult {
   checked: number;
   /** Ended runners GitHub still calls busy: their machines still run a job. */
   busy: string[];
+  /** Runners whose machine runs that the pool counts as starting, asked to report again. */
+  askedToReport?: string[];
 }
 
 /** Describes per pass: a pool whose runners were terminated by the thousand is cleared over a few passes. */
@@ -52,14 +60,36 @@ const CHECK_CONCURRENCY = 20;
 export function createPoolAuditActivities(deps: { client: Client; github?: { get(credentials: string): GitHubPort } }) {
   const { client } = deps;
 
-  async function openRunners(pool: string): Promise<Set<string>> {
+  /** The pool's open runners, each with its instance status as visibility last saw it. */
+  async function openRunners(pool: string): Promise<Map<string, string | undefined>> {
     const query = andQuery([`WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`, `ExecutionStatus = 'Running'`, `${RUNNER_POOL.name} = ${quote(pool)}`]);
-    const open = new Set<string>();
+    const open = new Map<string, string | undefined>();
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
       const name = info.typedSearchAttributes.get(RUNNER_NAME) ?? instanceNameFromWorkflowId(info.workflowId);
-      if (name) open.add(name);
+      if (name) open.set(name, info.typedSearchAttributes.get(RUNNER_STATUS));
     }
     return open;
+  }
+
+  /** Asks the runners whose machine runs, but that the pool counts as starting, to report again. */
+  async function askUnheardToReport(poolWorkflowId: string, open: Map<string, string | undefined>): Promise<string[]> {
+    let unheard: string[];
+    try {
+      unheard = await client.workflow.getHandle(poolWorkflowId).query(unheardRunnersQuery);
+    } catch (err) {
+      // A pool whose code predates the query: it sent every report from a local activity.
+      log.warn('pool not asked for its starting runners', { pool: poolWorkflowId, error: err instanceof Error ? err.message : String(err) });
+      return [];
+    }
+    const asked = unheard.filter((name) => open.get(name) === 'running').slice(0, MAX_CHECKS_PER_PASS);
+    await eachConcurrently(asked, CHECK_CONCURRENCY, async (name) => {
+      await client.workflow
+        .getHandle(runnerWorkflowId(name))
+        .signal(reportPhaseSignal, {})
+        .catch((err: unknown) => log.warn('runner not asked to report again', { runner: name, error: err instanceof Error ? err.message : String(err) }));
+    });
+    if (asked.length > 0) log.info('runners whose machine runs that the pool counted as starting, asked to report again', { pool: poolWorkflowId, runners: asked });
+    return asked.sort();
   }
 
   /**
@@ -99,7 +129,8 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
         if (found === 'ended') ended.push(name);
         else if (found === 'busy') busy.push(name);
       });
-      return { ended: ended.sort(), checked: suspects.length, busy: busy.sort() };
+      const askedToReport = await askUnheardToReport(args.poolWorkflowId, open);
+      return { ended: ended.sort(), checked: suspects.length, busy: busy.sort(), askedToReport };
     } catch (err) {
       throw toActivityFailure(err);
     }

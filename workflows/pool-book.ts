@@ -337,6 +337,19 @@ export class PoolBook {
   }
 
   /**
+   * Runners known to exist that have said nothing since their start but "starting": no report of
+   * a machine that runs, of coming online, or of leaving. A runner whose machine runs while it
+   * is listed here has a report the pool missed (see workflows/pool-report-sink.ts).
+   */
+  unheardRunners(): string[] {
+    const names: string[] = [];
+    for (const r of this.runners.values()) {
+      if (this.existsFor(r) && !r.everReady && !r.deleteRequested && (r.status === 'pending_create' || r.status === 'creating')) names.push(r.name);
+    }
+    return names;
+  }
+
+  /**
    * Every runner the pool counts, started or still starting. A running workflow that names this
    * pool as the one that started it, but is missing here, holds a machine the pool does not
    * count against `maxRunners` and will never ask to leave.

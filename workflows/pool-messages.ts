@@ -140,6 +140,8 @@ export interface KnownJobsArgs {
 export const knownJobsQuery = defineQuery<number[], [KnownJobsArgs]>('knownJobs');
 /** Names of the runners the pool counts whose workflows are known to exist: started, or heard from. */
 export const startedRunnersQuery = defineQuery<string[]>('startedRunners');
+/** Names of the runners the pool counts, known to exist, that it has not heard come online or leave: starting, as far as it knows. */
+export const unheardRunnersQuery = defineQuery<string[]>('unheardRunners');
 /** Names of every runner the pool counts, started or still starting. */
 export const countedRunnersQuery = defineQuery<string[]>('countedRunners');
 /** Names of the runners the pool counts that have come online (reported idle or busy) at least once. */
@@ -156,6 +158,7 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   poolState: 'Settings, runners with their statuses, the oldest queued jobs with their count, and the current target size.',
   knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
   startedRunners: 'Names of the runners the pool counts whose workflows are known to exist (started, or heard from).',
+  unheardRunners: 'Names of the runners the pool counts as starting: known to exist, not yet heard come online or leave.',
   countedRunners: 'Names of every runner the pool counts, started or still starting.',
   registeredRunners: 'Names of the runners the pool counts that have come online (reported idle or busy) at least once.',
   unmatchedJob: 'Record a job no pool could take.',

@@ -39,6 +39,7 @@ import {
   forceDeleteSignal,
   RUNNER_INSTANCE_WORKFLOW,
   healthReportSignal,
+  reportPhaseSignal,
   INSTANCE_MESSAGE_DESCRIPTIONS,
   jobCompletedSignal,
   jobStartedSignal,
@@ -52,6 +53,7 @@ import {
 } from './messages';
 import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs, warnOfUnknownSignals } from './signal-input';
 import { runnerLifecycle } from './lifecycle-sink';
+import { unawaitedPoolReports } from './pool-report-sink';
 import type { PoolActivities, ReportToPoolArgs } from '../activities/pool-activities';
 
 /** Room, beyond the provider's bound, for starting the clean-up workflow. */
@@ -233,6 +235,12 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       runnerStatus: record.runnerStatus,
       ...(record.jobId !== undefined ? { jobId: record.jobId } : {}),
     };
+    // "Idle" is the one report of a runner that comes online and waits, so a scale-up's only one;
+    // a pool that misses it asks again (workflows/pool-report-sink.ts).
+    if (input.idleReportUnawaited === true && poolPhase(status, report.runnerStatus) === 'idle') {
+      unawaitedPoolReports.send({ pool: input.pool, report });
+      return;
+    }
     // Not cancellable: a forced delete cancels the lifecycle scope, but the pool must still hear of it.
     // The pool may be gone (deleted, or continuing as new); the instance must not care.
     const sent = CancellationScope.nonCancellable(() => poolReports.reportToPool({ pool: input.pool, report }))
@@ -356,7 +364,8 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     if (report.finding === 'runner_missing' && record.status === 'pending_delete') githubListsNoRunner = true;
     health.report(report);
   }, { description: INSTANCE_MESSAGE_DESCRIPTIONS.healthReport });
-  warnOfUnknownSignals(RUNNER_INSTANCE_WORKFLOW, [forceDeleteSignal, deleteSignal, jobStartedSignal, jobCompletedSignal, runnerStatusSignal, healthReportSignal].map((s) => s.name));
+  setHandler(reportPhaseSignal, () => reportAgain(), { description: INSTANCE_MESSAGE_DESCRIPTIONS.reportPhase });
+  warnOfUnknownSignals(RUNNER_INSTANCE_WORKFLOW, [forceDeleteSignal, deleteSignal, jobStartedSignal, jobCompletedSignal, runnerStatusSignal, healthReportSignal, reportPhaseSignal].map((s) => s.name));
 
   /** The history length of the workflow task whose inline create made the machine, until something deletes it. */
   let inlineCreateTask: number | undefined;

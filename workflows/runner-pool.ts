@@ -40,6 +40,7 @@ import {
   poolStateQuery,
   RUNNER_POOL_WORKFLOW,
   startedRunnersQuery,
+  unheardRunnersQuery,
   countedRunnersQuery,
   registeredRunnersQuery,
   runnerChangedSignal,
@@ -203,6 +204,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   if (passesJobsOn && book.deleting) upsertMemo({ deleting: true });
   setHandler(poolStateQuery, () => book.view(), { description: POOL_MESSAGE_DESCRIPTIONS.poolState });
   setHandler(startedRunnersQuery, () => book.startedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.startedRunners });
+  setHandler(unheardRunnersQuery, () => book.unheardRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.unheardRunners });
   setHandler(countedRunnersQuery, () => book.countedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.countedRunners });
   setHandler(registeredRunnersQuery, () => book.registeredRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.registeredRunners });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
@@ -298,6 +300,8 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       timings: input.timings,
       poolSettingsVersion: book.settingsVersion,
       notifyPool: true,
+      // Only a pool that looks at its runners finds one whose unawaited report was lost.
+      ...(audits ? { idleReportUnawaited: true } : {}),
     };
   }
 

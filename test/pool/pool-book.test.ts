@@ -401,3 +401,18 @@ describe('PoolBook carried state', () => {
     expect(book.carryWithin(1_800_000)).toEqual({ carried: book.carry(), dropped: 0 });
   });
 });
+
+describe('PoolBook runners not yet heard come online', () => {
+  it('names started runners that have said nothing but "starting", and none that came online, left or were asked to leave', () => {
+    const book = new PoolBook(settings({ maxRunners: 6 }), FAST_TIMINGS);
+    const [notStarted, started, creating, idle, leaving, asked] = startN(book, 6);
+    book.runnersStarted([started!, creating!, idle!, leaving!, asked!]);
+    book.runnerChanged({ seq: nextSeq(), name: creating!, status: 'creating', runnerStatus: 'pending' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: idle!, status: 'running', runnerStatus: 'idle' }, T0);
+    book.runnerChanged({ seq: nextSeq(), name: leaving!, status: 'pending_delete', runnerStatus: 'pending' }, T0);
+    book.markDeleteRequested(asked!, 'scale down', T0);
+    // One whose start has not returned may not exist yet: no one to ask.
+    expect(book.unheardRunners().sort()).toEqual([started!, creating!].sort());
+    expect(book.unheardRunners()).not.toContain(notStarted);
+  });
+});
