@@ -17,10 +17,12 @@
  * look reports it once the job is done.
  *
  * The same listing finds the opposite gap: a runner whose machine runs (its `RunnerStatus`
- * says so) while the pool still counts it as starting missed telling its pool it came online,
- * since that report is not awaited (workflows/pool-report-sink.ts). Counted as starting, an idle
- * runner is never scaled down or replaced. It is asked to report again: one signal to each such
- * runner and none to the others, so the look's cost stays flat.
+ * says so) while the pool still counts it as starting. Its report of coming online was given
+ * up (a report is tried for `poolReportTimeout` while the server cannot be reached), and nothing
+ * else would tell the pool until the runner changes again: counted as starting, an idle runner
+ * is never scaled down or replaced, and when it leaves it counts as a failed bootstrap. It is
+ * asked to report again: one signal to each such runner and none to the others, so the look's
+ * cost stays flat.
  */
 import { log } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
@@ -77,7 +79,7 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
     try {
       unheard = await client.workflow.getHandle(poolWorkflowId).query(unheardRunnersQuery);
     } catch (err) {
-      // A pool whose code predates the query: it sent every report from a local activity.
+      // A pool whose worker predates the query; the next look asks again.
       log.warn('pool not asked for its starting runners', { pool: poolWorkflowId, error: err instanceof Error ? err.message : String(err) });
       return [];
     }

@@ -8,7 +8,6 @@ import { createPoolAuditActivities } from '../activities/pool-audit-activities';
 import { createRelayActivities } from '../activities/relay-activities';
 import { createScaleSetActivities } from '../activities/scale-set-activities';
 import { lifecycleSinks } from './lifecycle-metrics';
-import { poolReportSinks } from './pool-report-delivery';
 import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflow-bundle';
 
 export interface RunnerflowWorkerOptions {
@@ -70,9 +69,8 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
   if (options.roles?.workflows === false && options.roles.activities === false) throw new Error('roles: a worker must take workflow tasks, activity tasks or both');
   const client = new Client({ connection: options.clientConnection, namespace: options.namespace });
   const eagerStarts = new Client({ connection: options.connection, namespace: options.namespace });
-  // An inline delete and an unawaited report tell the pool through the activity registered as
-  // `reportToPool`, whichever that is (tests put stand-ins in its place), so every way of telling
-  // a pool is one.
+  // An inline delete tells the pool through the activity registered as `reportToPool`, whichever
+  // that is (tests put stand-ins in its place), so both ways of telling a pool are one.
   const reportGone = (args: ReportToPoolArgs): Promise<void> => (activities.reportToPool as PoolActivities['reportToPool'])(args);
   const activities: Record<string, (...args: never[]) => Promise<unknown>> = {
     ...createInstanceActivities({ reportGone, ...options.activities }),
@@ -98,7 +96,7 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     ...WORKER_TUNING,
     maxCachedWorkflows: runsWorkflows ? (options.maxCachedWorkflows ?? WORKER_TUNING.maxCachedWorkflows) : 0,
     enableNonLocalActivities: options.roles?.activities ?? true,
-    ...(runsWorkflows ? { sinks: { ...lifecycleSinks, ...poolReportSinks(reportGone) }, ...workflows } : {}),
+    ...(runsWorkflows ? { sinks: lifecycleSinks, ...workflows } : {}),
   };
   return Worker.create(workerOptions);
 }

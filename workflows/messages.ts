@@ -41,12 +41,6 @@ export interface RunnerInstanceInput {
   poolSettingsVersion?: number;
   /** Report status changes to the pool workflow (set by pools; off for instances started on their own). */
   notifyPool?: boolean;
-  /**
-   * Report "idle" without the workflow task waiting for the pool to have it
-   * (workflows/pool-report-sink.ts). Set by pools that ask a runner they have not heard come
-   * online to report again; runners started before replay sending it from a local activity.
-   */
-  idleReportUnawaited?: boolean;
   /** Continue as new once history passes this many events (default 2,000). */
   historyLimit?: number;
   /** Set only by the instance itself when it continues as new: where the previous run left off. */
@@ -108,7 +102,7 @@ export const INSTANCE_MESSAGE_DESCRIPTIONS = {
   healthReport:
     'A liveness check found the machine or runner dead. An idle runner leaves now (pending_delete, reason "machine gone" etc.); a busy one after a grace period, if a second look agrees. Input: {"finding": "machine_gone" | "machine_stopped" | "machine_error" | "runner_offline" | "runner_missing", "detail": "..."}',
   reportPhase:
-    "Tell the pool again whether this runner is starting, idle, busy or leaving: sent by the pool's look at its runners when it still counts the runner as starting although its machine runs (a report lost with its worker). Input: {}",
+    "Tell the pool again whether this runner is starting, idle, busy or leaving: sent by the pool's look at its runners when it still counts the runner as starting although its machine runs (a report given up while the server was out of reach). Input: {}",
   state: 'Current status, runner status, ids, job, forced/leaked flags, last error and every status transition.',
   sealedCredential: "The runner's JIT config, sealed with the installation's key: what the metadata service hands the instance.",
 } as const;

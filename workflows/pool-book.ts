@@ -339,7 +339,7 @@ export class PoolBook {
   /**
    * Runners known to exist that have said nothing since their start but "starting": no report of
    * a machine that runs, of coming online, or of leaving. A runner whose machine runs while it
-   * is listed here has a report the pool missed (see workflows/pool-report-sink.ts).
+   * is listed here has a report the pool missed (see activities/pool-audit-activities.ts).
    */
   unheardRunners(): string[] {
     const names: string[] = [];

@@ -53,7 +53,6 @@ import {
 } from './messages';
 import { healthReportArgs, jobArgs, reasonOf, runnerStatusArgs, warnOfUnknownSignals } from './signal-input';
 import { runnerLifecycle } from './lifecycle-sink';
-import { unawaitedPoolReports } from './pool-report-sink';
 import type { PoolActivities, ReportToPoolArgs } from '../activities/pool-activities';
 
 /** Room, beyond the provider's bound, for starting the clean-up workflow. */
@@ -235,12 +234,6 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
       runnerStatus: record.runnerStatus,
       ...(record.jobId !== undefined ? { jobId: record.jobId } : {}),
     };
-    // "Idle" is the one report of a runner that comes online and waits, so a scale-up's only one;
-    // a pool that misses it asks again (workflows/pool-report-sink.ts).
-    if (input.idleReportUnawaited === true && poolPhase(status, report.runnerStatus) === 'idle') {
-      unawaitedPoolReports.send({ pool: input.pool, report });
-      return;
-    }
     // Not cancellable: a forced delete cancels the lifecycle scope, but the pool must still hear of it.
     // The pool may be gone (deleted, or continuing as new); the instance must not care.
     const sent = CancellationScope.nonCancellable(() => poolReports.reportToPool({ pool: input.pool, report }))

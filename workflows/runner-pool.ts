@@ -300,8 +300,6 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
       timings: input.timings,
       poolSettingsVersion: book.settingsVersion,
       notifyPool: true,
-      // Only a pool that looks at its runners finds one whose unawaited report was lost.
-      ...(audits ? { idleReportUnawaited: true } : {}),
     };
   }
 

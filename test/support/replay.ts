@@ -15,7 +15,6 @@ import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { lifecycleSinks } from '../../worker/lifecycle-metrics';
-import { poolReportSinks } from '../../worker/pool-report-delivery';
 
 export const History = temporal.api.history.v1.History;
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -28,7 +27,7 @@ export function replayHistory(history: temporal.api.history.v1.IHistory, workflo
   // Replay workers log every state change at INFO; only warnings and worse matter here.
   if (!Runtime._instance) Runtime.install({ logger: new DefaultLogger('WARN') });
   // The production worker's sinks: without them a replayed runner logs an unregistered-sink error.
-  return Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, sinks: { ...lifecycleSinks, ...poolReportSinks(async () => undefined) } }, history, workflowId);
+  return Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, sinks: lifecycleSinks }, history, workflowId);
 }
 
 export const payload = <T>(p: Payload | null | undefined): T => defaultPayloadConverter.fromPayload<T>(p!);

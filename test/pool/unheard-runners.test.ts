@@ -1,13 +1,13 @@
 /**
- * A runner's "idle" goes to its pool without its workflow task waiting for it, so a report the
- * worker loses (it dies first, or the server stays out of reach past the report's tries) is never
- * retried by the runner. The pool's look at its runners finds such a runner: its machine runs
- * while the pool still counts it as starting.
+ * A runner's report that it came online can be given up (the server out of reach for longer
+ * than the report is tried), and the runner, whose task is done, does not send it again. The
+ * pool's look at its runners finds such a runner: its machine runs while the pool still counts
+ * it as starting.
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPoolActivities, type ReportToPoolArgs } from '../../activities/pool-activities';
-import { runnerWorkflowId } from '../../workflows/messages';
+import { runnerStatusSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { deletePoolSignal, poolStateQuery } from '../../workflows/pool-messages';
 import type { runnerPool } from '../../workflows/runner-pool';
 import { connectClient, eventually, FAST_TIMINGS, startTestWorker, type TestWorker } from '../support/temporal';
@@ -15,11 +15,11 @@ import { autoRegister, idleRunners, poolSettings, startPool } from './helpers';
 
 let env: Awaited<ReturnType<typeof connectClient>>;
 let worker: TestWorker | undefined;
-/** Names of runners whose idle report this worker lost, as a worker that died would. */
+/** Names of runners whose idle report this worker gave up, as after a long outage of the server. */
 const lost = new Set<string>();
 /** Every report the worker was asked to send, in order. */
 const sent: ReportToPoolArgs['report'][] = [];
-let loseIdleReports = false;
+let dropIdleReports = true;
 
 beforeAll(async () => {
   env = await connectClient();
@@ -28,7 +28,7 @@ beforeAll(async () => {
     extraActivities: {
       async reportToPool(args: ReportToPoolArgs): Promise<void> {
         sent.push(args.report);
-        if (loseIdleReports && args.report.runnerStatus === 'idle' && !lost.has(args.report.name)) {
+        if (dropIdleReports && args.report.runnerStatus === 'idle' && !lost.has(args.report.name)) {
           lost.add(args.report.name);
           return;
         }
@@ -47,36 +47,14 @@ async function closePool(pool: WorkflowHandle<typeof runnerPool>): Promise<void>
   await pool.result();
 }
 
-/** Local activities a runner's history records (each as a marker naming its activity). */
-async function localActivities(runner: string): Promise<string[]> {
+/** Signals of one name a runner's history holds. */
+async function signalsTo(runner: string, name: string): Promise<number> {
   const history = await env.client.workflow.getHandle(runnerWorkflowId(runner)).fetchHistory();
-  return (history.events ?? []).flatMap((e) => {
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_local_activity') return [];
-    const data = marker.details?.['data']?.payloads?.[0]?.data;
-    const text = data ? Buffer.from(data).toString() : '';
-    return ['reportToPool', 'createInstanceInline', 'deleteInstanceInline'].filter((type) => text.includes(type));
-  });
+  return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === name).length;
 }
 
-it('a runner that comes online tells its pool without a local activity', async () => {
-  loseIdleReports = false;
-  const pool = await startPool(env.client, worker!.taskQueue, { settings: poolSettings({ minIdleRunners: 1, maxRunners: 1 }), timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 10 * 60_000 } });
-  const agents = autoRegister(env.client, pool);
-  const [runner] = await eventually(async () => {
-    const idle = idleRunners(await pool.query(poolStateQuery));
-    return idle.length === 1 ? idle : undefined;
-  }, 30_000, 'one idle runner');
-  agents.stop();
-  expect(sent.filter((r) => r.name === runner).map((r) => r.runnerStatus)).toEqual(['idle']);
-  const recorded = await localActivities(runner!);
-  expect(recorded).toContain('createInstanceInline');
-  expect(recorded).not.toContain('reportToPool');
-  await closePool(pool);
-});
-
 it('a pool that missed a runner\'s idle report asks it again at its next look, and counts it idle', async () => {
-  loseIdleReports = true;
+  dropIdleReports = true;
   const pool = await startPool(env.client, worker!.taskQueue, { settings: poolSettings({ minIdleRunners: 2, maxRunners: 2 }), timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 1_500 } });
   const agents = autoRegister(env.client, pool);
   const runners = await eventually(async () => {
@@ -92,12 +70,33 @@ it('a pool that missed a runner\'s idle report asks it again at its next look, a
   expect(view.runners.map((r) => r.name).sort()).toEqual([...runners].sort());
   for (const runner of runners) {
     // Asked once, each said "idle" a second time, under a number of its own.
-    const history = await env.client.workflow.getHandle(runnerWorkflowId(runner)).fetchHistory();
-    const asks = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'reportPhase');
-    expect(asks.length).toBeGreaterThanOrEqual(1);
+    expect(await signalsTo(runner, 'reportPhase')).toBeGreaterThanOrEqual(1);
     const idleReports = sent.filter((r) => r.name === runner && r.runnerStatus === 'idle');
     expect(idleReports.length).toBeGreaterThanOrEqual(2);
     expect(idleReports[1]!.seq).toBeGreaterThan(idleReports[0]!.seq);
   }
+  await closePool(pool);
+});
+
+it('asks no runner the pool heard come online, and hears nothing new from one whose agent is still booting', async () => {
+  dropIdleReports = false;
+  const pool = await startPool(env.client, worker!.taskQueue, { settings: poolSettings({ minIdleRunners: 2, maxRunners: 2 }), timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 500 } });
+  const [online, booting] = await eventually(async () => {
+    const names = (await pool.query(poolStateQuery)).runners.map((r) => r.name);
+    if (names.length !== 2) return undefined;
+    const states = await Promise.all(names.map((n) => env.client.workflow.getHandle(runnerWorkflowId(n)).query(stateQuery)));
+    return states.every((st) => st.status === 'running') ? names : undefined;
+  }, 30_000, 'two machines running');
+  // One agent comes online; the other's never does.
+  await env.client.workflow.getHandle(runnerWorkflowId(online!)).signal(runnerStatusSignal, { status: 'idle' });
+  await eventually(async () => (idleRunners(await pool.query(poolStateQuery)).includes(online!) ? true : undefined), 30_000, 'the pool counting one idle');
+  // Until its idle report arrived, a look may have found it starting with its machine running.
+  const askedBefore = await signalsTo(online!, 'reportPhase');
+  const bootingAskedBefore = await signalsTo(booting!, 'reportPhase');
+  await eventually(async () => ((await signalsTo(booting!, 'reportPhase')) >= bootingAskedBefore + 2 ? true : undefined), 30_000, 'two more looks');
+
+  expect(await signalsTo(online!, 'reportPhase')).toBe(askedBefore);
+  expect(sent.filter((r) => r.name === booting)).toEqual([]);
+  expect((await pool.query(poolStateQuery)).runners.find((r) => r.name === booting)?.runnerStatus).toBe('pending');
   await closePool(pool);
 });
