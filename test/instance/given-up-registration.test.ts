@@ -1,0 +1,62 @@
+/**
+ * A create attempt cut off at its bound may still be waiting on GitHub. Meanwhile its successor,
+ * an ordinary activity that another worker took, registers the runner and hands that
+ * registration to the machine. When the cut-off attempt's mint finally reaches GitHub, the name
+ * is taken (409). A live attempt would clear the leftover and mint again; this one was given up
+ * on, and the leftover is its successor's: removing it would leave the machine's agent holding a
+ * registration GitHub no longer has. Two workers here, each with its own create attempts, the
+ * real Octokit client and the GitHub simulator, on the real server.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startSimulatedGitHub, type SimulatedGitHub } from '../github/support/simulated-github';
+import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { scheduledActivities, startInstance, waitForStatus } from './helpers';
+
+const INLINE_BOUND_MS = 600;
+/** The cut-off attempt's mint reaches GitHub well after its successor's. */
+const MINT_DELAY_MS = 4_000;
+
+let client: Client;
+let connection: Connection;
+let github: SimulatedGitHub;
+let workflows: TestWorker;
+let activities: TestWorker;
+
+beforeAll(async () => {
+  ({ client, connection } = await connectClient());
+  github = await startSimulatedGitHub({ recordResponses: true });
+  const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-given-up-'));
+  // The inline attempt runs on the worker that takes workflow tasks; its successor on the other.
+  workflows = await startTestWorker({ fakeDir, github: github.github, fakeInlineMs: INLINE_BOUND_MS, roles: { activities: false } });
+  activities = await startTestWorker({ taskQueue: workflows.taskQueue, fakeDir, github: github.github, fakeInlineMs: INLINE_BOUND_MS, roles: { workflows: false } });
+});
+
+afterAll(async () => {
+  await Promise.all([workflows?.stop(), activities?.stop()]);
+  await github?.sim.close();
+  await connection?.close();
+});
+
+it('a cut-off attempt whose mint comes back "name taken" leaves the registration its successor made', async () => {
+  const name = uniqueName('given-up').toLowerCase();
+  github.sim.setFault({ kind: 'latency', ms: MINT_DELAY_MS, operation: 'generate-jitconfig', times: 1 });
+  const handle = await startInstance(client, workflows.taskQueue, instanceInput(name));
+
+  const state = await waitForStatus(handle, 'running');
+  expect(await scheduledActivities(handle)).toEqual(['createInstance']);
+  // The cut-off attempt's mint is answered after its successor's: the name is taken.
+  const mints = () => github.sim.servedResponses().filter((r) => r.operation === 'generate-jitconfig').map((r) => r.status);
+  await eventually(() => (mints().length >= 2 ? true : undefined), 10_000, "the cut-off attempt's mint answered");
+  expect(mints()).toEqual([201, 409]);
+  // Whatever that attempt would do next (look the name up, remove it) it would have done by now.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+
+  const registered = github.sim.runners().filter((r) => r.name === name);
+  expect(registered.map((r) => r.id)).toEqual([state.githubRunnerId]);
+  expect(github.sim.stats().callsByOperation['delete-runner'] ?? 0).toBe(0);
+  expect(workflows.fake.instance(name)).toBeDefined();
+});
