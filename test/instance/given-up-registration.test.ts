@@ -4,14 +4,20 @@
  * registration to the machine. When the cut-off attempt's mint finally reaches GitHub, the name
  * is taken (409). A live attempt would clear the leftover and mint again; this one was given up
  * on, and the leftover is its successor's: removing it would leave the machine's agent holding a
- * registration GitHub no longer has. Two workers here, each with its own create attempts, the
- * real Octokit client and the GitHub simulator, on the real server.
+ * registration GitHub no longer has. Two workers here, each with its own create attempts and its
+ * own GitHub clients (the real Octokit client, and the Actions-service client for a scale set's
+ * runners), against the GitHub simulator, on the real server.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { GitHubClients } from '../../activities/remove-runner';
+import { ActionsServiceClient } from '../../github/actions/client';
+import { OctokitGitHub } from '../../github/octokit-github';
+import type { GitHubScope } from '../../github/port';
+import { registrationTokenFor } from '../../github/registry';
 import { startSimulatedGitHub, type SimulatedGitHub } from '../github/support/simulated-github';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { scheduledActivities, startInstance, waitForStatus } from './helpers';
@@ -26,13 +32,22 @@ let github: SimulatedGitHub;
 let workflows: TestWorker;
 let activities: TestWorker;
 
+/** One worker's GitHub clients, as a worker process builds its own. */
+function clientsOf(sim: SimulatedGitHub['sim']): GitHubClients {
+  const rest = new OctokitGitHub({ credentialsName: 'default', apiUrl: sim.url, auth: { type: 'pat', token: 'ghp_simulated' }, requestTimeoutMs: 10_000 });
+  return {
+    get: () => rest,
+    actions: (_credentials: string, scope: GitHubScope) => new ActionsServiceClient({ apiUrl: sim.url, scope, registrationToken: () => registrationTokenFor(rest, scope) }),
+  };
+}
+
 beforeAll(async () => {
   ({ client, connection } = await connectClient());
   github = await startSimulatedGitHub({ recordResponses: true });
   const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-given-up-'));
   // The inline attempt runs on the worker that takes workflow tasks; its successor on the other.
-  workflows = await startTestWorker({ fakeDir, github: github.github, fakeInlineMs: INLINE_BOUND_MS, roles: { activities: false } });
-  activities = await startTestWorker({ taskQueue: workflows.taskQueue, fakeDir, github: github.github, fakeInlineMs: INLINE_BOUND_MS, roles: { workflows: false } });
+  workflows = await startTestWorker({ fakeDir, activities: { github: clientsOf(github.sim) }, fakeInlineMs: INLINE_BOUND_MS, roles: { activities: false } });
+  activities = await startTestWorker({ taskQueue: workflows.taskQueue, fakeDir, activities: { github: clientsOf(github.sim) }, fakeInlineMs: INLINE_BOUND_MS, roles: { workflows: false } });
 });
 
 afterAll(async () => {
@@ -59,4 +74,24 @@ it('a cut-off attempt whose mint comes back "name taken" leaves the registration
   expect(registered.map((r) => r.id)).toEqual([state.githubRunnerId]);
   expect(github.sim.stats().callsByOperation['delete-runner'] ?? 0).toBe(0);
   expect(workflows.fake.instance(name)).toBeDefined();
+});
+
+it("a scale set's cut-off attempt whose mint comes back 'name taken' leaves the registration its successor made", async () => {
+  const scope: GitHubScope = { kind: 'org', org: 'acme' };
+  const actions = clientsOf(github.sim).actions!('default', scope);
+  const scaleSet = await actions.ensureScaleSet({ name: uniqueName('given-up-set').toLowerCase().slice(0, 40), runnerGroup: 'Default', labels: ['linux'] });
+  const name = uniqueName('given-up-ss').toLowerCase();
+  github.sim.setFault({ kind: 'latency', ms: MINT_DELAY_MS, operation: 'generate-scale-set-jitconfig', times: 1 });
+  const handle = await startInstance(client, workflows.taskQueue, instanceInput(name, {}, { github: { credentials: 'default', scope }, scaleSet: { id: scaleSet.id, name: scaleSet.name } }));
+
+  const state = await waitForStatus(handle, 'running');
+  expect(await scheduledActivities(handle)).toEqual(['createInstance']);
+  const mints = () => github.sim.servedResponses().filter((r) => r.key === 'ACTIONS generate-scale-set-jitconfig').map((r) => r.status);
+  await eventually(() => (mints().length >= 2 ? true : undefined), 10_000, "the cut-off attempt's mint answered");
+  expect(mints()).toEqual([200, 409]);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+
+  const registered = github.sim.runners().filter((r) => r.name === name);
+  expect(registered.map((r) => r.id)).toEqual([state.githubRunnerId]);
+  expect(github.sim.servedResponses().filter((r) => r.key === 'ACTIONS remove-agent')).toEqual([]);
 });
