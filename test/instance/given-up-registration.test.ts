@@ -56,22 +56,29 @@ afterAll(async () => {
   await connection?.close();
 });
 
-it('a cut-off attempt whose mint comes back "name taken" leaves the registration its successor made', async () => {
-  const name = uniqueName('given-up').toLowerCase();
-  github.sim.setFault({ kind: 'latency', ms: MINT_DELAY_MS, operation: 'generate-jitconfig', times: 1 });
-  const handle = await startInstance(client, workflows.taskQueue, instanceInput(name));
-
+/**
+ * Starts runner `name` with the mint (the simulator's operation `mint`, answered under `key`)
+ * held back once, and waits until the cut-off attempt's mint has been answered and had time to
+ * act on the answer. Returns the runner's state and the statuses of the mints answered.
+ */
+async function raceMints(name: string, mint: 'generate-jitconfig' | 'generate-scale-set-jitconfig', key: string, spec: Parameters<typeof instanceInput>[2] = {}) {
+  github.sim.setFault({ kind: 'latency', ms: MINT_DELAY_MS, operation: mint, times: 1 });
+  const handle = await startInstance(client, workflows.taskQueue, instanceInput(name, {}, spec));
   const state = await waitForStatus(handle, 'running');
   expect(await scheduledActivities(handle)).toEqual(['createInstance']);
   // The cut-off attempt's mint is answered after its successor's: the name is taken.
-  const mints = () => github.sim.servedResponses().filter((r) => r.operation === 'generate-jitconfig').map((r) => r.status);
+  const mints = () => github.sim.servedResponses().filter((r) => r.key === key).map((r) => r.status);
   await eventually(() => (mints().length >= 2 ? true : undefined), 10_000, "the cut-off attempt's mint answered");
-  expect(mints()).toEqual([201, 409]);
   // Whatever that attempt would do next (look the name up, remove it) it would have done by now.
   await new Promise((resolve) => setTimeout(resolve, 500));
+  return { state, mints: mints(), registered: github.sim.runners().filter((r) => r.name === name).map((r) => r.id) };
+}
 
-  const registered = github.sim.runners().filter((r) => r.name === name);
-  expect(registered.map((r) => r.id)).toEqual([state.githubRunnerId]);
+it('a cut-off attempt whose mint comes back "name taken" leaves the registration its successor made', async () => {
+  const name = uniqueName('given-up').toLowerCase();
+  const { state, mints, registered } = await raceMints(name, 'generate-jitconfig', 'POST /repos/{owner}/{repo}/actions/runners/generate-jitconfig');
+  expect(mints).toEqual([201, 409]);
+  expect(registered).toEqual([state.githubRunnerId]);
   expect(github.sim.stats().callsByOperation['delete-runner'] ?? 0).toBe(0);
   expect(workflows.fake.instance(name)).toBeDefined();
 });
@@ -81,17 +88,8 @@ it("a scale set's cut-off attempt whose mint comes back 'name taken' leaves the 
   const actions = clientsOf(github.sim).actions!('default', scope);
   const scaleSet = await actions.ensureScaleSet({ name: uniqueName('given-up-set').toLowerCase().slice(0, 40), runnerGroup: 'Default', labels: ['linux'] });
   const name = uniqueName('given-up-ss').toLowerCase();
-  github.sim.setFault({ kind: 'latency', ms: MINT_DELAY_MS, operation: 'generate-scale-set-jitconfig', times: 1 });
-  const handle = await startInstance(client, workflows.taskQueue, instanceInput(name, {}, { github: { credentials: 'default', scope }, scaleSet: { id: scaleSet.id, name: scaleSet.name } }));
-
-  const state = await waitForStatus(handle, 'running');
-  expect(await scheduledActivities(handle)).toEqual(['createInstance']);
-  const mints = () => github.sim.servedResponses().filter((r) => r.key === 'ACTIONS generate-scale-set-jitconfig').map((r) => r.status);
-  await eventually(() => (mints().length >= 2 ? true : undefined), 10_000, "the cut-off attempt's mint answered");
-  expect(mints()).toEqual([200, 409]);
-  await new Promise((resolve) => setTimeout(resolve, 500));
-
-  const registered = github.sim.runners().filter((r) => r.name === name);
-  expect(registered.map((r) => r.id)).toEqual([state.githubRunnerId]);
+  const { state, mints, registered } = await raceMints(name, 'generate-scale-set-jitconfig', 'ACTIONS generate-scale-set-jitconfig', { github: { credentials: 'default', scope }, scaleSet: { id: scaleSet.id, name: scaleSet.name } });
+  expect(mints).toEqual([200, 409]);
+  expect(registered).toEqual([state.githubRunnerId]);
   expect(github.sim.servedResponses().filter((r) => r.key === 'ACTIONS remove-agent')).toEqual([]);
 });
