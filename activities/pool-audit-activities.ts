@@ -34,6 +34,7 @@ import { andQuery, quote } from '../api/temporal/visibility';
 import { instanceNameFromWorkflowId, reportPhaseSignal, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW } from '../workflows/messages';
 import { startedRunnersQuery, unheardRunnersQuery } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_STATUS } from '../workflows/search-attributes';
+import { unheardRunnersAsked } from '../observability/metrics';
 import { toActivityFailure } from './failures';
 import { githubCallsBusy } from './remove-runner';
 import { whileHeartbeating } from './heartbeat';
@@ -74,7 +75,7 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
   }
 
   /** Asks the runners whose machine runs, but that the pool counts as starting, to report again. */
-  async function askUnheardToReport(poolWorkflowId: string, open: Map<string, string | undefined>): Promise<string[]> {
+  async function askUnheardToReport({ pool, poolWorkflowId }: FindEndedRunnersArgs, open: Map<string, string | undefined>): Promise<string[]> {
     let unheard: string[];
     try {
       unheard = await client.workflow.getHandle(poolWorkflowId).query(unheardRunnersQuery);
@@ -90,7 +91,10 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
         .signal(reportPhaseSignal, {})
         .catch((err: unknown) => log.warn('runner not asked to report again', { runner: name, error: err instanceof Error ? err.message : String(err) }));
     });
-    if (asked.length > 0) log.info('runners whose machine runs that the pool counted as starting, asked to report again', { pool: poolWorkflowId, runners: asked });
+    if (asked.length > 0) {
+      unheardRunnersAsked.inc({ pool }, asked.length);
+      log.info('runners whose machine runs that the pool counted as starting, asked to report again', { pool, runners: asked });
+    }
     return asked.sort();
   }
 
@@ -131,7 +135,7 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
         if (found === 'ended') ended.push(name);
         else if (found === 'busy') busy.push(name);
       });
-      const askedToReport = await askUnheardToReport(args.poolWorkflowId, open);
+      const askedToReport = await askUnheardToReport(args, open);
       return { ended: ended.sort(), checked: suspects.length, busy: busy.sort(), askedToReport };
     } catch (err) {
       throw toActivityFailure(err);

@@ -88,6 +88,13 @@ export const runnerForcedDeletes = new Counter({
   registers: [registry],
 });
 
+export const unheardRunnersAsked = new Counter({
+  name: 'runnerflow_pool_unheard_runners_asked_total',
+  help: 'Runners whose machine ran while their pool counted them as starting (a report given up), asked to report again',
+  labelNames: ['pool'],
+  registers: [registry],
+});
+
 export const runnerLeaks = new Counter({
   name: 'runnerflow_runner_leaked_total',
   help: 'Forced deletes the provider did not confirm: machines left for the sweep (RunnerLeaked)',

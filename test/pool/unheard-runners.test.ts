@@ -7,6 +7,7 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPoolActivities, type ReportToPoolArgs } from '../../activities/pool-activities';
+import { registry } from '../../observability/metrics';
 import { runnerStatusSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
 import { deletePoolSignal, poolStateQuery } from '../../workflows/pool-messages';
 import type { runnerPool } from '../../workflows/runner-pool';
@@ -55,7 +56,8 @@ async function signalsTo(runner: string, name: string): Promise<number> {
 
 it('a pool that missed a runner\'s idle report asks it again at its next look, and counts it idle', async () => {
   dropIdleReports = true;
-  const pool = await startPool(env.client, worker!.taskQueue, { settings: poolSettings({ minIdleRunners: 2, maxRunners: 2 }), timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 1_500 } });
+  const settings = poolSettings({ minIdleRunners: 2, maxRunners: 2 });
+  const pool = await startPool(env.client, worker!.taskQueue, { settings, timings: { ...FAST_TIMINGS, poolAuditIntervalMs: 1_500 } });
   const agents = autoRegister(env.client, pool);
   const runners = await eventually(async () => {
     const names = (await pool.query(poolStateQuery)).runners.map((r) => r.name);
@@ -75,6 +77,9 @@ it('a pool that missed a runner\'s idle report asks it again at its next look, a
     expect(idleReports.length).toBeGreaterThanOrEqual(2);
     expect(idleReports[1]!.seq).toBeGreaterThan(idleReports[0]!.seq);
   }
+  // The operator sees it: the worker counts each runner asked, by pool.
+  const counted = (await registry.getMetricsAsJSON()).find((m) => m.name === 'runnerflow_pool_unheard_runners_asked_total');
+  expect(counted?.values.find((v) => v.labels.pool === settings.name)?.value).toBeGreaterThanOrEqual(2);
   await closePool(pool);
 });
 
