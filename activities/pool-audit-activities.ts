@@ -53,7 +53,7 @@ export interface FindEndedRunnersResult {
   /** Ended runners GitHub still calls busy: their machines still run a job. */
   busy: string[];
   /** Runners whose machine runs that the pool counts as starting, asked to report again. */
-  askedToReport?: string[];
+  askedToReport: string[];
 }
 
 /** Describes per pass: a pool whose runners were terminated by the thousand is cleared over a few passes. */
@@ -81,7 +81,7 @@ export function createPoolAuditActivities(deps: { client: Client; github?: { get
       unheard = await client.workflow.getHandle(poolWorkflowId).query(unheardRunnersQuery);
     } catch (err) {
       // A pool whose worker predates the query; the next look asks again.
-      log.warn('pool not asked for its starting runners', { pool: poolWorkflowId, error: err instanceof Error ? err.message : String(err) });
+      log.warn('pool not asked for its starting runners', { pool, error: err instanceof Error ? err.message : String(err) });
       return [];
     }
     const asked = unheard.filter((name) => open.get(name) === 'running').slice(0, MAX_CHECKS_PER_PASS);

@@ -13,12 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { GitHubClients } from '../../activities/remove-runner';
-import { ActionsServiceClient } from '../../github/actions/client';
-import { OctokitGitHub } from '../../github/octokit-github';
 import type { GitHubScope } from '../../github/port';
-import { registrationTokenFor } from '../../github/registry';
 import { startSimulatedGitHub, type SimulatedGitHub } from '../github/support/simulated-github';
+import { simulatorRegistry } from '../support/simulator-registry';
 import { connectClient, eventually, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { scheduledActivities, startInstance, waitForStatus } from './helpers';
 
@@ -32,22 +29,14 @@ let github: SimulatedGitHub;
 let workflows: TestWorker;
 let activities: TestWorker;
 
-/** One worker's GitHub clients, as a worker process builds its own. */
-function clientsOf(sim: SimulatedGitHub['sim']): GitHubClients {
-  const rest = new OctokitGitHub({ credentialsName: 'default', apiUrl: sim.url, auth: { type: 'pat', token: 'ghp_simulated' }, requestTimeoutMs: 10_000 });
-  return {
-    get: () => rest,
-    actions: (_credentials: string, scope: GitHubScope) => new ActionsServiceClient({ apiUrl: sim.url, scope, registrationToken: () => registrationTokenFor(rest, scope) }),
-  };
-}
-
 beforeAll(async () => {
   ({ client, connection } = await connectClient());
   github = await startSimulatedGitHub({ recordResponses: true });
   const fakeDir = mkdtempSync(join(tmpdir(), 'runnerflow-given-up-'));
   // The inline attempt runs on the worker that takes workflow tasks; its successor on the other.
-  workflows = await startTestWorker({ fakeDir, activities: { github: clientsOf(github.sim) }, fakeInlineMs: INLINE_BOUND_MS, roles: { activities: false } });
-  activities = await startTestWorker({ taskQueue: workflows.taskQueue, fakeDir, activities: { github: clientsOf(github.sim) }, fakeInlineMs: INLINE_BOUND_MS, roles: { workflows: false } });
+  // Each has the GitHub clients of its own, as a worker process builds them from its config.
+  workflows = await startTestWorker({ fakeDir, activities: { github: simulatorRegistry(github.sim.url) }, fakeInlineMs: INLINE_BOUND_MS, roles: { activities: false } });
+  activities = await startTestWorker({ taskQueue: workflows.taskQueue, fakeDir, activities: { github: simulatorRegistry(github.sim.url) }, fakeInlineMs: INLINE_BOUND_MS, roles: { workflows: false } });
 });
 
 afterAll(async () => {
@@ -85,7 +74,7 @@ it('a cut-off attempt whose mint comes back "name taken" leaves the registration
 
 it("a scale set's cut-off attempt whose mint comes back 'name taken' leaves the registration its successor made", async () => {
   const scope: GitHubScope = { kind: 'org', org: 'acme' };
-  const actions = clientsOf(github.sim).actions!('default', scope);
+  const actions = simulatorRegistry(github.sim.url).actions!('default', scope);
   const scaleSet = await actions.ensureScaleSet({ name: uniqueName('given-up-set').toLowerCase().slice(0, 40), runnerGroup: 'Default', labels: ['linux'] });
   const name = uniqueName('given-up-ss').toLowerCase();
   const { state, mints, registered } = await raceMints(name, 'generate-scale-set-jitconfig', 'ACTIONS generate-scale-set-jitconfig', { github: { credentials: 'default', scope }, scaleSet: { id: scaleSet.id, name: scaleSet.name } });
