@@ -16,7 +16,7 @@ import { devServer, temporalAnswers } from '../devstack/temporal-server';
 import { freePort } from '../devstack/free-port';
 import { runChaosCampaign } from './chaos/campaign';
 import { printChaosReport } from './chaos/report';
-import { exitAfter, intArg, quietTemporal, runBench } from './common';
+import { cleanUpOnInterrupt, exitAfter, intArg, quietTemporal, runBench } from './common';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const has = (flag: string): boolean => process.argv.slice(2).includes(`--${flag}`);
@@ -43,6 +43,12 @@ runBench('chaos', async () => {
   };
   const address = `127.0.0.1:${port}`;
   devServer('start', port, 'quiet', env);
+  const stopServer = (): void => {
+    forgetServer();
+    devServer('stop', port, 'quiet', env);
+    rmSync(stateDir, { recursive: true, force: true });
+  };
+  const forgetServer = cleanUpOnInterrupt(stopServer);
   try {
     const code = await bundleWorkflows({ logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => console.error(m) } });
     const bundlePath = join(stateDir, 'workflow-bundle.js');
@@ -64,7 +70,6 @@ runBench('chaos', async () => {
     });
     printChaosReport(report);
   } finally {
-    devServer('stop', port, 'quiet', env);
-    rmSync(stateDir, { recursive: true, force: true });
+    stopServer();
   }
 });

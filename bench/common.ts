@@ -76,20 +76,68 @@ export async function temporalServer(log: (m: string) => void): Promise<Temporal
   const env = ownDb ? { ...process.env, TEMPORAL_DB: ownDb } : process.env;
   log(`no Temporal server on ${address}: starting the local dev server${ownDb ? ` on a database of its own (${ownDb})` : ''}`);
   devServer('start', '7233', 'quiet', env);
-  return {
-    address,
-    release() {
-      devServer('stop', '7233', 'quiet', env);
-      if (ownDb) for (const suffix of ['', '-wal', '-shm']) rmSync(`${ownDb}${suffix}`, { force: true });
-    },
+  const release = (): void => {
+    forget();
+    devServer('stop', '7233', 'quiet', env);
+    if (ownDb) for (const suffix of ['', '-wal', '-shm']) rmSync(`${ownDb}${suffix}`, { force: true });
   };
+  const forget = cleanUpOnInterrupt(release);
+  return { address, release };
+}
+
+type Cleanup = () => void | Promise<void>;
+const cleanups = new Set<Cleanup>();
+let exiting = false;
+/** How long one clean-up may take when a bench is interrupted before the next one runs. */
+const CLEANUP_BOUND_MS = 15_000;
+
+/**
+ * Registers what must not outlive the bench when it ends early (Ctrl-C, SIGTERM, its time bound):
+ * a dev server it started keeps running detached, and a stack's scratch directory in /dev/shm holds
+ * the host's memory until it restarts. A bench that ends normally releases these itself and calls the
+ * returned function to forget them. Clean-ups run newest first, so a stack stops before its server.
+ */
+export function cleanUpOnInterrupt(cleanup: Cleanup): () => void {
+  cleanups.add(cleanup);
+  return () => void cleanups.delete(cleanup);
+}
+
+/** A stack (worker, API, simulator, their scratch directory) stopped if the bench ends early; its own `stop` forgets that. */
+export function stopOnInterrupt<T extends { stop(): Promise<void> }>(stack: T): T {
+  const stop = stack.stop.bind(stack);
+  const forget = cleanUpOnInterrupt(stop);
+  stack.stop = async () => {
+    forget();
+    await stop();
+  };
+  return stack;
+}
+
+async function cleanUpAndExit(code: number, why: string): Promise<void> {
+  if (exiting) return;
+  exiting = true;
+  const pending = [...cleanups].reverse();
+  cleanups.clear();
+  if (pending.length > 0) console.error(`${why}: stopping what the bench started (Ctrl-C again to leave it running)`);
+  for (const cleanup of pending) {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLEANUP_BOUND_MS)));
+    try {
+      await Promise.race([Promise.resolve().then(cleanup), bound]);
+    } catch (err) {
+      console.error(`clean-up failed: ${(err as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  process.exit(code);
 }
 
 /** A bench that hangs is worse than one that fails: give up after `ms`, whatever is going on. */
 export function exitAfter(ms: number, what: string): void {
   setTimeout(() => {
     console.error(`${what}: gave up after ${Math.round(ms / 1000)} s`);
-    process.exit(1);
+    void cleanUpAndExit(1, what);
   }, ms).unref();
 }
 
@@ -200,6 +248,13 @@ export function printTable(title: string, figures: Figure[]): number {
 
 /** Runs a bench's main; exits 0 when it finished (targets met or not), 1 when it broke. */
 export function runBench(name: string, main: () => Promise<void>): void {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
+    // A second signal while cleaning up means "now": the operator has given up waiting.
+    process.on(signal, () => (exiting ? process.exit(code) : void cleanUpAndExit(code, `${name}: ${signal}`)));
+  }
   speedBeforeBench = machineSpeed();
   main().then(
     () => process.exit(0),

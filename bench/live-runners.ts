@@ -28,7 +28,7 @@
  * so the JIT configs minted per runner show whether a runner was registered twice.
  */
 import { readFileSync } from 'node:fs';
-import { exitAfter, intArg, mb, ms, printTable, quietTemporal, runBench, sleep, temporalServer, until } from './common';
+import { exitAfter, intArg, mb, ms, printTable, quietTemporal, runBench, sleep, stopOnInterrupt, temporalServer, until } from './common';
 import { cpuBetween, cpuSnapshot } from './cpu';
 import { terminatePoolWorkflows } from './stack';
 import { processStackRequest, startProcessStack } from '../devstack/process-stack';
@@ -79,17 +79,19 @@ async function main(): Promise<void> {
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const taskQueue = uniqueName('live-tq');
-  const stack = await startProcessStack({
-    temporalAddress: temporal.address,
-    taskQueue,
-    workers: workerCount,
-    apis: 1,
-    // GitHub's 5,000 calls an hour per App installation (the simulator's default) would
-    // hold thousands of new runners back for the rest of the hour: measured here is the
-    // orchestration, so the simulated token has no primary limit (GitHub Enterprise Cloud
-    // installations get 15,000, and several installations spread the load).
-    simulator: { jobDurationMs: 1_000, webhookConcurrency: 64, rateLimit: Number.MAX_SAFE_INTEGER },
-  });
+  const stack = stopOnInterrupt(
+    await startProcessStack({
+      temporalAddress: temporal.address,
+      taskQueue,
+      workers: workerCount,
+      apis: 1,
+      // GitHub's 5,000 calls an hour per App installation (the simulator's default) would
+      // hold thousands of new runners back for the rest of the hour: measured here is the
+      // orchestration, so the simulated token has no primary limit (GitHub Enterprise Cloud
+      // installations get 15,000, and several installations spread the load).
+      simulator: { jobDurationMs: 1_000, webhookConcurrency: 64, rateLimit: Number.MAX_SAFE_INTEGER },
+    }),
+  );
   const workerRss = () => Math.max(...stack.workers.map((w) => rssOf(w.child.pid!)));
   const workerNames = workerCount === 1 ? ['worker process'] : stack.workers.map((_, i) => `worker process ${i + 1}`);
   const name = uniqueName('live').toLowerCase().slice(0, 40);

@@ -10,7 +10,7 @@ import type { PoolSettingsInput } from '../domain/pool';
 import { FakeProviderControl } from '../providers/fake';
 import { forceDeleteSignal, runnerWorkflowId } from '../workflows/messages';
 import { poolStateQuery, poolWorkflowId, type PoolView } from '../workflows/pool-messages';
-import { until, uniqueName } from './common';
+import { stopOnInterrupt, until, uniqueName } from './common';
 
 export interface BenchStack extends DevStack {
   machines: FakeProviderControl;
@@ -32,7 +32,7 @@ export async function startBenchStack(temporalAddress: string, jobDurationMs: nu
     // Webhooks of different jobs delivered concurrently, as GitHub does.
     simulator: { jobDurationMs, webhookConcurrency, onError: () => undefined },
   });
-  return Object.assign(stack, { machines: new FakeProviderControl(stack.machinesDir!) });
+  return Object.assign(stopOnInterrupt(stack), { machines: new FakeProviderControl(stack.machinesDir!) });
 }
 
 export { api };
@@ -55,7 +55,7 @@ export async function startProcessBenchStack(temporalAddress: string, jobDuratio
     config: { ...benchConfig(), ...config },
     simulator: { jobDurationMs, webhookConcurrency },
   });
-  return Object.assign(stack, { processes: true as const });
+  return Object.assign(stopOnInterrupt(stack), { processes: true as const });
 }
 
 type AnyBenchStack = DevStack | ProcessBenchStack;

@@ -30,7 +30,7 @@ import type { PoolSettingsInput } from '../../domain/pool';
 import { stateQuery } from '../../workflows/messages';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { scaleSetListenerId, scaleSetStateQuery } from '../../workflows/scale-set-messages';
-import { sleep, until, uniqueName } from '../common';
+import { sleep, stopOnInterrupt, until, uniqueName } from '../common';
 import { SeededRandom } from './random';
 
 export interface ChaosOptions {
@@ -134,7 +134,16 @@ const JOB_GIVE_UP_MS = 4_000;
 /** The Actions service's own faults, which scale-set mode injects instead of webhook faults. */
 export const ACTIONS_SERVICE_FAULTS = ['session-conflict', 'expire-token', 'lose-session', 'redeliver-message', 'session-expired-on-delete', 'lose-job-offer', 'foreign-message'] as const;
 
-/** GitHub faults the driver picks from; each lasts a few requests or deliveries. */
+/**
+ * How long an injected GitHub fault waits for the requests it was given. A fault that only a rare
+ * request meets (a session's creation, retried every 30 s while another listener holds the scale set)
+ * would otherwise pile up behind the next ones: at the driver's rate, conflicts were added about as
+ * fast as the retries used them, and one 1,000-job run in scale-set mode stayed in `conflict` for
+ * 17 minutes, a trouble no service keeps up for that long.
+ */
+const FAULT_LIFETIME_MS = 30_000;
+
+/** GitHub faults the driver picks from; each lasts a few requests or deliveries, at most FAULT_LIFETIME_MS. */
 function githubFault(random: SeededRandom, mode: ChaosMode): SimFault {
   const kind =
     mode === 'scaleSet'
@@ -190,18 +199,20 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
   // Credentials of the campaign's own: their redelivery schedule is per credentials name, and the suite's server is shared.
   const credentials = uniqueName('chaos-token').toLowerCase();
 
-  const stack = await startProcessStack({
-    temporalAddress: options.temporalAddress,
-    taskQueue,
-    workers: 1,
-    apis: 1,
-    ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
-    // A provider name of its own: sweep and liveness schedules are per provider, and the suite's server is shared.
-    simulatedProvider: provider,
-    githubTokenCredentials: credentials,
-    config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' }, liveness: LIVENESS, redelivery: REDELIVERY },
-    simulator: { jobDurationMs: 500, webhookConcurrency: 8, rateLimit: GITHUB_HOURLY_LIMIT },
-  });
+  const stack = stopOnInterrupt(
+    await startProcessStack({
+      temporalAddress: options.temporalAddress,
+      taskQueue,
+      workers: 1,
+      apis: 1,
+      ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
+      // A provider name of its own: sweep and liveness schedules are per provider, and the suite's server is shared.
+      simulatedProvider: provider,
+      githubTokenCredentials: credentials,
+      config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' }, liveness: LIVENESS, redelivery: REDELIVERY },
+      simulator: { jobDurationMs: 500, webhookConcurrency: 8, rateLimit: GITHUB_HOURLY_LIMIT },
+    }),
+  );
   const jobIds = new Set<number>();
   try {
     const name = uniqueName('chaos').toLowerCase().slice(0, 40);
@@ -420,7 +431,7 @@ class ChaosDriver {
   }
 
   private injectGitHubFault(): void {
-    const fault = githubFault(this.random, this.mode);
+    const fault = { ...githubFault(this.random, this.mode), forMs: FAULT_LIFETIME_MS };
     this.stack.sim.setFault(fault);
     this.injected.githubFaults[fault.kind] = (this.injected.githubFaults[fault.kind] ?? 0) + 1;
   }

@@ -28,6 +28,7 @@ const faultSchema = z
     operation: operationName.optional(),
     action: z.enum(['queued', 'in_progress', 'completed']).optional(),
     times: z.number().int().min(1).optional(),
+    forMs: z.number().int().min(1).optional(),
     ms: z.number().int().min(0).optional(),
     status: z.number().int().min(400).max(599).optional(),
     resetInMs: z.number().int().min(0).optional(),

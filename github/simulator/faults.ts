@@ -2,7 +2,9 @@
  * Fault injection for the simulator: what a request or a webhook delivery
  * meets instead of the happy path. `times` counts affected requests or
  * deliveries; without it a fault stays until cleared (a primary rate limit
- * lasts until its reset time, as GitHub's does).
+ * lasts until its reset time, as GitHub's does). `forMs` ends a fault after
+ * that long even if requests are left: a moment of trouble, not a debt that
+ * waits for the next request however late it comes.
  */
 import type { ActionsOperationName } from './actions-routes';
 import type { OperationName } from './served-operations';
@@ -10,32 +12,34 @@ import type { OperationName } from './served-operations';
 type AnyOperation = OperationName | ActionsOperationName;
 type OperationFilter = { operation?: AnyOperation | '*' };
 type WebhookFilter = { action?: 'queued' | 'in_progress' | 'completed' };
+type Lifetime = { forMs?: number };
 
-export type SimFault =
-  | ({ kind: 'latency'; ms: number; times?: number } & OperationFilter)
-  | ({ kind: 'server-error'; status?: number; times?: number } & OperationFilter)
-  | ({ kind: 'primary-rate-limit'; resetInMs: number; status?: 403 | 429 } & OperationFilter)
-  | ({ kind: 'secondary-rate-limit'; retryAfterSeconds?: number | null; status?: 403 | 429; times?: number } & OperationFilter)
-  | ({ kind: 'lose-webhooks'; times?: number } & WebhookFilter)
-  | ({ kind: 'duplicate-webhooks'; times?: number } & WebhookFilter)
-  /** The receiver cannot be reached (an outage, a partition): the attempt is recorded as failed, and can be redelivered. */
-  | ({ kind: 'unreachable-webhooks'; times?: number } & WebhookFilter)
-  /** Actions service: session creation answers 409 as if another listener held the scale set. */
-  | { kind: 'session-conflict'; times?: number }
-  /** Actions service: the presented admin or queue token is refused with 401 (it expired). */
-  | ({ kind: 'expire-token'; times?: number } & OperationFilter)
-  /** Actions service: the scale set's session is dropped before the next long poll answers. */
-  | { kind: 'lose-session'; times?: number }
-  /** Actions service: the next long poll delivers the newest delivered message again. */
-  | { kind: 'redeliver-message'; times?: number }
-  /** Actions service: the session expired before it was closed: the close answers 400 RunnerScaleSetSessionExpiredException. */
-  | { kind: 'session-expired-on-delete'; times?: number }
-  /** Actions service: a job becomes available to its scale set, but the message that offers it is lost (the statistics still count it). */
-  | { kind: 'lose-job-offer'; times?: number }
-  /** Actions service: a message of a type other than job messages joins the scale set's queue; it stays there until deleted, like any message. */
-  | { kind: 'foreign-message'; messageType?: string; times?: number };
+export type SimFault = Lifetime &
+  (
+    | ({ kind: 'latency'; ms: number; times?: number } & OperationFilter)
+    | ({ kind: 'server-error'; status?: number; times?: number } & OperationFilter)
+    | ({ kind: 'primary-rate-limit'; resetInMs: number; status?: 403 | 429 } & OperationFilter)
+    | ({ kind: 'secondary-rate-limit'; retryAfterSeconds?: number | null; status?: 403 | 429; times?: number } & OperationFilter)
+    | ({ kind: 'lose-webhooks'; times?: number } & WebhookFilter)
+    | ({ kind: 'duplicate-webhooks'; times?: number } & WebhookFilter)
+    /** The receiver cannot be reached (an outage, a partition): the attempt is recorded as failed, and can be redelivered. */
+    | ({ kind: 'unreachable-webhooks'; times?: number } & WebhookFilter)
+    /** Actions service: session creation answers 409 as if another listener held the scale set. */
+    | { kind: 'session-conflict'; times?: number }
+    /** Actions service: the presented admin or queue token is refused with 401 (it expired). */
+    | ({ kind: 'expire-token'; times?: number } & OperationFilter)
+    /** Actions service: the scale set's session is dropped before the next long poll answers. */
+    | { kind: 'lose-session'; times?: number }
+    /** Actions service: the next long poll delivers the newest delivered message again. */
+    | { kind: 'redeliver-message'; times?: number }
+    /** Actions service: the session expired before it was closed: the close answers 400 RunnerScaleSetSessionExpiredException. */
+    | { kind: 'session-expired-on-delete'; times?: number }
+    /** Actions service: a job becomes available to its scale set, but the message that offers it is lost (the statistics still count it). */
+    | { kind: 'lose-job-offer'; times?: number }
+    /** Actions service: a message of a type other than job messages joins the scale set's queue; it stays there until deleted, like any message. */
+    | { kind: 'foreign-message'; messageType?: string; times?: number });
 
-type ActiveFault = SimFault & { remaining: number; resetAtEpochSeconds?: number };
+type ActiveFault = SimFault & { remaining: number; resetAtEpochSeconds?: number; endsAt?: number };
 
 export const FAULT_KINDS: readonly SimFault['kind'][] = [
   'latency',
@@ -59,7 +63,7 @@ export class FaultPlan {
 
   add(fault: SimFault): void {
     const remaining = 'times' in fault && fault.times !== undefined ? fault.times : Infinity;
-    const active: ActiveFault = { ...fault, remaining };
+    const active: ActiveFault = { ...fault, remaining, ...(fault.forMs !== undefined ? { endsAt: Date.now() + fault.forMs } : {}) };
     // GitHub's reset header has second granularity; the limit lifts at that second.
     if (fault.kind === 'primary-rate-limit') active.resetAtEpochSeconds = Math.ceil((Date.now() + fault.resetInMs) / 1000);
     this.faults.push(active);
@@ -105,7 +109,7 @@ export class FaultPlan {
   }
 
   private expire(): void {
-    const nowSeconds = Date.now() / 1000;
-    this.faults = this.faults.filter((f) => f.remaining > 0 && (f.resetAtEpochSeconds === undefined || nowSeconds < f.resetAtEpochSeconds));
+    const now = Date.now();
+    this.faults = this.faults.filter((f) => f.remaining > 0 && (f.resetAtEpochSeconds === undefined || now / 1000 < f.resetAtEpochSeconds) && (f.endsAt === undefined || now < f.endsAt));
   }
 }

@@ -46,6 +46,21 @@ describe('simulator control endpoints (/_sim)', () => {
     expect(Date.now() - started).toBeLessThan(900);
   });
 
+  it('ends a fault after forMs even with requests left, and names forMs when it is not a positive whole number', async () => {
+    expect((await control('POST', '/faults', { kind: 'latency', ms: 1_000, operation: 'list-runners', times: 5, forMs: 300 })).status).toBe(201);
+    let started = Date.now();
+    await env.github.findRunnerByName(repo, 'x');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(990);
+    // Four uses are left, but the fault's 300 ms ended while the first one waited.
+    started = Date.now();
+    await env.github.findRunnerByName(repo, 'x');
+    expect(Date.now() - started).toBeLessThan(900);
+
+    const refused = await control('POST', '/faults', { kind: 'server-error', forMs: 0 });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.json)).toContain('forMs');
+  });
+
   it('takes the message type of a foreign scale-set message, and names the field when it is not a string', async () => {
     const set = await control('POST', '/faults', { kind: 'foreign-message', messageType: 'RunnerScaleSetMaintenance', times: 1 });
     expect(set).toMatchObject({ status: 201, json: { kind: 'foreign-message', messageType: 'RunnerScaleSetMaintenance', times: 1 } });

@@ -1,0 +1,24 @@
+/**
+ * A bench-shaped script for the interrupt tests: it registers two clean-ups the way a bench
+ * does (one it forgets again, as a bench that already released something), says `ready`, and
+ * waits. Each clean-up that runs appends its name to the file named by MARKER.
+ */
+import { appendFileSync } from 'node:fs';
+import { cleanUpOnInterrupt, exitAfter, runBench, sleep } from '../../../bench/common';
+
+const marker = process.env.MARKER!;
+
+runBench('interruptible', async () => {
+  const giveUpMs = Number(process.env.GIVE_UP_MS ?? 0);
+  if (giveUpMs > 0) exitAfter(giveUpMs, 'interruptible');
+  cleanUpOnInterrupt(() => appendFileSync(marker, 'server\n'));
+  // Asynchronous, as a stack's stop is: the exit waits for it.
+  cleanUpOnInterrupt(async () => {
+    await sleep(200);
+    appendFileSync(marker, 'stack\n');
+  });
+  const forget = cleanUpOnInterrupt(() => appendFileSync(marker, 'released\n'));
+  forget();
+  console.log('ready');
+  await sleep(60_000);
+});
