@@ -14,6 +14,8 @@ export interface PoolSnapshot {
   /** Runner (agent) status of every runner: idle, active, pending, ... */
   agentStatuses: string[];
   queuedJobs: number;
+  /** A scale-set pool's listener: its status, or `absent` when no listener answers. Undefined for other pools. */
+  scaleSetListener?: string;
 }
 
 export type PoolSnapshotSource = () => Promise<PoolSnapshot[]>;
@@ -37,7 +39,7 @@ function countBy(values: string[]): Map<string, number> {
   return counts;
 }
 
-// One collection shared by the three gauges of a scrape: they are collected one after another.
+// One collection shared by the gauges of a scrape: they are collected one after another.
 let pending: { at: number; result: Promise<PoolSnapshot[]> } | undefined;
 function currentSnapshots(): Promise<PoolSnapshot[]> {
   const now = Date.now();
@@ -80,5 +82,16 @@ new Gauge({
   async collect() {
     this.reset();
     for (const s of await currentSnapshots()) this.set({ pool: s.pool }, s.queuedJobs);
+  },
+});
+
+new Gauge({
+  name: 'runnerflow_scale_set_listener',
+  help: "1 on the status of a scale-set pool's listener (starting, listening, conflict, reconnecting, failing, stopping, stopped; absent when none answers). Only a listening one takes jobs",
+  labelNames: ['pool', 'status'],
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const s of await currentSnapshots()) if (s.scaleSetListener !== undefined) this.set({ pool: s.pool, status: s.scaleSetListener }, 1);
   },
 });

@@ -45,12 +45,7 @@ export class PoolScaleSet {
       this.started = true;
       this.sentVersion = settingsVersion;
       try {
-        await startChild(scaleSetListener, {
-          workflowId: scaleSetListenerId(settings.name),
-          args: [{ settings: listener, timings: this.timings }],
-          parentClosePolicy: ParentClosePolicy.ABANDON,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-        });
+        await this.startListener(listener);
         return;
       } catch (err) {
         // Already running (an earlier run of this pool started it): it carries on, and gets the settings
@@ -63,6 +58,33 @@ export class PoolScaleSet {
     if (this.sentVersion === settingsVersion) return;
     this.sentVersion = settingsVersion;
     await this.update(listener);
+  }
+
+  /**
+   * Starts the listener again if it no longer runs. Nothing else would: the pool starts it once
+   * per run, so a listener terminated by hand (or reset past its end) would leave the scale set
+   * without a session, and its jobs without runners, until the pool next continued as new, which
+   * an idle pool may not do for days. Called at each of the pool's looks (`poolAuditInterval`):
+   * one start, refused at once while the listener runs. A listener started again begins with a
+   * new session, which lists the jobs waiting for the scale set.
+   */
+  async ensureListening(settings: PoolSettings, deleting: boolean): Promise<void> {
+    if (settings.mode !== 'scaleSet' || deleting || !this.started) return;
+    try {
+      await this.startListener(listenerSettingsOf(settings, workflowInfo().taskQueue));
+    } catch {
+      return; // Running: nothing to do.
+    }
+    log.warn('scale-set listener was not running: started again', { pool: settings.name });
+  }
+
+  private async startListener(listener: ScaleSetListenerSettings): Promise<void> {
+    await startChild(scaleSetListener, {
+      workflowId: scaleSetListenerId(listener.pool),
+      args: [{ settings: listener, timings: this.timings }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    });
   }
 
   /**

@@ -410,12 +410,15 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     const due = book.silentLeaversDueAt(lastAuditAt, silentMs, auditEvery);
     return due === undefined ? undefined : Math.max(due, lastAuditAt + silentMs);
   }
+  // Only scale-set pools record the patch: a webhook pool has no listener to look for.
+  const looksForListener = audits && book.settings.mode === 'scaleSet' && patched('look-for-listener');
   function auditRunners(now: number): void {
     if (!audits || auditsInFlight > 0) return;
     const early = earlyAuditAt();
     if (now < auditDueAt && (early === undefined || now < early)) return;
     lastAuditAt = now;
     auditDueAt = now + auditEvery;
+    if (looksForListener) void scaleSet.ensureListening(book.settings, book.deleting);
     if (!book.hasStartedRunners()) return;
     auditsInFlight += 1;
     auditor
@@ -538,8 +541,8 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (historyOverLimit()) await continueWhenSettled();
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
-      // Only a pool with runners to look for wakes for it; one that gets some looks at its next decision.
-      if (audits && auditsInFlight === 0 && book.hasStartedRunners()) wakeAt(Math.min(auditDueAt, earlyAuditAt() ?? Infinity));
+      // Only a pool with runners or a listener to look for wakes for it; one that gets some looks at its next decision.
+      if (audits && auditsInFlight === 0 && (book.hasStartedRunners() || looksForListener)) wakeAt(Math.min(auditDueAt, earlyAuditAt() ?? Infinity));
       await condition(() => dirty || historyFull() || finished());
       continue;
     }

@@ -12,7 +12,7 @@ import { uniqueName } from '../../support/temporal';
 export const SCALE_SET_SIM = { longPollMs: 1_000, sessionIdleTimeoutMs: 4_000, onError: () => undefined, webhookConcurrency: 8 };
 export const SCALE_SET_TIMINGS = { ...E2E_TIMINGS, scaleSetPollTimeout: 5_000, scaleSetConflictRetry: 500 };
 
-export function useScaleSetStack(jobDurationMs = 1_000): DevStack {
+export function useScaleSetStack(jobDurationMs = 1_000, timings: Record<string, unknown> = {}): DevStack {
   const stack = {} as DevStack;
   beforeAll(async () => {
     Object.assign(
@@ -22,7 +22,7 @@ export function useScaleSetStack(jobDurationMs = 1_000): DevStack {
         taskQueue: uniqueName('tq-ss'),
         machines: 'simulated',
         workflowBundlePath: inject('workflowBundlePath'),
-        config: { timings: SCALE_SET_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false } },
+        config: { timings: { ...SCALE_SET_TIMINGS, ...timings }, controllerId: uniqueName('ctl'), sweep: { enabled: false } },
         simulator: { ...SCALE_SET_SIM, jobDurationMs },
       }),
     );

@@ -1,0 +1,84 @@
+/**
+ * What an operator sees of a scale-set pool's listener (`runnerflow_scale_set_listener`), and a
+ * listener that no longer runs (terminated by hand, say), started again at the pool's next look
+ * without waiting for the pool to continue as new.
+ */
+import { describe, expect, it } from 'vitest';
+import { apiRequest } from '../../devstack/stack';
+import { poolWorkflowId } from '../../workflows/pool-messages';
+import { scaleSetListenerId } from '../../workflows/scale-set-messages';
+import { labelNames, sampleSum, scrape } from '../support/prometheus-text';
+import { eventually } from '../support/temporal';
+import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
+
+/** Long against the API's 5 s cache of what /metrics shows, so a listener gone just after a look is seen gone. */
+const AUDIT_MS = 12_000;
+const stack = useScaleSetStack(500, { poolAuditInterval: AUDIT_MS });
+
+/** The pool's looks for its listener so far: each one refused while the listener runs. */
+async function looksRefused(pool: string): Promise<number> {
+  const history = await stack.client.workflow.getHandle(poolWorkflowId(pool)).fetchHistory();
+  return (history.events ?? []).filter((e) => e.startChildWorkflowExecutionFailedEventAttributes).length;
+}
+
+async function listenerStatuses(pool: string): Promise<string[]> {
+  const family = (await scrape(`${stack.api.url}/metrics`)).get('runnerflow_scale_set_listener');
+  return (family?.samples ?? []).filter((s) => s.labels.pool === pool && s.value === 1).map((s) => s.labels.status!);
+}
+
+describe("a scale-set pool's listener", () => {
+  it('is shown `conflict` while it cannot get a session, then `listening` once it holds one, and is not started twice by the looks', async () => {
+    // Another listener holds the scale set, as far as this one can tell, until the fault is cleared.
+    stack.sim.setFault({ kind: 'session-conflict', times: 10_000 });
+    const pool = scaleSetPool({ maxRunners: 1 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    await eventually(async () => ((await listenerStatuses(pool.name)).join() === 'conflict' ? true : undefined), 30_000, 'the listener shown in conflict');
+    const handle = stack.client.workflow.getHandle(scaleSetListenerId(pool.name));
+    const inConflict = (await handle.describe()).runId;
+    // A look while it waits on the conflict leaves it be.
+    await eventually(async () => ((await looksRefused(pool.name)) > 0 ? true : undefined), AUDIT_MS * 3, 'a look for the listener');
+
+    stack.sim.clearFaults();
+    await eventually(async () => ((await listenerStatuses(pool.name)).join() === 'listening' ? true : undefined), 30_000, 'the listener shown listening');
+    const family = (await scrape(`${stack.api.url}/metrics`)).get('runnerflow_scale_set_listener')!;
+    expect([...labelNames(family)].sort()).toEqual(['pool', 'status']);
+    expect(sampleSum(family, { pool: pool.name })).toBe(1);
+    expect((await handle.describe()).runId).toBe(inConflict);
+    expect((await listenerState(stack.client, pool.name))?.sessionsOpened).toBe(1);
+
+    await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
+    await handle.result();
+  });
+
+  it("is shown `absent` once it no longer runs, is started again at the pool's next look, with a new session, and the pool's jobs run again", async () => {
+    // No runners kept: the pool has no runner to look for, only its listener.
+    const pool = scaleSetPool({ maxRunners: 1, scaleSet: { minRunners: 0 } });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const first = await eventually(async () => {
+      const s = await listenerState(stack.client, pool.name);
+      return s?.status === 'listening' && s.sessionId ? s : undefined;
+    }, 30_000, 'the listener listening');
+    const handle = stack.client.workflow.getHandle(scaleSetListenerId(pool.name));
+    const firstRun = (await handle.describe()).runId;
+    // Just after a look, so that the next one is a whole interval away.
+    const looks = await looksRefused(pool.name);
+    await eventually(async () => ((await looksRefused(pool.name)) > looks ? true : undefined), AUDIT_MS * 3, 'a look for the listener');
+    // Ended without closing its session, which GitHub holds until it lapses.
+    await handle.terminate('test: listener gone');
+
+    await eventually(async () => ((await listenerStatuses(pool.name)).join() === 'absent' ? true : undefined), 20_000, 'the metrics showing no listener');
+    const again = await eventually(async () => {
+      const d = await handle.describe().catch(() => undefined);
+      if (d?.status.name !== 'RUNNING' || d.runId === firstRun) return undefined;
+      const s = await listenerState(stack.client, pool.name);
+      return s?.status === 'listening' && s.sessionId ? s : undefined;
+    }, 30_000, 'the listener started again and listening');
+    expect(again.sessionId).not.toBe(first.sessionId);
+    expect(again.scaleSetId).toBe(first.scaleSetId);
+
+    const job = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
+    await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 60_000, 'a job run after the listener came back');
+    await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
+    await handle.result();
+  });
+});
