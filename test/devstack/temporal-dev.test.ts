@@ -37,9 +37,20 @@ describe('temporal-dev.sh with TEMPORAL_DYNAMIC_CONFIG', () => {
 
   beforeAll(async () => {
     stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-dyncfg-'));
-    // A limit the test can see: workflow ids longer than 40 characters are refused.
-    env = { ...(await devServerEnv(stateDir)), TEMPORAL_DYNAMIC_CONFIG: 'limit.maxIDLength=40' };
-    execFileSync('bash', [script, 'start'], { env, stdio: 'ignore', timeout: 90_000 });
+    // The free ports are picked before the server binds them, and the suite's other tests bind
+    // ports all the time: a port taken in between ends the start, so it is tried on new ones.
+    for (let attempt = 1; ; attempt++) {
+      // A limit the test can see: workflow ids longer than 40 characters are refused.
+      env = { ...(await devServerEnv(stateDir)), TEMPORAL_DYNAMIC_CONFIG: 'limit.maxIDLength=40' };
+      try {
+        execFileSync('bash', [script, 'start'], { env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 90_000 });
+        break;
+      } catch (err) {
+        const said = String((err as { stderr?: Buffer }).stderr ?? '');
+        execFileSync('bash', [script, 'stop'], { env, stdio: 'ignore', timeout: 30_000 });
+        if (attempt >= 3) throw new Error(`temporal-dev.sh start failed ${attempt} times; the last said: ${said}`);
+      }
+    }
     connection = await Connection.connect({ address: `127.0.0.1:${env.TEMPORAL_PORT}` });
     client = new Client({ connection, namespace: 'default' });
   }, 120_000);
