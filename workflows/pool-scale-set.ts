@@ -111,10 +111,13 @@ export class PoolScaleSet {
       .catch((err: unknown) => log.warn('scale-set listener did not take the settings', { pool: listener.pool, error: String(err) }));
   }
 
-  /** The pool is gone (or left scale-set mode): close the session and delete the scale set. */
-  async finish(settings: PoolSettings, reason: string): Promise<void> {
+  /**
+   * The pool is gone (or left scale-set mode): close the session and delete the scale set.
+   * `heldScaleSetId`: the scale set the pool's listener reported holding a session on.
+   */
+  async finish(settings: PoolSettings, reason: string, heldScaleSetId?: number): Promise<void> {
     await getExternalWorkflowHandle(scaleSetListenerId(settings.name))
-      .signal(stopListenerSignal, { deleteScaleSet: true, reason })
+      .signal(stopListenerSignal, { deleteScaleSet: true, reason, ...(heldScaleSetId !== undefined ? { heldScaleSetId } : {}) })
       .catch((err: unknown) => log.info('no scale-set listener to stop', { pool: settings.name, detail: String(err) }));
   }
 }

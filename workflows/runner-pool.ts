@@ -550,7 +550,11 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (waitMs === undefined) await condition(() => dirty || finished());
     else await condition(() => dirty || finished(), waitMs);
   }
-  if (book.settings.mode === 'scaleSet') await scaleSet.finish(book.settings, 'pool deleted');
+  if (book.settings.mode === 'scaleSet') {
+    // (patched: pools that ended before replay sending the stop without it.)
+    const held = patched('stop-names-held-scale-set') ? book.scaleSetRef().scaleSet?.id : undefined;
+    await scaleSet.finish(book.settings, 'pool deleted', held);
+  }
   else if (patched('remove-registrations-on-delete')) await removeLeftRegistrations(book.settings, input.timings);
   // Jobs handed on are not dropped with the pool: the last of them reach their new pool first.
   while (passesJobsOn && (book.queuedJobCount > 0 || passesInFlight > 0)) {

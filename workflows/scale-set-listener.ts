@@ -369,8 +369,10 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     if (notClosed !== undefined) state.lastError = notClosed;
     state.sessionId = undefined;
   }
-  // A scale set this listener never held a session on belongs to another listener: it is not ours to delete.
-  if (stop?.deleteScaleSet && state.scaleSetId !== undefined && state.sessionsOpened > 0) await calls.deleteScaleSet({ target, scaleSetId: state.scaleSetId });
+  // A scale set neither this listener nor, as its pool knows, an earlier one held a session on
+  // belongs to another listener: it is not ours to delete.
+  const ours = state.sessionsOpened > 0 || (stop?.heldScaleSetId !== undefined && stop.heldScaleSetId === state.scaleSetId);
+  if (stop?.deleteScaleSet && state.scaleSetId !== undefined && ours) await calls.deleteScaleSet({ target, scaleSetId: state.scaleSetId });
   status = 'stopped';
   return view();
 }

@@ -89,6 +89,12 @@ export interface ScaleSetView extends ListenerCarried {
 export interface StopListenerArgs {
   /** Delete the scale set after closing the session (the pool is being deleted). */
   deleteScaleSet?: boolean;
+  /**
+   * The scale set a listener of the pool held a session on, as its reports said. Deleted even if
+   * this listener never held one: it was started again after its predecessor ended without closing
+   * its session (terminated by hand), and waits in `conflict` until GitHub lets that session lapse.
+   */
+  heldScaleSetId?: number;
   reason?: string;
 }
 export interface UpdateListenerArgs {

@@ -76,6 +76,8 @@ export interface ChaosReport {
     failedDeliveriesAnswered: number;
     /** Runners that had left, reset by "an operator" to run again. */
     runnerResets: number;
+    /** Scale-set mode: the pool's listener terminated by "an operator" (its pool's look starts it again). */
+    listenerTerminations: number | 'skipped';
   };
   /** Runners the liveness checks asked to leave because their pool did not count them: the reset ones, and no other. */
   uncounted: { asked: string[]; notReset: string[] };
@@ -116,6 +118,8 @@ const TIMINGS = {
   leaveReaskInterval: 5_000,
   // A scale set's job whose offer was lost is found in the statistics and listed at campaign speed.
   scaleSetWaitingJobsInterval: 5_000,
+  // A pool's look at campaign speed: a runner that ended unreported, or a terminated scale-set listener, is found within seconds.
+  poolAuditInterval: 5_000,
 };
 /**
  * Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within
@@ -195,6 +199,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     failedDeliveries: 0,
     failedDeliveriesAnswered: 0,
     runnerResets: 0,
+    listenerTerminations: mode === 'scaleSet' ? 0 : 'skipped',
   };
   // Credentials of the campaign's own: their redelivery schedule is per credentials name, and the suite's server is shared.
   const credentials = uniqueName('chaos-token').toLowerCase();
@@ -210,7 +215,8 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
       simulatedProvider: provider,
       githubTokenCredentials: credentials,
       config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' }, liveness: LIVENESS, redelivery: REDELIVERY },
-      simulator: { jobDurationMs: 500, webhookConcurrency: 8, rateLimit: GITHUB_HOURLY_LIMIT },
+      // A session nobody polls lapses at campaign speed: the terminated listener's blocks its successor for 20 s, not 2 minutes.
+      simulator: { jobDurationMs: 500, webhookConcurrency: 8, rateLimit: GITHUB_HOURLY_LIMIT, sessionIdleTimeoutMs: 20_000 },
     }),
   );
   const jobIds = new Set<number>();
@@ -245,7 +251,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     stack.machines.setFault('delete', { failRate: failureRate, hangRate: 0.05, seed: options.seed + 1, message: 'chaos: delete failed' });
     log(`chaos: ${mode === 'scaleSet' ? 'scale-set pool' : 'pool'} ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
 
-    const driver = new ChaosDriver(stack, taskQueue, random, options, injected, mode);
+    const driver = new ChaosDriver(stack, taskQueue, random, options, injected, mode, name);
     const queueing = (async () => {
       for (let i = 0; i < options.lifecycles && Date.now() < deadline; i++) {
         jobIds.add(stack.sim.queueJob({ repository: 'chaos/app', labels: jobLabels, durationMs: random.int(200, 1_500) }).id);
@@ -395,6 +401,7 @@ class ChaosDriver {
     private readonly options: ChaosOptions,
     private readonly injected: ChaosReport['injected'],
     private readonly mode: ChaosMode,
+    private readonly poolName: string,
   ) {}
 
   /** `progress` is the share of jobs done: the first worker kill comes by a quarter of them at the latest. */
@@ -408,6 +415,8 @@ class ChaosDriver {
       if (this.options.killMachines && this.random.chance(0.03)) this.killMachine();
       // At least one reset, once half the jobs are done and runners have left to reset.
       if (this.resets.size < MAX_RUNNER_RESETS && (this.random.chance(0.02) || (this.resets.size === 0 && progress() >= 0.5))) await this.resetLeftRunner();
+      // Once, while jobs still wait: the scale set has no session until the pool's look starts a listener again.
+      if (this.injected.listenerTerminations === 0 && progress() >= 0.3) await this.terminateListener();
       if (this.restarting) continue;
       if (now >= nextWorkerKill || (this.injected.workerKills === 0 && progress() >= 0.25)) {
         nextWorkerKill = now + this.random.int(10_000, 30_000);
@@ -496,6 +505,18 @@ class ChaosDriver {
     } catch (err) {
       // Temporal restarting, or the runner already reset by another look: another chance later.
       this.options.log(`chaos: reset not made: ${(err as Error).message}`);
+    }
+  }
+
+  /** What `temporal workflow terminate` does to the scale set's listener: it ends without closing its session. */
+  private async terminateListener(): Promise<void> {
+    try {
+      await this.stack.client.workflow.getHandle(scaleSetListenerId(this.poolName)).terminate('chaos: an operator terminated the listener');
+      this.injected.listenerTerminations = 1;
+      this.options.log('chaos: the scale-set listener terminated');
+    } catch (err) {
+      // Temporal restarting, or the listener between runs: another chance later.
+      this.options.log(`chaos: listener not terminated: ${(err as Error).message}`);
     }
   }
 

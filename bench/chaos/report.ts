@@ -22,6 +22,7 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'provider create / delete failures', value: `${injected.providerCreateFaults} / ${injected.providerDeleteFaults}` },
     { figure: 'provider deletes that hung', value: String(injected.providerDeleteHangs) },
     { figure: 'runners reset after they left (each must leave again)', value: String(injected.runnerResets) },
+    ...(report.mode === 'scaleSet' ? [{ figure: 'scale-set listener terminated (its pool starts it again)', value: String(injected.listenerTerminations) }] : []),
     { figure: 'runners asked to leave as not counted by their pool', value: list(report.uncounted.asked) },
     { figure: 'of those, runners not reset (false alarms)', value: list(report.uncounted.notReset), target: '0', met: report.uncounted.notReset.length === 0 },
     { figure: 'pools reset, stuck on a nondeterminism error', value: String(report.poolsReset) },

@@ -21,6 +21,12 @@ async function looksRefused(pool: string): Promise<number> {
   return (history.events ?? []).filter((e) => e.startChildWorkflowExecutionFailedEventAttributes).length;
 }
 
+/** The listener's reports of its scale set in the pool's history. */
+async function demandReports(pool: string): Promise<number> {
+  const history = await stack.client.workflow.getHandle(poolWorkflowId(pool)).fetchHistory();
+  return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'scaleSetDemand').length;
+}
+
 async function listenerStatuses(pool: string): Promise<string[]> {
   const family = (await scrape(`${stack.api.url}/metrics`)).get('runnerflow_scale_set_listener');
   return (family?.samples ?? []).filter((s) => s.labels.pool === pool && s.value === 1).map((s) => s.labels.status!);
@@ -80,5 +86,39 @@ describe("a scale-set pool's listener", () => {
     await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 60_000, 'a job run after the listener came back');
     await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
     await handle.result();
+  });
+
+  it("started again but kept from a session by its predecessor's, still deletes the pool's scale set with the pool", async () => {
+    const pool = scaleSetPool({ maxRunners: 1, scaleSet: { minRunners: 0 } });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const first = await eventually(async () => {
+      const s = await listenerState(stack.client, pool.name);
+      return s?.status === 'listening' && s.scaleSetId !== undefined ? s : undefined;
+    }, 30_000, 'the listener listening');
+    // The listener's report of its session reaches the pool after the listener says it listens.
+    await eventually(async () => ((await demandReports(pool.name)) > 0 ? true : undefined), 20_000, 'the pool told of the scale set');
+    const handle = stack.client.workflow.getHandle(scaleSetListenerId(pool.name));
+    const firstRun = (await handle.describe()).runId;
+    // GitHub keeps answering 409: the terminated listener's session has not lapsed yet.
+    stack.sim.setFault({ kind: 'session-conflict', times: 10_000 });
+    try {
+      await handle.terminate('test: listener gone');
+      const successor = await eventually(async () => {
+        const d = await handle.describe().catch(() => undefined);
+        if (d?.status.name !== 'RUNNING' || d.runId === firstRun) return undefined;
+        const s = await listenerState(stack.client, pool.name);
+        return s?.status === 'conflict' ? s : undefined;
+      }, AUDIT_MS * 3, 'the listener started again, in conflict');
+      expect(successor.sessionsOpened).toBe(0);
+
+      expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+      const stopped = await handle.result();
+      expect(stopped.status).toBe('stopped');
+      expect(stopped.sessionsOpened).toBe(0);
+      // The pool's listener held a session on it, so it is the pool's to delete.
+      expect(stack.sim.scaleSets().some((set) => set.id === first.scaleSetId)).toBe(false);
+    } finally {
+      stack.sim.clearFaults();
+    }
   });
 });
