@@ -6,7 +6,9 @@ import { api, e2ePool, useE2EStack } from './stack';
 const stack = useE2EStack({ jobDurationMs: 100 });
 
 it('a burst of 300 queued jobs never has more than maxRunners alive and drains every job', async () => {
-  const pool = e2ePool('burst', { maxRunners: 20 });
+  // An idle timeout well inside the wait for the drained pool below: a runner made for a job that
+  // another runner took first waits that long for a job of its own before it leaves.
+  const pool = e2ePool('burst', { maxRunners: 20, idleTimeout: 10_000 });
   expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
   const labels = ['self-hosted', 'linux', 'burst'];
   const jobs = Array.from({ length: 300 }, () => stack.sim.queueJob({ repository: 'acme/burst', labels }));
