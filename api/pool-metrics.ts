@@ -1,7 +1,8 @@
 /**
  * What the pool gauges show, read from Temporal: the running pools from
- * visibility, then each pool's state query (and a scale-set pool's listener's). Cached for a few seconds so
- * Prometheus scraping every few seconds costs one round per interval.
+ * visibility, then each pool's state query (and a scale-set pool's listener's).
+ * Cached for a few seconds so Prometheus scraping every few seconds costs one
+ * round per interval.
  */
 import { Client } from '@temporalio/client';
 import { addPoolSnapshotSource, type PoolSnapshot } from '../observability/pool-gauges';
