@@ -16,7 +16,7 @@ import { devServer, temporalAnswers } from '../devstack/temporal-server';
 import { freePort } from '../devstack/free-port';
 import { runChaosCampaign } from './chaos/campaign';
 import { printChaosReport } from './chaos/report';
-import { cleanUpOnInterrupt, exitAfter, intArg, quietTemporal, runBench } from './common';
+import { exitAfter, intArg, quietTemporal, releasedOnInterrupt, runBench } from './common';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const has = (flag: string): boolean => process.argv.slice(2).includes(`--${flag}`);
@@ -43,12 +43,10 @@ runBench('chaos', async () => {
   };
   const address = `127.0.0.1:${port}`;
   devServer('start', port, 'quiet', env);
-  const stopServer = (): void => {
-    forgetServer();
+  const stopServer = releasedOnInterrupt((): void => {
     devServer('stop', port, 'quiet', env);
     rmSync(stateDir, { recursive: true, force: true });
-  };
-  const forgetServer = cleanUpOnInterrupt(stopServer);
+  });
   try {
     const code = await bundleWorkflows({ logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => console.error(m) } });
     const bundlePath = join(stateDir, 'workflow-bundle.js');

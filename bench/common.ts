@@ -76,12 +76,10 @@ export async function temporalServer(log: (m: string) => void): Promise<Temporal
   const env = ownDb ? { ...process.env, TEMPORAL_DB: ownDb } : process.env;
   log(`no Temporal server on ${address}: starting the local dev server${ownDb ? ` on a database of its own (${ownDb})` : ''}`);
   devServer('start', '7233', 'quiet', env);
-  const release = (): void => {
-    forget();
+  const release = releasedOnInterrupt((): void => {
     devServer('stop', '7233', 'quiet', env);
     if (ownDb) for (const suffix of ['', '-wal', '-shm']) rmSync(`${ownDb}${suffix}`, { force: true });
-  };
-  const forget = cleanUpOnInterrupt(release);
+  });
   return { address, release };
 }
 
@@ -102,14 +100,18 @@ export function cleanUpOnInterrupt(cleanup: Cleanup): () => void {
   return () => void cleanups.delete(cleanup);
 }
 
-/** A stack (worker, API, simulator, their scratch directory) stopped if the bench ends early; its own `stop` forgets that. */
-export function stopOnInterrupt<T extends { stop(): Promise<void> }>(stack: T): T {
-  const stop = stack.stop.bind(stack);
-  const forget = cleanUpOnInterrupt(stop);
-  stack.stop = async () => {
+/** `release`, also run if the bench ends early; once the bench calls it itself, only then. */
+export function releasedOnInterrupt<R extends void | Promise<void>>(release: () => R): () => R {
+  const forget = cleanUpOnInterrupt(release);
+  return () => {
     forget();
-    await stop();
+    return release();
   };
+}
+
+/** A stack (worker, API, simulator, their scratch directory) stopped if the bench ends early. */
+export function stopOnInterrupt<T extends { stop(): Promise<void> }>(stack: T): T {
+  stack.stop = releasedOnInterrupt(stack.stop.bind(stack));
   return stack;
 }
 

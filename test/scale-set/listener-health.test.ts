@@ -6,8 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
 import { poolWorkflowId } from '../../workflows/pool-messages';
-import { scaleSetListenerId } from '../../workflows/scale-set-messages';
+import { scaleSetListenerId, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { labelNames, sampleSum, scrape } from '../support/prometheus-text';
+import type { HistoryEvent } from '../support/replay';
 import { eventually } from '../support/temporal';
 import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
 
@@ -15,16 +16,37 @@ import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
 const AUDIT_MS = 12_000;
 const stack = useScaleSetStack(500, { poolAuditInterval: AUDIT_MS });
 
-/** The pool's looks for its listener so far: each one refused while the listener runs. */
-async function looksRefused(pool: string): Promise<number> {
+async function poolEvents(pool: string, match: (e: HistoryEvent) => boolean): Promise<number> {
   const history = await stack.client.workflow.getHandle(poolWorkflowId(pool)).fetchHistory();
-  return (history.events ?? []).filter((e) => e.startChildWorkflowExecutionFailedEventAttributes).length;
+  return (history.events ?? []).filter(match).length;
 }
 
+/** The pool's looks for its listener so far: each one refused while the listener runs. */
+const looksRefused = (pool: string) => poolEvents(pool, (e) => !!e.startChildWorkflowExecutionFailedEventAttributes);
+
 /** The listener's reports of its scale set in the pool's history. */
-async function demandReports(pool: string): Promise<number> {
-  const history = await stack.client.workflow.getHandle(poolWorkflowId(pool)).fetchHistory();
-  return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'scaleSetDemand').length;
+const demandReports = (pool: string) => poolEvents(pool, (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'scaleSetDemand');
+
+/** A new scale-set pool keeping no runners, once its listener holds a session. */
+async function listeningPool(): Promise<{ pool: ReturnType<typeof scaleSetPool>; first: ScaleSetView }> {
+  const pool = scaleSetPool({ maxRunners: 1, scaleSet: { minRunners: 0 } });
+  expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+  const first = await eventually(async () => {
+    const s = await listenerState(stack.client, pool.name);
+    return s?.status === 'listening' && s.sessionId && s.scaleSetId !== undefined ? s : undefined;
+  }, 30_000, 'the listener listening');
+  return { pool, first };
+}
+
+/** The listener's successor, once it runs in place of the run `ended` and reaches `status`. */
+function successor(pool: string, ended: string, status: ScaleSetView['status'], timeoutMs: number): Promise<ScaleSetView> {
+  const handle = stack.client.workflow.getHandle(scaleSetListenerId(pool));
+  return eventually(async () => {
+    const d = await handle.describe().catch(() => undefined);
+    if (d?.status.name !== 'RUNNING' || d.runId === ended) return undefined;
+    const s = await listenerState(stack.client, pool);
+    return s?.status === status ? s : undefined;
+  }, timeoutMs, `the listener started again, ${status}`);
 }
 
 async function listenerStatuses(pool: string): Promise<string[]> {
@@ -58,12 +80,7 @@ describe("a scale-set pool's listener", () => {
 
   it("is shown `absent` once it no longer runs, is started again at the pool's next look, with a new session, and the pool's jobs run again", async () => {
     // No runners kept: the pool has no runner to look for, only its listener.
-    const pool = scaleSetPool({ maxRunners: 1, scaleSet: { minRunners: 0 } });
-    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
-    const first = await eventually(async () => {
-      const s = await listenerState(stack.client, pool.name);
-      return s?.status === 'listening' && s.sessionId ? s : undefined;
-    }, 30_000, 'the listener listening');
+    const { pool, first } = await listeningPool();
     const handle = stack.client.workflow.getHandle(scaleSetListenerId(pool.name));
     const firstRun = (await handle.describe()).runId;
     // Just after a look, so that the next one is a whole interval away.
@@ -73,12 +90,7 @@ describe("a scale-set pool's listener", () => {
     await handle.terminate('test: listener gone');
 
     await eventually(async () => ((await listenerStatuses(pool.name)).join() === 'absent' ? true : undefined), 20_000, 'the metrics showing no listener');
-    const again = await eventually(async () => {
-      const d = await handle.describe().catch(() => undefined);
-      if (d?.status.name !== 'RUNNING' || d.runId === firstRun) return undefined;
-      const s = await listenerState(stack.client, pool.name);
-      return s?.status === 'listening' && s.sessionId ? s : undefined;
-    }, 30_000, 'the listener started again and listening');
+    const again = await successor(pool.name, firstRun, 'listening', 30_000);
     expect(again.sessionId).not.toBe(first.sessionId);
     expect(again.scaleSetId).toBe(first.scaleSetId);
 
@@ -89,12 +101,7 @@ describe("a scale-set pool's listener", () => {
   });
 
   it("started again but kept from a session by its predecessor's, still deletes the pool's scale set with the pool", async () => {
-    const pool = scaleSetPool({ maxRunners: 1, scaleSet: { minRunners: 0 } });
-    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
-    const first = await eventually(async () => {
-      const s = await listenerState(stack.client, pool.name);
-      return s?.status === 'listening' && s.scaleSetId !== undefined ? s : undefined;
-    }, 30_000, 'the listener listening');
+    const { pool, first } = await listeningPool();
     // The listener's report of its session reaches the pool after the listener says it listens.
     await eventually(async () => ((await demandReports(pool.name)) > 0 ? true : undefined), 20_000, 'the pool told of the scale set');
     const handle = stack.client.workflow.getHandle(scaleSetListenerId(pool.name));
@@ -103,13 +110,8 @@ describe("a scale-set pool's listener", () => {
     stack.sim.setFault({ kind: 'session-conflict', times: 10_000 });
     try {
       await handle.terminate('test: listener gone');
-      const successor = await eventually(async () => {
-        const d = await handle.describe().catch(() => undefined);
-        if (d?.status.name !== 'RUNNING' || d.runId === firstRun) return undefined;
-        const s = await listenerState(stack.client, pool.name);
-        return s?.status === 'conflict' ? s : undefined;
-      }, AUDIT_MS * 3, 'the listener started again, in conflict');
-      expect(successor.sessionsOpened).toBe(0);
+      const waiting = await successor(pool.name, firstRun, 'conflict', AUDIT_MS * 3);
+      expect(waiting.sessionsOpened).toBe(0);
 
       expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
       const stopped = await handle.result();

@@ -4,16 +4,17 @@
  * waits. Each clean-up that runs appends its name to the file named by MARKER.
  */
 import { appendFileSync } from 'node:fs';
-import { cleanUpOnInterrupt, exitAfter, runBench, sleep } from '../../../bench/common';
+import { cleanUpOnInterrupt, exitAfter, releasedOnInterrupt, runBench, sleep } from '../../../bench/common';
 
 const marker = process.env.MARKER!;
 
 runBench('interruptible', async () => {
   const giveUpMs = Number(process.env.GIVE_UP_MS ?? 0);
   if (giveUpMs > 0) exitAfter(giveUpMs, 'interruptible');
-  cleanUpOnInterrupt(() => appendFileSync(marker, 'server\n'));
+  // As benches register a dev server and a stack: released by the bench when it ends normally.
+  releasedOnInterrupt(() => appendFileSync(marker, 'server\n'));
   // Asynchronous, as a stack's stop is: the exit waits for it.
-  cleanUpOnInterrupt(async () => {
+  releasedOnInterrupt(async () => {
     await sleep(200);
     appendFileSync(marker, 'stack\n');
   });
