@@ -90,7 +90,7 @@ let exiting = false;
 const CLEANUP_BOUND_MS = 15_000;
 
 /**
- * Registers what must not outlive the bench when it ends early (Ctrl-C, SIGTERM, its time bound):
+ * Registers what must not outlive the bench when it ends early (Ctrl-C, SIGTERM, its time bound, a failure):
  * a dev server it started keeps running detached, and a stack's scratch directory in /dev/shm holds
  * the host's memory until it restarts. A bench that ends normally releases these itself and calls the
  * returned function to forget them. Clean-ups run newest first, so a stack stops before its server.
@@ -248,7 +248,10 @@ export function printTable(title: string, figures: Figure[]): number {
   return missed;
 }
 
-/** Runs a bench's main; exits 0 when it finished (targets met or not), 1 when it broke. */
+/**
+ * Runs a bench's main; exits 0 when it finished (targets met or not), 1 when it broke. A bench that
+ * breaks, in its main or in work nothing awaited, stops what it started as an interrupted one does.
+ */
 export function runBench(name: string, main: () => Promise<void>): void {
   for (const [signal, code] of [
     ['SIGINT', 130],
@@ -257,12 +260,12 @@ export function runBench(name: string, main: () => Promise<void>): void {
     // A second signal while cleaning up means "now": the operator has given up waiting.
     process.on(signal, () => (exiting ? process.exit(code) : void cleanUpAndExit(code, `${name}: ${signal}`)));
   }
+  const failed = (err: unknown): void => {
+    console.error(`${name} failed:`, err);
+    void cleanUpAndExit(1, `${name}: failed`);
+  };
+  process.on('uncaughtException', failed);
+  process.on('unhandledRejection', failed);
   speedBeforeBench = machineSpeed();
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(`${name} failed:`, err);
-      process.exit(1);
-    },
-  );
+  main().then(() => process.exit(0), failed);
 }

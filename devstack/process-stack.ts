@@ -44,6 +44,11 @@ export interface ProcessStack {
   taskQueue: string;
   /** Starts (or restarts) the worker of a slot. */
   startWorker(slot: number): Promise<StackProcess>;
+  /**
+   * Starts the API of a slot again, on the address it listened on: GitHub's webhook and every
+   * machine's callback URL name it.
+   */
+  restartApi(slot: number): Promise<StackProcess>;
   stop(): Promise<void>;
 }
 
@@ -91,6 +96,12 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
     return worker;
   };
   for (let slot = 0; slot < options.workers; slot++) await startWorker(slot);
+  const restartApi = async (slot: number): Promise<StackProcess> => {
+    const { hostname, port } = new URL(apis[slot]!.url!);
+    const api = await spawnStackProcess('api', { ...env(apiConfig), RUNNERFLOW_LISTEN: `${hostname}:${port}` });
+    apis[slot] = api;
+    return api;
+  };
 
   return {
     sim,
@@ -103,6 +114,7 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
     webhookSecret: secrets.RUNNERFLOW_WEBHOOK_SECRET!,
     taskQueue: options.taskQueue,
     startWorker,
+    restartApi,
     async stop() {
       // A profiled process writes its profile only when it exits by itself: ask first, then insist.
       if (process.env.RUNNERFLOW_STACK_NODE_ARGS) {

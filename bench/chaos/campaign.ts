@@ -6,8 +6,10 @@
  * webhooks, answers GitHub calls with 5xx and a secondary rate limit, resets
  * a few runners that have already left as an operator might (each runs again,
  * with a machine its pool has written off), and (optionally) kills machines
- * under their runners. Then it lets the system settle, deletes the pool and
- * measures what is left.
+ * under their runners. The API process is SIGKILLed and started again too:
+ * deliveries and callbacks in flight fail, and what it held in memory (recent
+ * delivery ids, batches not yet signalled, held idle reports) is gone. Then it
+ * lets the system settle, deletes the pool and measures what is left.
  *
  * In scale-set mode the pool is a runner scale set: jobs reach it through the
  * Actions service's message queue, not webhooks, so the GitHub faults are the
@@ -20,6 +22,7 @@ import { randomUUID } from 'node:crypto';
 import proto from '@temporalio/proto';
 import { measureOutcome, type RunOutcome } from '../../devstack/outcome';
 import { processStackRequest, startProcessStack, type ProcessStack } from '../../devstack/process-stack';
+import type { StackProcess } from '../../devstack/processes/spawn';
 import type { SimFault } from '../../github/simulator/faults';
 import type { SentDelivery } from '../../github/simulator/webhook-sender';
 import type { LivenessReport } from '../../activities/liveness-activities';
@@ -62,6 +65,8 @@ export interface ChaosReport {
   elapsedMs: number;
   injected: {
     workerKills: number;
+    /** The API process SIGKILLed and started again on its address. */
+    apiKills: number;
     temporalRestarts: number | 'skipped';
     machineKills: number;
     githubFaults: Partial<Record<SimFault['kind'], number>>;
@@ -188,6 +193,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
   const failureRate = options.providerFailureRate ?? 0.3;
   const injected: ChaosReport['injected'] = {
     workerKills: 0,
+    apiKills: 0,
     temporalRestarts: options.restartTemporal ? 0 : 'skipped',
     machineKills: 0,
     githubFaults: {},
@@ -262,11 +268,11 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     // Chaos while jobs are queued and until most have run; the last ones run in calm weather.
     // At least one worker kill lands while jobs are in flight, however fast the machine runs them.
     const progress = () => completedJobs(stack, jobIds) / options.lifecycles;
-    await driver.run(() => Date.now() > deadline || (jobIds.size >= options.lifecycles && progress() >= 0.9 && injected.workerKills > 0), progress);
+    await driver.run(() => Date.now() > deadline || (jobIds.size >= options.lifecycles && progress() >= 0.9 && injected.workerKills > 0 && injected.apiKills > 0), progress);
     await queueing;
     stack.sim.clearFaults();
     stack.machines.clearFaults();
-    await driver.ensureWorker();
+    await driver.ensureRunning();
     log(`chaos: faults stopped after ${Math.round((Date.now() - started) / 1000)} s; ${completedJobs(stack, jobIds)}/${jobIds.size} jobs done`);
 
     const since = () => `${Math.round((Date.now() - started) / 1000)} s`;
@@ -381,6 +387,21 @@ async function describeOpen(stack: ProcessStack, workflowId: string): Promise<st
   }
 }
 
+const ended = (p: StackProcess): boolean => p.child.exitCode !== null || p.child.signalCode !== null;
+
+/** A process that fails to start (Temporal away, its port not yet free) is tried again a few times. */
+async function startedWithinAttempts(start: () => Promise<unknown>, attempts = 5): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      return;
+    } catch (err) {
+      if (attempt >= attempts) throw err;
+      await sleep(1_000);
+    }
+  }
+}
+
 function completedJobs(stack: ProcessStack, ids: ReadonlySet<number>): number {
   return stack.sim.jobs().filter((j) => ids.has(j.id) && j.status === 'completed').length;
 }
@@ -404,9 +425,13 @@ class ChaosDriver {
     private readonly poolName: string,
   ) {}
 
-  /** `progress` is the share of jobs done: the first worker kill comes by a quarter of them at the latest. */
+  /**
+   * `progress` is the share of jobs done: the first worker kill comes by a quarter of them at the
+   * latest, the first API kill by 40 %.
+   */
   async run(stop: () => boolean, progress: () => number): Promise<void> {
     let nextWorkerKill = Date.now() + this.random.int(3_000, 10_000);
+    let nextApiKill = Date.now() + this.random.int(8_000, 20_000);
     const temporalRestartAt = Date.now() + this.random.int(15_000, 30_000);
     while (!stop()) {
       await sleep(250);
@@ -420,23 +445,39 @@ class ChaosDriver {
       if (this.restarting) continue;
       if (now >= nextWorkerKill || (this.injected.workerKills === 0 && progress() >= 0.25)) {
         nextWorkerKill = now + this.random.int(10_000, 30_000);
-        this.restarting = this.killWorker().finally(() => (this.restarting = undefined));
+        this.inBackground(() => this.killWorker());
+      } else if (now >= nextApiKill || (this.injected.apiKills === 0 && progress() >= 0.4)) {
+        nextApiKill = now + this.random.int(15_000, 40_000);
+        this.inBackground(() => this.killApi());
       } else if (this.options.restartTemporal && !this.temporalRestarted && now >= temporalRestartAt) {
         this.temporalRestarted = true;
-        this.restarting = this.restartTemporal().finally(() => (this.restarting = undefined));
-      } else if (this.stack.workers[0]!.child.exitCode !== null || this.stack.workers[0]!.child.signalCode !== null) {
-        // A worker that died on its own (e.g. while Temporal was away) is restarted like a killed one.
-        this.restarting = this.startWorker().finally(() => (this.restarting = undefined));
+        this.inBackground(() => this.restartTemporal());
+      } else if (ended(this.stack.workers[0]!)) {
+        // A worker that died on its own (e.g. while Temporal was away), or did not start again, is started like a killed one.
+        this.inBackground(() => this.startWorker());
+      } else if (ended(this.stack.apis[0]!)) {
+        this.inBackground(() => this.startApi());
       }
     }
     await this.restarting;
   }
 
-  /** Makes sure a worker runs (after the last kill). */
-  async ensureWorker(): Promise<void> {
+  /** Makes sure a worker and the API run (after the last kills). */
+  async ensureRunning(): Promise<void> {
     await this.restarting;
-    const worker = this.stack.workers[0]!;
-    if (worker.child.exitCode !== null || worker.child.signalCode !== null) await this.startWorker();
+    if (ended(this.stack.workers[0]!)) await this.startWorker();
+    if (ended(this.stack.apis[0]!)) await this.startApi();
+  }
+
+  /**
+   * One kill or restart at a time. One that fails is logged, not thrown: the process it left
+   * stopped is started at the driver's next turn, and an unobserved failure would end the campaign
+   * without stopping what it started.
+   */
+  private inBackground(task: () => Promise<void>): void {
+    this.restarting = task()
+      .catch((err: unknown) => this.options.log(`chaos: ${(err as Error).message}`))
+      .finally(() => (this.restarting = undefined));
   }
 
   private injectGitHubFault(): void {
@@ -453,16 +494,20 @@ class ChaosDriver {
     await this.startWorker();
   }
 
-  private async startWorker(): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.stack.startWorker(0);
-        return;
-      } catch (err) {
-        if (attempt >= 5) throw err;
-        await sleep(1_000);
-      }
-    }
+  private async killApi(): Promise<void> {
+    await this.stack.apis[0]!.kill('SIGKILL');
+    this.injected.apiKills += 1;
+    this.options.log(`chaos: API SIGKILLed (${this.injected.apiKills})`);
+    await sleep(this.random.int(500, 3_000));
+    await this.startApi();
+  }
+
+  private startWorker(): Promise<void> {
+    return startedWithinAttempts(() => this.stack.startWorker(0));
+  }
+
+  private startApi(): Promise<void> {
+    return startedWithinAttempts(() => this.stack.restartApi(0));
   }
 
   private async restartTemporal(): Promise<void> {

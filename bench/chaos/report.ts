@@ -16,6 +16,7 @@ export function printChaosReport(report: ChaosReport): number {
     ...(report.mode === 'scaleSet' ? [{ figure: 'scale sets left at GitHub after the pool was deleted', value: String(report.scaleSetsLeft), target: '0', met: report.scaleSetsLeft === 0 }] : []),
     { figure: 'worst queue-to-start time', value: ms(outcome.worstQueueToStartMs) },
     { figure: 'worker SIGKILLs', value: String(injected.workerKills) },
+    { figure: 'API SIGKILLs', value: String(injected.apiKills) },
     { figure: 'Temporal server restarts', value: String(injected.temporalRestarts) },
     { figure: 'machines killed', value: String(injected.machineKills) },
     { figure: 'GitHub faults injected', value: Object.entries(injected.githubFaults).map(([k, n]) => `${k} ${n}`).join(', ') || '0' },

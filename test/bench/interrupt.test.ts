@@ -8,10 +8,10 @@ const dir = mkdtempSync(join(tmpdir(), 'runnerflow-interrupt-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the fixture until it is ready, then sends `signal` (if any); resolves with its exit and what its clean-ups wrote. */
-function runFixture(name: string, options: { signal?: NodeJS.Signals; giveUpMs?: number }): Promise<{ code: number | null; cleaned: string[]; stderr: string }> {
+function runFixture(name: string, options: { signal?: NodeJS.Signals; giveUpMs?: number; failUnawaited?: boolean }): Promise<{ code: number | null; cleaned: string[]; stderr: string }> {
   const marker = join(dir, `${name}.log`);
   const child = spawn(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, 'support/interruptible-bench.ts')], {
-    env: { ...process.env, MARKER: marker, GIVE_UP_MS: String(options.giveUpMs ?? 0) },
+    env: { ...process.env, MARKER: marker, GIVE_UP_MS: String(options.giveUpMs ?? 0), ...(options.failUnawaited ? { FAIL_UNAWAITED: '1' } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -51,5 +51,13 @@ describe('a bench ended early', () => {
     expect(run.code).toBe(1);
     expect(run.cleaned).toEqual(['stack', 'server']);
     expect(run.stderr).toContain('interruptible: gave up after 2 s');
+  });
+
+  it('does the same when work nothing awaited fails, exiting 1', async () => {
+    const run = await runFixture('unawaited', { failUnawaited: true });
+    expect(run.code).toBe(1);
+    expect(run.cleaned).toEqual(['stack', 'server']);
+    expect(run.stderr).toContain('a restart failed');
+    expect(run.stderr).toContain('interruptible: failed: stopping what the bench started');
   });
 });

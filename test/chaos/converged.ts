@@ -19,6 +19,7 @@ export async function shortCampaign(options: Pick<ChaosOptions, 'lifecycles' | '
 export function expectConverged(report: ChaosReport, context: string, lifecycles: number): void {
   expect(report.injected.temporalRestarts, context).toBe('skipped');
   expect(report.injected.workerKills, context).toBeGreaterThan(0);
+  expect(report.injected.apiKills, context).toBeGreaterThan(0);
   expect(report.injected.providerCreateFaults + report.injected.providerDeleteFaults, context).toBeGreaterThan(0);
   expect(report.outcome.jobs, context).toBe(lifecycles);
   expect(report.outcome.jobsNotRun, context).toEqual([]);

@@ -1,7 +1,7 @@
 /**
  * A bench-shaped script for the interrupt tests: it registers two clean-ups the way a bench
  * does (one it forgets again, as a bench that already released something), says `ready`, and
- * waits. Each clean-up that runs appends its name to the file named by MARKER.
+ * waits (or, with FAIL_UNAWAITED, fails in work nothing awaits). Each clean-up that runs appends its name to the file named by MARKER.
  */
 import { appendFileSync } from 'node:fs';
 import { cleanUpOnInterrupt, exitAfter, releasedOnInterrupt, runBench, sleep } from '../../../bench/common';
@@ -21,5 +21,7 @@ runBench('interruptible', async () => {
   const forget = cleanUpOnInterrupt(() => appendFileSync(marker, 'released\n'));
   forget();
   console.log('ready');
+  // Work nothing awaits, failing: as a restart a campaign started and did not wait for.
+  if (process.env.FAIL_UNAWAITED) void Promise.reject(new Error('a restart failed'));
   await sleep(60_000);
 });
