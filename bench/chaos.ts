@@ -60,8 +60,9 @@ runBench('chaos', async () => {
       workflowBundlePath: bundlePath,
       timeLimitMs: minutes * 60_000,
       log,
-      async restartTemporal() {
+      async restartTemporal(downMs) {
         devServer('stop', port, 'quiet', env);
+        await new Promise((resolve) => setTimeout(resolve, downMs));
         devServer('start', port, 'quiet', env);
         if (!(await temporalAnswers(address))) throw new Error('Temporal did not come back after the restart');
       },

@@ -42,8 +42,8 @@ export interface ChaosOptions {
   mode?: ChaosMode;
   lifecycles: number;
   seed: number;
-  /** Stops and starts the Temporal server on the same database; without it the restart step is skipped. */
-  restartTemporal?: () => Promise<void>;
+  /** Stops the Temporal server, waits `downMs`, and starts it on the same database; without it the restart step is skipped. */
+  restartTemporal?: (downMs: number) => Promise<void>;
   /** Kill machines under idle and busy runners (needs the instances' liveness checks to converge). */
   killMachines: boolean;
   /** Provider create and delete failure rate (0.3 by default). */
@@ -68,6 +68,8 @@ export interface ChaosReport {
     /** The API process SIGKILLed and started again on its address. */
     apiKills: number;
     temporalRestarts: number | 'skipped';
+    /** How long the server stayed down in its restart. */
+    temporalDownMs?: number;
     machineKills: number;
     githubFaults: Partial<Record<SimFault['kind'], number>>;
     providerCreateFaults: number;
@@ -510,10 +512,16 @@ class ChaosDriver {
     return startedWithinAttempts(() => this.stack.restartApi(0));
   }
 
+  /**
+   * Down for 2 – 30 s, as an upgrade or a database failover can be: often longer than a machine
+   * retries its status callback (10 s), so some runners' news must be found another way.
+   */
   private async restartTemporal(): Promise<void> {
-    this.options.log('chaos: restarting the Temporal server');
-    await this.options.restartTemporal!();
+    const downMs = this.random.int(2_000, 30_000);
+    this.options.log(`chaos: stopping the Temporal server for ${Math.round(downMs / 1000)} s`);
+    await this.options.restartTemporal!(downMs);
     this.injected.temporalRestarts = 1;
+    this.injected.temporalDownMs = downMs;
     // Deliveries that failed while the server was down are left to runnerflow's redelivery schedule.
     this.options.log('chaos: Temporal server back');
   }

@@ -17,7 +17,7 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'worst queue-to-start time', value: ms(outcome.worstQueueToStartMs) },
     { figure: 'worker SIGKILLs', value: String(injected.workerKills) },
     { figure: 'API SIGKILLs', value: String(injected.apiKills) },
-    { figure: 'Temporal server restarts', value: String(injected.temporalRestarts) },
+    { figure: 'Temporal server restarts', value: `${injected.temporalRestarts}${injected.temporalDownMs !== undefined ? ` (down ${ms(injected.temporalDownMs)})` : ''}` },
     { figure: 'machines killed', value: String(injected.machineKills) },
     { figure: 'GitHub faults injected', value: Object.entries(injected.githubFaults).map(([k, n]) => `${k} ${n}`).join(', ') || '0' },
     { figure: 'provider create / delete failures', value: `${injected.providerCreateFaults} / ${injected.providerDeleteFaults}` },
