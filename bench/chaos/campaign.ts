@@ -2,7 +2,8 @@
  * The chaos campaign: ephemeral job lifecycles on simulated machines while a
  * seeded driver breaks things: SIGKILLs and restarts the worker process,
  * restarts the Temporal server once (when the caller can), makes provider
- * creates and deletes fail (and some deletes hang), loses and duplicates
+ * creates and deletes fail (and some deletes hang; in some spells a failure
+ * comes after the machine was made or deleted, its answer lost), loses and duplicates
  * webhooks, answers GitHub calls with 5xx and a secondary rate limit, resets
  * a few runners that have already left as an operator might (each runs again,
  * with a machine its pool has written off), and (optionally) kills machines
@@ -74,6 +75,8 @@ export interface ChaosReport {
     githubFaults: Partial<Record<SimFault['kind'], number>>;
     providerCreateFaults: number;
     providerDeleteFaults: number;
+    /** Of those, failures that came after the create or delete took effect: the provider did it and said it failed. */
+    providerAnswersLost: number;
     providerDeleteHangs: number;
     webhooksLost: number;
     webhooksDuplicated: number;
@@ -97,6 +100,7 @@ export interface ChaosReport {
 }
 
 const LABEL = 'chaos';
+const DEFAULT_PROVIDER_FAILURE_RATE = 0.3;
 /**
  * The simulated installation's primary limit: GitHub Enterprise Cloud's 15,000 calls an hour.
  * The campaign sweeps every 5 s and checks liveness at GitHub every 3 s, so the 1,000
@@ -192,7 +196,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
   const log = options.log;
   const taskQueue = uniqueName('chaos-tq');
   const provider = uniqueName('chaos-machines');
-  const failureRate = options.providerFailureRate ?? 0.3;
+  const failureRate = options.providerFailureRate ?? DEFAULT_PROVIDER_FAILURE_RATE;
   const injected: ChaosReport['injected'] = {
     workerKills: 0,
     apiKills: 0,
@@ -201,6 +205,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     githubFaults: {},
     providerCreateFaults: 0,
     providerDeleteFaults: 0,
+    providerAnswersLost: 0,
     providerDeleteHangs: 0,
     webhooksLost: 0,
     webhooksDuplicated: 0,
@@ -255,8 +260,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
       }, Math.max(0, Math.min(60_000, deadline - Date.now())), 200);
       if (!listening) throw new Error('the chaos scale set listener never listened');
     }
-    stack.machines.setFault('create', { failRate: failureRate, seed: options.seed, message: 'chaos: create failed' });
-    stack.machines.setFault('delete', { failRate: failureRate, hangRate: 0.05, seed: options.seed + 1, message: 'chaos: delete failed' });
+    setProviderFaults(stack, options.seed, failureRate, false);
     log(`chaos: ${mode === 'scaleSet' ? 'scale-set pool' : 'pool'} ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
 
     const driver = new ChaosDriver(stack, taskQueue, random, options, injected, mode, name);
@@ -308,6 +312,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const calls = stack.machines.calls();
     injected.providerCreateFaults = calls.filter((c) => c.op === 'create' && c.outcome === 'fault').length;
     injected.providerDeleteFaults = calls.filter((c) => c.op === 'delete' && c.outcome === 'fault').length;
+    injected.providerAnswersLost = calls.filter((c) => c.outcome === 'fault' && c.message?.endsWith(ANSWER_LOST)).length;
     injected.providerDeleteHangs = calls.filter((c) => c.op === 'delete' && c.outcome === 'timeout').length;
     const simStats = stack.sim.stats();
     injected.webhooksLost = simStats.webhooks.lost;
@@ -391,6 +396,20 @@ async function describeOpen(stack: ProcessStack, workflowId: string): Promise<st
 
 const ended = (p: StackProcess): boolean => p.child.exitCode !== null || p.child.signalCode !== null;
 
+const ANSWER_LOST = 'its answer lost';
+
+/**
+ * The provider's failures, seeded per attempt. `lying`: each one comes after the create or delete
+ * took effect, as a cloud's does when it made the machine and the answer timed out on the way back.
+ * A retried create must then find that machine rather than make a second, and a retried delete must
+ * take a machine already gone as deleted.
+ */
+function setProviderFaults(stack: ProcessStack, seed: number, failRate: number, lying: boolean): void {
+  const message = (op: string) => (lying ? `chaos: ${op} done, ${ANSWER_LOST}` : `chaos: ${op} failed`);
+  stack.machines.setFault('create', { failRate, seed, afterWork: lying, message: message('create') });
+  stack.machines.setFault('delete', { failRate, hangRate: 0.05, seed: seed + 1, afterWork: lying, message: message('delete') });
+}
+
 /** A process that fails to start (Temporal away, its port not yet free) is tried again a few times. */
 async function startedWithinAttempts(start: () => Promise<unknown>, attempts = 5): Promise<void> {
   for (let attempt = 1; ; attempt++) {
@@ -412,6 +431,8 @@ function completedJobs(stack: ProcessStack, ids: ReadonlySet<number>): number {
 class ChaosDriver {
   private restarting?: Promise<void>;
   private temporalRestarted = false;
+  private providerLying = false;
+  private providerLied = false;
   /** Machines removed behind the provider's back: a create retried after that rightly makes a new one. */
   readonly vanished = new Set<string>();
   /** Runners reset after they left: each rightly makes its machine again. */
@@ -440,6 +461,13 @@ class ChaosDriver {
       const now = Date.now();
       if (this.random.chance(0.05)) this.injectGitHubFault();
       if (this.options.killMachines && this.random.chance(0.03)) this.killMachine();
+      // Spells of a provider whose failures come after the work, turned on or off every ~12 s on
+      // average, the first by a fifth of the jobs at the latest.
+      if (this.random.chance(0.02) || (!this.providerLied && progress() >= 0.2)) {
+        this.providerLying = !this.providerLying;
+        this.providerLied = true;
+        setProviderFaults(this.stack, this.options.seed, this.options.providerFailureRate ?? DEFAULT_PROVIDER_FAILURE_RATE, this.providerLying);
+      }
       // At least one reset, once half the jobs are done and runners have left to reset.
       if (this.resets.size < MAX_RUNNER_RESETS && (this.random.chance(0.02) || (this.resets.size === 0 && progress() >= 0.5))) await this.resetLeftRunner();
       // Once, while jobs still wait: the scale set has no session until the pool's look starts a listener again.

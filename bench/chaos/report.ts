@@ -21,6 +21,7 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'machines killed', value: String(injected.machineKills) },
     { figure: 'GitHub faults injected', value: Object.entries(injected.githubFaults).map(([k, n]) => `${k} ${n}`).join(', ') || '0' },
     { figure: 'provider create / delete failures', value: `${injected.providerCreateFaults} / ${injected.providerDeleteFaults}` },
+    { figure: 'of those, done and then answered as failed', value: String(injected.providerAnswersLost) },
     { figure: 'provider deletes that hung', value: String(injected.providerDeleteHangs) },
     { figure: 'runners reset after they left (each must leave again)', value: String(injected.runnerResets) },
     ...(report.mode === 'scaleSet' ? [{ figure: 'scale-set listener terminated (its pool starts it again)', value: String(injected.listenerTerminations) }] : []),
