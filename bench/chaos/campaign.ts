@@ -80,6 +80,8 @@ export interface ChaosReport {
     providerDeleteHangs: number;
     webhooksLost: number;
     webhooksDuplicated: number;
+    /** Deliveries held back so that their job's later events overtook them. */
+    webhooksDelayed: number;
     /** Webhook deliveries that failed (the API could not hand them to Temporal while it restarted, say). */
     failedDeliveries: number;
     /** Of those, answered later: runnerflow asked GitHub for them again. */
@@ -163,7 +165,7 @@ function githubFault(random: SeededRandom, mode: ChaosMode): SimFault {
   const kind =
     mode === 'scaleSet'
       ? random.pick(['server-error', 'secondary-rate-limit', ...ACTIONS_SERVICE_FAULTS] as const)
-      : random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks'] as const);
+      : random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks', 'delay-webhooks'] as const);
   switch (kind) {
     case 'server-error':
       return { kind, status: random.pick([500, 502, 503] as const), operation: '*', times: random.int(1, 4) };
@@ -176,6 +178,9 @@ function githubFault(random: SeededRandom, mode: ChaosMode): SimFault {
     case 'unreachable-webhooks':
       // The API out of reach for a few deliveries: GitHub keeps them failed until runnerflow asks for them again.
       return { kind, times: random.int(1, 4) };
+    case 'delay-webhooks':
+      // Overtaken by the job's later events: a `queued` after its job started, an `in_progress` after it completed.
+      return { kind, action: random.pick(['queued', 'in_progress', 'completed'] as const), ms: random.int(500, 5_000), times: random.int(1, 3) };
     case 'expire-token':
       return { kind, operation: '*', times: random.int(1, 2) };
     case 'session-conflict':
@@ -209,6 +214,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     providerDeleteHangs: 0,
     webhooksLost: 0,
     webhooksDuplicated: 0,
+    webhooksDelayed: 0,
     failedDeliveries: 0,
     failedDeliveriesAnswered: 0,
     runnerResets: 0,
@@ -317,6 +323,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const simStats = stack.sim.stats();
     injected.webhooksLost = simStats.webhooks.lost;
     injected.webhooksDuplicated = simStats.webhooks.duplicated;
+    injected.webhooksDelayed = simStats.webhooks.delayed;
     Object.assign(injected, failedDeliveries(stack.sim.deliveries()));
     const github = { apiCalls: simStats.totalApiCalls, hourlyLimit: GITHUB_HOURLY_LIMIT, callsDuringPrimaryRateLimit: simStats.callsDuringPrimaryRateLimit, byOperation: { ...simStats.callsByOperation } };
     const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });

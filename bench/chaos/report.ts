@@ -29,7 +29,7 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'of those, runners not reset (false alarms)', value: list(report.uncounted.notReset), target: '0', met: report.uncounted.notReset.length === 0 },
     { figure: 'pools reset, stuck on a nondeterminism error', value: String(report.poolsReset) },
     { figure: 'runner workflows ended, stuck on a nondeterminism error', value: String(report.stuckRunnersEnded) },
-    { figure: 'webhooks lost / duplicated', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated}` },
+    { figure: 'webhooks lost / duplicated / overtaken by their job\'s later events', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated} / ${injected.webhooksDelayed}` },
     {
       figure: 'failed webhook deliveries answered later (runnerflow asked again)',
       value: `${injected.failedDeliveriesAnswered}/${injected.failedDeliveries}`,

@@ -36,6 +36,7 @@ const faultSchema = z
     messageType: z.string().min(1).optional(),
   })
   .refine((f) => f.kind !== 'latency' || f.ms !== undefined, { message: 'latency needs ms', path: ['ms'] })
+  .refine((f) => f.kind !== 'delay-webhooks' || f.ms !== undefined, { message: 'delay-webhooks needs ms', path: ['ms'] })
   .refine((f) => f.kind !== 'primary-rate-limit' || f.resetInMs !== undefined, { message: 'primary-rate-limit needs resetInMs', path: ['resetInMs'] });
 const webhookSchema = z.object({ url: z.string().url().optional(), urls: z.array(z.string().url()).optional(), secret: z.string().optional() });
 

@@ -24,6 +24,11 @@ export type SimFault = Lifetime &
     | ({ kind: 'duplicate-webhooks'; times?: number } & WebhookFilter)
     /** The receiver cannot be reached (an outage, a partition): the attempt is recorded as failed, and can be redelivered. */
     | ({ kind: 'unreachable-webhooks'; times?: number } & WebhookFilter)
+    /**
+     * The delivery goes out `ms` late, and the same job's later events go ahead of it: GitHub
+     * promises no order between deliveries.
+     */
+    | ({ kind: 'delay-webhooks'; ms: number; times?: number } & WebhookFilter)
     /** Actions service: session creation answers 409 as if another listener held the scale set. */
     | { kind: 'session-conflict'; times?: number }
     /** Actions service: the presented admin or queue token is refused with 401 (it expired). */
@@ -49,6 +54,7 @@ export const FAULT_KINDS: readonly SimFault['kind'][] = [
   'lose-webhooks',
   'duplicate-webhooks',
   'unreachable-webhooks',
+  'delay-webhooks',
   'session-conflict',
   'expire-token',
   'lose-session',
@@ -101,11 +107,20 @@ export class FaultPlan {
   }
 
   forWebhook(kind: 'lose-webhooks' | 'duplicate-webhooks' | 'unreachable-webhooks', action: string): boolean {
+    return this.takeWebhookFault(kind, action) !== undefined;
+  }
+
+  /** How late a delivery of `action` goes out, when a `delay-webhooks` fault takes it. */
+  webhookDelay(action: string): number | undefined {
+    const fault = this.takeWebhookFault('delay-webhooks', action);
+    return fault?.kind === 'delay-webhooks' ? fault.ms : undefined;
+  }
+
+  private takeWebhookFault(kind: 'lose-webhooks' | 'duplicate-webhooks' | 'unreachable-webhooks' | 'delay-webhooks', action: string): ActiveFault | undefined {
     this.expire();
     const fault = this.faults.find((f) => f.kind === kind && (!('action' in f) || !f.action || f.action === action));
-    if (!fault) return false;
-    fault.remaining -= 1;
-    return true;
+    if (fault) fault.remaining -= 1;
+    return fault;
   }
 
   private expire(): void {

@@ -2,8 +2,9 @@
  * Delivers signed webhooks the way GitHub does: one POST per delivery with a
  * fresh GUID, `X-GitHub-Event`, `X-Hub-Signature-256` (and the legacy SHA-1
  * header), no automatic redelivery. Events of one job go out in the order they
- * happened (queued before in_progress before completed); different jobs'
- * events go out concurrently, up to `concurrency` at a time, as GitHub's do.
+ * happened (queued before in_progress before completed), unless a
+ * `delay-webhooks` fault holds one back; different jobs' events go out
+ * concurrently, up to `concurrency` at a time, as GitHub's do.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import type { FaultPlan } from './faults';
@@ -21,6 +22,8 @@ export interface WebhookStats {
   failed: number;
   lost: number;
   duplicated: number;
+  /** Held back by a `delay-webhooks` fault, so that their job's later events went first. */
+  delayed: number;
 }
 
 export interface SentDelivery {
@@ -68,7 +71,7 @@ export function signWebhookBody(secret: string, body: string): { sha256: string;
 }
 
 export class WebhookSender {
-  readonly stats: WebhookStats = { sent: 0, delivered: 0, failed: 0, lost: 0, duplicated: 0 };
+  readonly stats: WebhookStats = { sent: 0, delivered: 0, failed: 0, lost: 0, duplicated: 0, delayed: 0 };
   readonly log: SentDelivery[] = [];
   private chain: Promise<void> = Promise.resolve();
   private readonly perKey = new Map<string, Promise<void>>();
@@ -103,6 +106,17 @@ export class WebhookSender {
     const copies = this.faults.forWebhook('duplicate-webhooks', action) ? 2 : 1;
     if (copies === 2) this.stats.duplicated += 1;
     const unreachable = this.faults.forWebhook('unreachable-webhooks', action);
+    const delayMs = this.faults.webhookDelay(action);
+    if (delayMs !== undefined) {
+      this.stats.delayed += 1;
+      // Outside the job's order: the job's later events go out meanwhile and overtake it.
+      const late = new Promise<void>((resolve) => setTimeout(resolve, delayMs));
+      for (let i = 0; i < copies; i++) {
+        const next = late.then(() => this.withSlot(() => this.deliver(id, event, action, body, false, unreachable && i === 0)));
+        this.chain = Promise.all([this.chain, next]).then(() => undefined);
+      }
+      return;
+    }
     const job = payload.workflow_job as { id?: unknown } | undefined;
     const key = job?.id !== undefined ? `job:${String(job.id)}` : 'other';
     for (let i = 0; i < copies; i++) {

@@ -7,21 +7,26 @@ import { startGitHubSimulator, type GitHubSimulator } from '../../github/simulat
 interface Receiver {
   url: string;
   deliveries: string[];
+  /** Each delivery's `action`, in the order they arrived. */
+  actions: string[];
   server: Server;
 }
 
-/** Answers `failFirst` deliveries with 503, then 200; records each delivery GUID. */
+/** Answers `failFirst` deliveries with 503, then 200; records each delivery GUID and action. */
 async function receiver(failFirst = 0): Promise<Receiver> {
   const deliveries: string[] = [];
+  const actions: string[] = [];
   const server = createServer((req, res) => {
-    req.resume();
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
       deliveries.push(String(req.headers['x-github-delivery']));
+      actions.push((JSON.parse(body) as { action: string }).action);
       res.writeHead(deliveries.length <= failFirst ? 503 : 200).end();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, deliveries, server };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, deliveries, actions, server };
 }
 
 let sim: GitHubSimulator | undefined;
@@ -89,4 +94,26 @@ it("lists a repository's and an organisation's webhook with only their own deliv
   await sim.webhooksIdle();
   expect(hook.deliveries).toContain(ofRepo[0]!.guid);
   expect((await deliveries('/repos/octo-org/app')).map((d) => d.status_code)).toEqual([200, 0]);
+});
+
+it("sends a delayed delivery late, after the same job's later events, and answers a delay without ms with a 400", async () => {
+  const hook = await receiver();
+  receivers.push(hook);
+  sim = await startGitHubSimulator({ onError: () => undefined, webhookUrl: hook.url });
+  const control = (body: unknown) => fetch(`${sim!.controlUrl}/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  const refused = await control({ kind: 'delay-webhooks', action: 'queued' });
+  expect(refused.status).toBe(400);
+  expect(JSON.stringify(await refused.json())).toContain('ms: delay-webhooks needs ms');
+
+  expect((await control({ kind: 'delay-webhooks', action: 'queued', ms: 300, times: 1 })).status).toBe(201);
+  const delayed = sim.queueJob({ repository: 'octo-org/app', labels: ['nobody-has-this'] });
+  expect(sim.cancelJob(delayed.id)).toBe(true);
+  // The next job's events keep their order: the fault took one delivery.
+  const next = sim.queueJob({ repository: 'octo-org/app', labels: ['nobody-has-this'] });
+  await sim.webhooksIdle();
+  expect(sim.cancelJob(next.id)).toBe(true);
+  await sim.webhooksIdle();
+  expect(hook.actions).toEqual(['completed', 'queued', 'queued', 'completed']);
+  expect(sim.stats().webhooks.delayed).toBe(1);
 });
