@@ -16,7 +16,7 @@ import { devServer, temporalAnswers } from '../devstack/temporal-server';
 import { freePort } from '../devstack/free-port';
 import { runChaosCampaign } from './chaos/campaign';
 import { printChaosReport } from './chaos/report';
-import { exitAfter, intArg, quietTemporal, releasedOnInterrupt, runBench } from './common';
+import { exitAfter, intArg, quietTemporal, releasedOnInterrupt, runBench, until } from './common';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const has = (flag: string): boolean => process.argv.slice(2).includes(`--${flag}`);
@@ -64,7 +64,8 @@ runBench('chaos', async () => {
         devServer('stop', port, 'quiet', env);
         await new Promise((resolve) => setTimeout(resolve, downMs));
         devServer('start', port, 'quiet', env);
-        if (!(await temporalAnswers(address))) throw new Error('Temporal did not come back after the restart');
+        // A server just started on a busy machine may take a few seconds to answer.
+        if (!(await until(async () => ((await temporalAnswers(address)) ? true : undefined), 30_000, 500))) throw new Error('Temporal did not come back after the restart');
       },
     });
     printChaosReport(report);

@@ -164,13 +164,17 @@ const FAULT_LIFETIME_MS = 30_000;
 function githubFault(random: SeededRandom, mode: ChaosMode): SimFault {
   const kind =
     mode === 'scaleSet'
-      ? random.pick(['server-error', 'secondary-rate-limit', ...ACTIONS_SERVICE_FAULTS] as const)
-      : random.pick(['server-error', 'secondary-rate-limit', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks', 'delay-webhooks'] as const);
+      ? random.pick(['server-error', 'secondary-rate-limit', 'latency', ...ACTIONS_SERVICE_FAULTS] as const)
+      : random.pick(['server-error', 'secondary-rate-limit', 'latency', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks', 'delay-webhooks'] as const);
   switch (kind) {
     case 'server-error':
       return { kind, status: random.pick([500, 502, 503] as const), operation: '*', times: random.int(1, 4) };
     case 'secondary-rate-limit':
       return { kind, retryAfterSeconds: random.int(1, 2), operation: '*', times: random.int(1, 3) };
+    case 'latency':
+      // Some slower than runnerflow's attempt timeout (5 s here): the call is given up, and GitHub
+      // still does what it asked (registers the runner, deletes it), its answer lost.
+      return { kind, ms: random.int(1_000, 8_000), operation: '*', times: random.int(1, 5) };
     case 'lose-webhooks':
       return { kind, action: random.pick(['queued', 'in_progress', 'completed'] as const), times: 1 };
     case 'duplicate-webhooks':
