@@ -102,7 +102,7 @@ export interface ChaosReport {
 }
 
 const LABEL = 'chaos';
-const DEFAULT_PROVIDER_FAILURE_RATE = 0.3;
+const providerFailureRate = (options: ChaosOptions): number => options.providerFailureRate ?? 0.3;
 /**
  * The simulated installation's primary limit: GitHub Enterprise Cloud's 15,000 calls an hour.
  * The campaign sweeps every 5 s and checks liveness at GitHub every 3 s, so the 1,000
@@ -205,7 +205,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
   const log = options.log;
   const taskQueue = uniqueName('chaos-tq');
   const provider = uniqueName('chaos-machines');
-  const failureRate = options.providerFailureRate ?? DEFAULT_PROVIDER_FAILURE_RATE;
+  const failureRate = providerFailureRate(options);
   const injected: ChaosReport['injected'] = {
     workerKills: 0,
     apiKills: 0,
@@ -477,7 +477,7 @@ class ChaosDriver {
       if (this.random.chance(0.02) || (!this.providerLied && progress() >= 0.2)) {
         this.providerLying = !this.providerLying;
         this.providerLied = true;
-        setProviderFaults(this.stack, this.options.seed, this.options.providerFailureRate ?? DEFAULT_PROVIDER_FAILURE_RATE, this.providerLying);
+        setProviderFaults(this.stack, this.options.seed, providerFailureRate(this.options), this.providerLying);
       }
       // At least one reset, once half the jobs are done and runners have left to reset.
       if (this.resets.size < MAX_RUNNER_RESETS && (this.random.chance(0.02) || (this.resets.size === 0 && progress() >= 0.5))) await this.resetLeftRunner();
