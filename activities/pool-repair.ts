@@ -77,10 +77,13 @@ export function stuckOnNondeterminism(newestFirst: readonly HistoryEvent[], now:
 
 /**
  * The workflow task completed event to reset to: the one whose commands made the event the
- * error names (the SDK's message says `HistoryEvent(id: N, ...)`), else the last task completed.
+ * error names, else the last task completed. The SDK names it two ways: `HistoryEvent(id: N, ...)`
+ * and, when a command of another kind stands where the event's should (a child workflow for a
+ * scheduled activity), `HistoryEvent { event_id: N, ... }`. Missing the second, a reset went to the
+ * last task completed, after the event, and the reset run failed on it again, pass after pass.
  */
 export function resetPoint(history: readonly HistoryEvent[], cause: string): HistoryEvent | undefined {
-  const named = /HistoryEvent\(id: (\d+)/.exec(cause);
+  const named = /HistoryEvent(?:\(id: | \{ event_id: )(\d+)/.exec(cause);
   const before = named ? Number(named[1]) : Infinity;
   let point: HistoryEvent | undefined;
   for (const e of history) {

@@ -73,6 +73,9 @@ describe('telling a stuck pool', () => {
   it('resets to the task that made the event the error names, else to the last task completed', () => {
     const history = [completed(4), completed(79), completed(87), signal(88), completed(94), failed(177, 0)];
     expect(resetPoint(history, 'No command scheduled for event HistoryEvent(id: 89, ActivityTaskScheduled)')?.eventId).toBe(87);
+    const otherCommand =
+      '[TMPRL1100] Nondeterminism error: Child workflow machine does not handle this event: HistoryEvent { event_id: 89, event_time: Some(Timestamp { seconds: 1795935107, nanos: 603275548 }), event_type: ActivityTaskScheduled, version: 0 }';
+    expect(resetPoint(history, otherCommand)?.eventId).toBe(87);
     expect(resetPoint(history, 'Nondeterminism error: something else')?.eventId).toBe(94);
     expect(resetPoint([signal(2)], 'HistoryEvent(id: 2, Signaled)')).toBeUndefined();
   });
