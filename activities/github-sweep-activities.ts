@@ -13,7 +13,8 @@
  * provider, one visibility listing of their running runners, one paginated
  * list-runners per GitHub scope, and a describe and a delete per orphan only. Looking
  * for lost jobs adds, per repository, one listing of its queued runs and the jobs of
- * at most QUEUED_RUNS_PER_SWEEP of them (domain/lost-job-rotation.ts).
+ * at most QUEUED_RUNS_PER_SWEEP of them (domain/lost-job-rotation.ts), and, per pool with
+ * an idle runner beside old queued jobs, a look at at most SETTLED_CHECKS_PER_POOL of them.
  */
 import { Client, QueryNotRegisteredError, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
@@ -23,7 +24,7 @@ import { runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotatio
 import type { PoolSettings } from '../domain/pool';
 import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
-import { knownJobsQuery, poolStateQuery, type QueuedJob } from '../workflows/pool-messages';
+import { jobProgressSignal, knownJobsQuery, poolStateQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 import { reportErrorText } from './failures';
 import { activityTaskQueue } from './task-queue';
@@ -41,6 +42,8 @@ export interface GitHubSweepReport {
   failed: { target: string; error: string }[];
   /** Jobs GitHub still had queued past the age limit that no pool knew of: handed to job routing again. */
   requeued: { jobId: number; repository: string }[];
+  /** Jobs a pool still held as queued that GitHub had started, finished or no longer had (`gone`): taken out of the pool's queue. */
+  dequeued?: { pool: string; jobId: number; status: string }[];
   /** Where the look for lost jobs stands in each repository's queued runs: the next sweep's `lostJobRotation`. */
   lostJobRotation?: Record<string, LostJobRotation>;
   /** Offline registrations with no workflow at all, by `untrackedKey`, and when a sweep first found them so: the next sweep's `untrackedSince`. */
@@ -88,6 +91,19 @@ interface ScopeGroup {
   pools: { name: string; matches: (runner: GitHubRunner) => boolean }[];
 }
 
+/** A pool of the swept provider as its state query answered. */
+interface SweptPool {
+  workflowId: string;
+  view: PoolView;
+}
+
+/**
+ * Queued jobs looked up at GitHub per pool and sweep, oldest first: a pool holding more
+ * settled ones has them looked at over the next sweeps, and a backlog that is truly queued
+ * costs no more than this.
+ */
+export const SETTLED_CHECKS_PER_POOL = 10;
+
 const emptyReport = (): GitHubSweepReport => ({ scopes: 0, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] });
 /** A registration in `untrackedSince`: names are unique per scope, and GitHub compares them without case. */
 const untrackedKey = (scope: string, name: string): string => `${scope} ${name.toLowerCase()}`;
@@ -120,28 +136,31 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
   /** A pool whose worker is gone would hold a query until the server gives up on it. */
   const poolState = (workflowId: string) => client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(workflowId).query(poolStateQuery));
 
-  async function scopeGroups(provider: string, report: GitHubSweepReport): Promise<{ groups: ScopeGroup[]; poolNames: string[] }> {
+  async function scopeGroups(provider: string, report: GitHubSweepReport): Promise<{ groups: ScopeGroup[]; poolNames: string[]; swept: SweptPool[] }> {
     const groups = new Map<string, ScopeGroup>();
     const poolNames: string[] = [];
+    const swept: SweptPool[] = [];
     for (const entry of await pools.fetch()) {
       // A pool without a memo yet is seconds old and has no orphans; skipping it also avoids querying pools no worker serves.
       if (!entry.memo || entry.memo.provider !== provider) continue;
-      let settings: PoolSettings;
+      let view: PoolView;
       try {
         // The memo lacks the credentials and runner prefix; the pool's own state has them.
-        settings = (await poolState(entry.workflowId)).settings;
+        view = await poolState(entry.workflowId);
       } catch (err) {
         report.failed.push({ target: `pool ${entry.name}`, error: reportErrorText(err) });
         continue;
       }
+      const settings = view.settings;
       if (settings.provider !== provider) continue;
       poolNames.push(settings.name);
+      swept.push({ workflowId: entry.workflowId, view });
       const key = `${settings.github.credentials}|${scopeKey(settings.github.scope)}`;
       const group = groups.get(key) ?? { credentials: settings.github.credentials, scope: settings.github.scope, pools: [] };
       group.pools.push({ name: settings.name, matches: registrationMatcher(settings, deps.controllerId) });
       groups.set(key, group);
     }
-    return { groups: [...groups.values()], poolNames };
+    return { groups: [...groups.values()], poolNames, swept };
   }
 
   async function runningRunnerNames(poolNames: string[]): Promise<Set<string>> {
@@ -314,6 +333,39 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     }
   }
 
+  /**
+   * A job whose `in_progress` and `completed` events both never reached runnerflow (lost, or
+   * failed with no redelivery left) stays queued in its pool until the queue's time limit (a
+   * day): it counts as demand, so the pool keeps a runner idle for a job that has long run
+   * elsewhere. A runner idle beside a job queued longer than `lostJobAgeMs` is the sign: GitHub
+   * hands a queued job to an idle runner with its labels within seconds. Only such pools'
+   * oldest jobs are looked up, so a pool working through a real backlog (every runner busy)
+   * costs no call. A job GitHub has started, finished or no longer has leaves the pool's
+   * queue as its webhook would have taken it out.
+   */
+  async function dequeueSettledJobs(swept: SweptPool[], lostJobAgeMs: number, report: GitHubSweepReport): Promise<void> {
+    for (const { workflowId, view } of swept) {
+      const settings = view.settings;
+      if (view.deleting || !settings.enabled || settings.mode === 'scaleSet') continue;
+      if (!view.runners.some((r) => r.runnerStatus === 'idle' && r.status === 'running')) continue;
+      const old = view.queuedJobs.filter((job) => job.queuedAt !== undefined && now() - Date.parse(job.queuedAt) >= lostJobAgeMs).slice(0, SETTLED_CHECKS_PER_POOL);
+      const gh = old.length > 0 ? deps.github.get(settings.github.credentials) : undefined;
+      for (const job of old) {
+        const scope = repositoryScope(job.repository, settings.github.scope);
+        if (!gh || !scope) continue;
+        try {
+          const status = await gh.getJobStatus(scope, job.jobId);
+          if (status === 'queued' || status === 'waiting' || status === 'requested' || status === 'pending') continue;
+          await client.workflow.getHandle(workflowId).signal(jobProgressSignal, { jobId: job.jobId, action: status === 'in_progress' ? 'in_progress' : 'completed' });
+          (report.dequeued ??= []).push({ pool: settings.name, jobId: job.jobId, status: status ?? 'gone' });
+          log.info('sweep took out of its pool a job GitHub no longer has queued', { pool: settings.name, jobId: job.jobId, status: status ?? 'gone', queuedAt: job.queuedAt });
+        } catch (err) {
+          report.failed.push({ target: `queued job ${job.jobId} of pool ${settings.name}`, error: reportErrorText(err) });
+        }
+      }
+    }
+  }
+
   return {
     /**
      * A deleted pool's last step, once none of its runners is left: registrations
@@ -340,7 +392,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
 
     async sweepGitHubRunners(args: GitHubSweepArgs): Promise<GitHubSweepReport> {
       const report = emptyReport();
-      const { groups, poolNames } = await scopeGroups(args.provider, report);
+      const { groups, poolNames, swept } = await scopeGroups(args.provider, report);
       if (groups.length === 0) return report;
       const running = await runningRunnerNames(poolNames);
       const carried = args.untrackedSince ?? {};
@@ -355,10 +407,20 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
           for (const [key, since] of Object.entries(carried)) if (key.startsWith(prefix)) (report.untrackedSince ??= {})[key] = since;
         }
       }
-      if (args.lostJobAgeMs !== undefined) await requeueLostJobs(groups, args.lostJobAgeMs, args.lostJobRotation ?? {}, report);
+      if (args.lostJobAgeMs !== undefined) {
+        await requeueLostJobs(groups, args.lostJobAgeMs, args.lostJobRotation ?? {}, report);
+        await dequeueSettledJobs(swept, args.lostJobAgeMs, report);
+      }
       return report;
     },
   };
 }
 
 export type GitHubSweepActivities = ReturnType<typeof createGitHubSweepActivities>;
+
+/** The repository a queued job belongs to, as a scope to look it up in; an organisation pool's jobs name theirs. */
+function repositoryScope(repository: string | undefined, poolScope: GitHubScope): Extract<GitHubScope, { kind: 'repo' }> | undefined {
+  const [owner, repo, ...rest] = (repository ?? '').split('/');
+  if (owner && repo && rest.length === 0) return { kind: 'repo', owner, repo };
+  return poolScope.kind === 'repo' ? poolScope : undefined;
+}

@@ -61,6 +61,7 @@ const instantGitHub: GitHubPort = {
   listRunners: async () => [],
   listQueuedRuns: async () => [],
   listQueuedJobsOfRun: async () => [],
+  getJobStatus: async () => undefined,
   listRunnerDownloads: async () => [],
 };
 

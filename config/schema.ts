@@ -229,7 +229,10 @@ export const configSchema = z
         enabled: z.boolean().default(true),
         /** Also remove GitHub registrations of our pools that no workflow owns. */
         githubRunners: z.boolean().default(true),
-        /** Jobs queued at GitHub this long (repository pools) that no pool knows are routed again; 0 disables the look. */
+        /**
+         * Jobs queued at GitHub this long (repository pools) that no pool knows are routed again, and jobs a
+         * pool with an idle runner has held this long are looked up at GitHub; 0 disables both looks.
+         */
         lostJobAge: durationMs.default(2 * 60_000),
       })
       .strict()

@@ -17,6 +17,7 @@ import {
   GitHubApiError,
   type GitHubPort,
   type GitHubRunner,
+  type GitHubJobStatus,
   type GitHubScope,
   type QueuedGitHubJob,
   type QueuedGitHubRun,
@@ -186,6 +187,12 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
     return jobs
       .filter((job) => job.status === 'queued')
       .map((job) => ({ id: job.id, runId: job.run_id, labels: job.labels, repository: `${scope.owner}/${scope.repo}`, createdAt: job.created_at }));
+  }
+
+  async getJobStatus(scope: Extract<GitHubScope, { kind: 'repo' }>, jobId: number): Promise<GitHubJobStatus | undefined> {
+    const res = await this.call('get_job_for_workflow_run', 'GET', scope, '/actions/jobs/{job_id}', { job_id: jobId }, [404]);
+    if (res.status === 404) return undefined;
+    return (res.data as { status: GitHubJobStatus }).status;
   }
 
   /** Every page of a listing whose items sit under `key`. */

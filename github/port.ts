@@ -74,6 +74,9 @@ export interface QueuedGitHubJob {
   createdAt: string;
 }
 
+/** A job's status as GitHub's REST API gives it; `queued` is the only one a runner may still be wanted for. */
+export type GitHubJobStatus = 'queued' | 'in_progress' | 'completed' | 'waiting' | 'requested' | 'pending';
+
 export interface GitHubPort {
   /** Web base (https://github.com or a GHES host) for runner URLs; github.com when absent. */
   readonly webUrl?: string;
@@ -93,6 +96,8 @@ export interface GitHubPort {
   listQueuedRuns(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubRun[]>;
   /** The jobs of one run still queued: a call (per page) for each run looked into. */
   listQueuedJobsOfRun(scope: Extract<GitHubScope, { kind: 'repo' }>, runId: number): Promise<QueuedGitHubJob[]>;
+  /** Where one job stands now (one call); undefined when GitHub no longer has it. */
+  getJobStatus(scope: Extract<GitHubScope, { kind: 'repo' }>, jobId: number): Promise<GitHubJobStatus | undefined>;
   /** Runner tools downloads for the scope (GARM passes them to providers). */
   listRunnerDownloads(scope: GitHubScope): Promise<import('../providers/port.js').RunnerTool[]>;
 }

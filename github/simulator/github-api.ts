@@ -267,6 +267,8 @@ export class SimGitHubApi {
         return this.runs.listRuns(req.params.owner ?? '', req.params.repo ?? '', req.query, req.url);
       case 'list-jobs-for-workflow-run':
         return this.runs.listJobs(req.params.owner ?? '', req.params.repo ?? '', Number(req.params.run_id), req.query, req.url);
+      case 'get-job-for-workflow-run':
+        return this.runs.getJob(req.params.owner ?? '', req.params.repo ?? '', Number(req.params.job_id)) ?? githubError(404, 'Not Found');
       case 'list-hooks':
       case 'list-hook-deliveries':
       case 'redeliver-hook-delivery':

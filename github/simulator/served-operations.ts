@@ -17,6 +17,7 @@ export type OperationName =
   | 'installation-access-token'
   | 'list-workflow-runs'
   | 'list-jobs-for-workflow-run'
+  | 'get-job-for-workflow-run'
   | 'list-webhook-deliveries'
   | 'redeliver-webhook-delivery'
   | 'list-hooks'
@@ -62,6 +63,7 @@ export const SERVED_OPERATIONS: readonly ServedOperation[] = [
   // Only a repository has a listing of its queued runs and their jobs; GitHub has none per organisation.
   { name: 'list-workflow-runs', scope: 'repo', method: 'GET', template: '/repos/{owner}/{repo}/actions/runs', description: 'api.github.com' },
   { name: 'list-jobs-for-workflow-run', scope: 'repo', method: 'GET', template: '/repos/{owner}/{repo}/actions/runs/{run_id}/jobs', description: 'api.github.com' },
+  { name: 'get-job-for-workflow-run', scope: 'repo', method: 'GET', template: '/repos/{owner}/{repo}/actions/jobs/{job_id}', description: 'api.github.com' },
   {
     name: 'installation-access-token',
     scope: 'app',

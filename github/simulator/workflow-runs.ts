@@ -91,6 +91,13 @@ export class SimWorkflowRuns {
     };
   }
 
+  /** One job as the REST API shows it now; undefined when the repository has no such job. */
+  getJob(owner: string, repo: string, jobId: number): SimResponse | undefined {
+    const job = this.state.jobs.get(jobId);
+    if (!job || job.repository.toLowerCase() !== `${owner}/${repo}`.toLowerCase()) return undefined;
+    return { status: 200, body: jobJson(job) };
+  }
+
   listJobs(owner: string, repo: string, runId: number, query: URLSearchParams, url: URL): SimResponse {
     const jobs = this.runsOf(`${owner}/${repo}`).get(runId) ?? [];
     const shown = page(jobs, query);

@@ -60,6 +60,10 @@ async function scriptedRun(sim: GitHubSimulator): Promise<void> {
   await call('GET', pathOf('repo', `/actions/runs/${queued.runId}/jobs?filter=latest`));
   const running = sim.jobs().find((j) => j.status === 'in_progress');
   if (running) await call('GET', pathOf('repo', `/actions/runs/${running.runId}/jobs`));
+  // One job as it stands: queued, running, and one the repository does not have.
+  await call('GET', pathOf('repo', `/actions/jobs/${queued.id}`));
+  if (running) await call('GET', pathOf('repo', `/actions/jobs/${running.id}`));
+  await call('GET', pathOf('repo', '/actions/jobs/999999')); // 404
   await call('POST', '/app/installations/1/access_tokens');
   // The App's webhook deliveries: two that found no receiver, listed a page of one at a time, one sent again.
   sim.setWebhook({ url: 'http://127.0.0.1:9/webhooks/github' });
@@ -147,7 +151,7 @@ describe("simulator answers against GitHub's OpenAPI description", () => {
   });
 
   it('every body served validates against its documented schema (or Basic Error for undocumented errors)', () => {
-    expect(served.length).toBe(68);
+    expect(served.length).toBe(71);
     const failures: string[] = [];
     for (const answer of served) {
       const documented = subset.operations[answer.key]?.responses;

@@ -17,6 +17,7 @@ import { instanceStartOptions } from '../../workflows/instance-options';
 import { PROVIDER_SWEEP_WORKFLOW, providerSweep } from '../../workflows/provider-sweep';
 import type { SweepArgs, SweepReport } from '../../activities/sweep-activities';
 import { runnerInstance } from '../../workflows/runner-instance';
+import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { sweepScheduleId } from '../../worker/sweep-schedule';
 import { waitForStatus } from '../instance/helpers';
 import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/temporal';
@@ -305,5 +306,42 @@ describe('jobs whose queued webhook was lost', () => {
     } finally {
       await sweeps.delete();
     }
+  });
+});
+
+describe('jobs a pool holds as queued that GitHub has run', () => {
+  it('are taken out of the pool by the sweep, and the runner kept idle for them leaves', async () => {
+    const repo = 'settled-job';
+    const idleTimeout = 1_500;
+    const pool = e2ePool(repo, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 2, idleTimeout });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const view = () => stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(poolStateQuery);
+    // Neither event that says the job was taken arrives: not its pool, nor the runner that takes it, hears of it.
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'in_progress', times: 1 });
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'completed', times: 1 });
+    const job = stack.sim.queueJob({ repository: `acme/${repo}`, labels: pool.labels });
+    await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, 'the job to run');
+    await stack.sim.webhooksIdle();
+    expect(stack.sim.stats().webhooks.lost).toBeGreaterThanOrEqual(2);
+
+    // The pool still counts the job as demand: a runner stays idle for it well past its idle timeout.
+    const heldFor = (v: Awaited<ReturnType<typeof view>>) => v.queuedJobs.some((j) => j.jobId === job.id) && v.runners.some((r) => r.runnerStatus === 'idle');
+    await eventually(async () => heldFor(await view()), 30_000, 'a runner idle for the job that has run');
+    await new Promise((r) => setTimeout(r, 3 * idleTimeout));
+    expect(heldFor(await view())).toBe(true);
+
+    // Queued for less than the age limit: left alone (its events may still be on their way).
+    expect((await sweep(3_600_000, 3_600_000)).github?.dequeued ?? []).toEqual([]);
+    const report = await sweep(3_600_000, 0);
+    expect(report.github?.dequeued).toEqual([{ pool: pool.name, jobId: job.id, status: 'completed' }]);
+    await eventually(async () => {
+      const v = await view();
+      return v.queuedJobs.length === 0 && v.runners.length === 0 && v.target === 0;
+    }, 30_000, 'the pool to let its idle runner go');
+    // Nothing left to take out: the next sweep looks nothing up.
+    const jobLookups = () => stack.sim.stats().callsByOperation['get-job-for-workflow-run'] ?? 0;
+    const before = jobLookups();
+    expect((await sweep(3_600_000, 0)).github?.dequeued ?? []).toEqual([]);
+    expect(jobLookups()).toBe(before);
   });
 });

@@ -90,6 +90,10 @@ export class GitHubDouble implements GitHubPort {
     return [];
   }
 
+  async getJobStatus() {
+    return undefined;
+  }
+
   async listRunnerDownloads() {
     this.calls.push({ op: 'downloads', at: Date.now(), outcome: 'ok' });
     return [{ os: 'linux', architecture: 'x64', download_url: 'https://example.invalid/runner.tar.gz', filename: 'runner.tar.gz' }];
