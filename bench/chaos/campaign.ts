@@ -30,6 +30,9 @@ import type { LivenessReport } from '../../activities/liveness-activities';
 import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
 import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
+import { PROVIDER_SWEEP_WORKFLOW } from '../../workflows/provider-sweep';
+import type { SweepReport } from '../../activities/sweep-activities';
+import { sweepScheduleId } from '../../worker/sweep-schedule';
 import type { PoolSettingsInput } from '../../domain/pool';
 import { stateQuery } from '../../workflows/messages';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
@@ -79,6 +82,8 @@ export interface ChaosReport {
     providerAnswersLost: number;
     providerDeleteHangs: number;
     webhooksLost: number;
+    /** Jobs whose `in_progress` and every later event were lost: nobody tells the pool they were taken. */
+    jobsSilenced: number;
     webhooksDuplicated: number;
     /** Deliveries held back so that their job's later events overtook them. */
     webhooksDelayed: number;
@@ -96,6 +101,8 @@ export interface ChaosReport {
   /** Pools the liveness passes reset, and runner workflows they ended, stuck on a nondeterminism error. */
   poolsReset: number;
   stuckRunnersEnded: number;
+  /** Jobs GitHub had run that the pool still held as queued: taken out by the sweeps, and still held when the pool was deleted. */
+  settledJobs: { takenOut: number; stillHeld: number[] };
   /** GitHub API calls the campaign cost, against the simulated installation's hourly limit. */
   github: { apiCalls: number; hourlyLimit: number; callsDuringPrimaryRateLimit: number; byOperation: Record<string, number> };
   outcome: RunOutcome;
@@ -143,6 +150,8 @@ const LIVENESS = { interval: '2s', githubInterval: '3s', jitter: '500ms', stuckP
 const REDELIVERY = { interval: '2s', hookRefresh: '10s', firstDelay: '2s', maxDelay: '8s', maxAttempts: 8 };
 /** Longer than all of a failed delivery's redeliveries take: eight on a 2 s to 8 s backoff, 54 s in all. */
 const REDELIVERY_WAIT_MS = 60_000;
+/** Longer than a settled job takes to be looked up: `sweep.lostJobAge` (15 s) and two sweeps (every 5 s). */
+const SETTLED_WAIT_MS = 45_000;
 /** Runners reset after they left, at most: a few are enough to show each one leaves again. */
 const MAX_RUNNER_RESETS = 3;
 /** How long GitHub keeps a job busy after its runner's machine died before it fails it. */
@@ -175,8 +184,11 @@ function githubFault(random: SeededRandom, mode: ChaosMode): SimFault {
       // Some slower than runnerflow's attempt timeout (5 s here): the call is given up, and GitHub
       // still does what it asked (registers the runner, deletes it), its answer lost.
       return { kind, ms: random.int(1_000, 8_000), operation: '*', times: random.int(1, 5) };
-    case 'lose-webhooks':
-      return { kind, action: random.pick(['queued', 'in_progress', 'completed'] as const), times: 1 };
+    case 'lose-webhooks': {
+      const action = random.pick(['queued', 'in_progress', 'completed'] as const);
+      // Sometimes a job's start and end both: nobody tells its pool it was taken, until the sweep looks it up.
+      return { kind, action, times: 1, ...(action === 'in_progress' && random.chance(0.5) ? { restOfJob: true } : {}) };
+    }
     case 'duplicate-webhooks':
       return { kind, times: random.int(1, 3) };
     case 'unreachable-webhooks':
@@ -217,6 +229,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     providerAnswersLost: 0,
     providerDeleteHangs: 0,
     webhooksLost: 0,
+    jobsSilenced: 0,
     webhooksDuplicated: 0,
     webhooksDelayed: 0,
     failedDeliveries: 0,
@@ -237,7 +250,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
       // A provider name of its own: sweep and liveness schedules are per provider, and the suite's server is shared.
       simulatedProvider: provider,
       githubTokenCredentials: credentials,
-      config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s' }, liveness: LIVENESS, redelivery: REDELIVERY },
+      config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s', lostJobAge: '15s' }, liveness: LIVENESS, redelivery: REDELIVERY },
       // A session nobody polls lapses at campaign speed: the terminated listener's blocks its successor for 20 s, not 2 minutes.
       simulator: { jobDurationMs: 500, webhookConcurrency: 8, rateLimit: GITHUB_HOURLY_LIMIT, sessionIdleTimeoutMs: 20_000 },
     }),
@@ -307,6 +320,16 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     // pool's webhook (and what failed on it) is no longer followed, as it should not be.
     await until(() => (unansweredDeliveries(stack.sim.deliveries()).length === 0 ? true : undefined), Math.max(0, Math.min(REDELIVERY_WAIT_MS, deadline - Date.now() - 60_000)), 500);
     for (const d of unansweredDeliveries(stack.sim.deliveries())) log(`chaos: failed delivery not answered: ${d.id} ${d.event}.${d.action}, attempts ${d.statuses.join(', ')}`);
+    // A job whose start and end were both lost stays queued in the pool until a sweep looks it up at GitHub.
+    const settledHeld = async (): Promise<number[]> => {
+      if (mode === 'scaleSet') return [];
+      const view = await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(poolStateQuery).catch(() => undefined);
+      const status = new Map(stack.sim.jobs().map((j) => [j.id, j.status]));
+      return (view?.queuedJobs ?? []).filter((j) => status.get(j.jobId) !== 'queued').map((j) => j.jobId);
+    };
+    await until(async () => ((await settledHeld()).length === 0 ? true : undefined), Math.max(0, Math.min(SETTLED_WAIT_MS, deadline - Date.now() - 60_000)), 1_000);
+    const stillHeld = await settledHeld();
+    if (stillHeld.length > 0) log(`chaos: jobs GitHub has run still queued in the pool: ${stillHeld.join(', ')}`);
     const deleted = await processStackRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
     if (deleted.status >= 300) log(`chaos: pool delete answered ${deleted.status}`);
     await until(async () => ((await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).describe()).status.name === 'RUNNING' ? undefined : true), Math.max(0, deadline - Date.now()), 500);
@@ -326,6 +349,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     injected.providerDeleteHangs = calls.filter((c) => c.op === 'delete' && c.outcome === 'timeout').length;
     const simStats = stack.sim.stats();
     injected.webhooksLost = simStats.webhooks.lost;
+    injected.jobsSilenced = simStats.webhooks.jobsSilenced;
     injected.webhooksDuplicated = simStats.webhooks.duplicated;
     injected.webhooksDelayed = simStats.webhooks.delayed;
     Object.assign(injected, failedDeliveries(stack.sim.deliveries()));
@@ -335,7 +359,8 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
     const { asked, poolsReset, stuckRunnersEnded } = await livenessOutcomes(stack, provider);
     const uncounted = { asked, notReset: asked.filter((name) => !driver.resets.has(name)) };
-    return { seed: options.seed, mode, scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, github, outcome };
+    const settledJobs = { takenOut: await settledJobsTakenOut(stack, provider), stillHeld };
+    return { seed: options.seed, mode, scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, settledJobs, github, outcome };
   } finally {
     // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
@@ -387,6 +412,17 @@ async function livenessOutcomes(stack: ProcessStack, provider: string): Promise<
     stuckRunnersEnded += report.stuckRunnersEnded?.length ?? 0;
   }
   return { asked: [...names].sort(), poolsReset, stuckRunnersEnded };
+}
+
+/** Jobs the provider's sweeps took out of a pool's queue because GitHub had already run them. */
+async function settledJobsTakenOut(stack: ProcessStack, provider: string): Promise<number> {
+  const jobs = new Set<number>();
+  for await (const info of stack.client.workflow.list({ query: `WorkflowType = '${PROVIDER_SWEEP_WORKFLOW}' AND ExecutionStatus = 'Completed'` })) {
+    if (!info.workflowId.startsWith(`${sweepScheduleId(provider)}-`)) continue;
+    const report = (await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as SweepReport;
+    for (const { jobId } of report.github?.dequeued ?? []) jobs.add(jobId);
+  }
+  return jobs.size;
 }
 
 /** What an open workflow is waiting for, for the report. */

@@ -27,9 +27,12 @@ export function printChaosReport(report: ChaosReport): number {
     ...(report.mode === 'scaleSet' ? [{ figure: 'scale-set listener terminated (its pool starts it again)', value: String(injected.listenerTerminations) }] : []),
     { figure: 'runners asked to leave as not counted by their pool', value: list(report.uncounted.asked) },
     { figure: 'of those, runners not reset (false alarms)', value: list(report.uncounted.notReset), target: '0', met: report.uncounted.notReset.length === 0 },
+    { figure: 'jobs GitHub had run, taken out of the pool\'s queue by the sweep', value: String(report.settledJobs.takenOut) },
+    { figure: 'jobs GitHub had run, still queued in the pool when it was deleted', value: list(report.settledJobs.stillHeld), target: '0', met: report.settledJobs.stillHeld.length === 0 },
     { figure: 'pools reset, stuck on a nondeterminism error', value: String(report.poolsReset) },
     { figure: 'runner workflows ended, stuck on a nondeterminism error', value: String(report.stuckRunnersEnded) },
     { figure: 'webhooks lost / duplicated / overtaken by their job\'s later events', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated} / ${injected.webhooksDelayed}` },
+    { figure: 'jobs whose start and end webhooks were both lost', value: String(injected.jobsSilenced) },
     {
       figure: 'failed webhook deliveries answered later (runnerflow asked again)',
       value: `${injected.failedDeliveriesAnswered}/${injected.failedDeliveries}`,

@@ -34,6 +34,7 @@ const faultSchema = z
     resetInMs: z.number().int().min(0).optional(),
     retryAfterSeconds: z.number().int().min(0).nullable().optional(),
     messageType: z.string().min(1).optional(),
+    restOfJob: z.boolean().optional(),
   })
   .refine((f) => f.kind !== 'latency' || f.ms !== undefined, { message: 'latency needs ms', path: ['ms'] })
   .refine((f) => f.kind !== 'delay-webhooks' || f.ms !== undefined, { message: 'delay-webhooks needs ms', path: ['ms'] })

@@ -20,7 +20,8 @@ export type SimFault = Lifetime &
     | ({ kind: 'server-error'; status?: number; times?: number } & OperationFilter)
     | ({ kind: 'primary-rate-limit'; resetInMs: number; status?: 403 | 429 } & OperationFilter)
     | ({ kind: 'secondary-rate-limit'; retryAfterSeconds?: number | null; status?: 403 | 429; times?: number } & OperationFilter)
-    | ({ kind: 'lose-webhooks'; times?: number } & WebhookFilter)
+    /** `restOfJob`: the job's later events are lost too (a job whose start and end nobody hears of). */
+    | ({ kind: 'lose-webhooks'; times?: number; restOfJob?: boolean } & WebhookFilter)
     | ({ kind: 'duplicate-webhooks'; times?: number } & WebhookFilter)
     /** The receiver cannot be reached (an outage, a partition): the attempt is recorded as failed, and can be redelivered. */
     | ({ kind: 'unreachable-webhooks'; times?: number } & WebhookFilter)
@@ -106,8 +107,14 @@ export class FaultPlan {
     return fault as Extract<SimFault, { kind: K }> & { resetAtEpochSeconds?: number };
   }
 
-  forWebhook(kind: 'lose-webhooks' | 'duplicate-webhooks' | 'unreachable-webhooks', action: string): boolean {
+  forWebhook(kind: 'duplicate-webhooks' | 'unreachable-webhooks', action: string): boolean {
     return this.takeWebhookFault(kind, action) !== undefined;
+  }
+
+  /** Whether a delivery of `action` is lost, and whether its job's later events go with it. */
+  webhookLost(action: string): { restOfJob: boolean } | undefined {
+    const fault = this.takeWebhookFault('lose-webhooks', action);
+    return fault?.kind === 'lose-webhooks' ? { restOfJob: fault.restOfJob === true } : undefined;
   }
 
   /** How late a delivery of `action` goes out, when a `delay-webhooks` fault takes it. */

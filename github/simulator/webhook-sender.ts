@@ -24,6 +24,8 @@ export interface WebhookStats {
   duplicated: number;
   /** Held back by a `delay-webhooks` fault, so that their job's later events went first. */
   delayed: number;
+  /** Jobs whose events from one on were all lost (`lose-webhooks` with `restOfJob`). */
+  jobsSilenced: number;
 }
 
 export interface SentDelivery {
@@ -71,7 +73,7 @@ export function signWebhookBody(secret: string, body: string): { sha256: string;
 }
 
 export class WebhookSender {
-  readonly stats: WebhookStats = { sent: 0, delivered: 0, failed: 0, lost: 0, duplicated: 0, delayed: 0 };
+  readonly stats: WebhookStats = { sent: 0, delivered: 0, failed: 0, lost: 0, duplicated: 0, delayed: 0, jobsSilenced: 0 };
   readonly log: SentDelivery[] = [];
   private chain: Promise<void> = Promise.resolve();
   private readonly perKey = new Map<string, Promise<void>>();
@@ -85,6 +87,8 @@ export class WebhookSender {
   /** Every attempt, oldest first (lost deliveries never reached the wire and have none). */
   readonly attempts: DeliveryAttempt[] = [];
   private nextAttemptId = 90_000_000_000;
+  /** Jobs whose every later event is lost (`lose-webhooks` with `restOfJob`). */
+  private readonly silencedJobs = new Set<string>();
 
   constructor(
     public target: WebhookTarget,
@@ -98,7 +102,14 @@ export class WebhookSender {
     const body = JSON.stringify(payload);
     const id = randomUUID();
     this.stats.sent += 1;
-    if (this.faults.forWebhook('lose-webhooks', action)) {
+    const job = payload.workflow_job as { id?: unknown } | undefined;
+    const jobKey = job?.id !== undefined ? String(job.id) : undefined;
+    const lost = jobKey !== undefined && this.silencedJobs.has(jobKey) ? { restOfJob: true } : this.faults.webhookLost(action);
+    if (lost) {
+      if (lost.restOfJob && jobKey !== undefined && !this.silencedJobs.has(jobKey)) {
+        this.silencedJobs.add(jobKey);
+        this.stats.jobsSilenced += 1;
+      }
       this.stats.lost += 1;
       this.log.push({ id, event, action, status: 'lost' });
       return;
@@ -117,8 +128,7 @@ export class WebhookSender {
       }
       return;
     }
-    const job = payload.workflow_job as { id?: unknown } | undefined;
-    const key = job?.id !== undefined ? `job:${String(job.id)}` : 'other';
+    const key = jobKey !== undefined ? `job:${jobKey}` : 'other';
     for (let i = 0; i < copies; i++) {
       const previous = this.perKey.get(key) ?? Promise.resolve();
       const next = previous.then(() => this.withSlot(() => this.deliver(id, event, action, body, false, unreachable && i === 0)));

@@ -28,6 +28,7 @@ export function expectConverged(report: ChaosReport, context: string, lifecycles
   expect(report.outcome.duplicateMachines, context).toEqual([]);
   expect(report.outcome.registeredRunners, context).toEqual([]);
   expect(report.outcome.openWorkflows, context).toEqual([]);
+  expect(report.settledJobs.stillHeld, context).toEqual([]);
   // Liveness asked no runner to leave for not being counted but those reset after they left.
   expect(report.uncounted.notReset, context).toEqual([]);
 }

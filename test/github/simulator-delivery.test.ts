@@ -117,3 +117,25 @@ it("sends a delayed delivery late, after the same job's later events, and answer
   expect(hook.actions).toEqual(['completed', 'queued', 'queued', 'completed']);
   expect(sim.stats().webhooks.delayed).toBe(1);
 });
+
+it("loses a job's later events too with restOfJob, and only that job's", async () => {
+  const hook = await receiver();
+  receivers.push(hook);
+  sim = await startGitHubSimulator({ onError: () => undefined, webhookUrl: hook.url });
+  const control = (body: unknown) => fetch(`${sim!.controlUrl}/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  const refused = await control({ kind: 'lose-webhooks', restOfJob: 'yes' });
+  expect(refused.status).toBe(400);
+  expect(JSON.stringify(await refused.json())).toContain('restOfJob');
+
+  expect((await control({ kind: 'lose-webhooks', action: 'queued', restOfJob: true, times: 1 })).status).toBe(201);
+  const silenced = sim.queueJob({ repository: 'octo-org/app', labels: ['nobody-has-this'] });
+  const heard = sim.queueJob({ repository: 'octo-org/app', labels: ['nobody-has-this'] });
+  await sim.webhooksIdle();
+  expect(sim.cancelJob(silenced.id)).toBe(true);
+  expect(sim.cancelJob(heard.id)).toBe(true);
+  await sim.webhooksIdle();
+  expect(hook.actions).toEqual(['queued', 'completed']);
+  expect(sim.stats().webhooks.lost).toBe(2);
+  expect(sim.stats().webhooks.jobsSilenced).toBe(1);
+});
