@@ -1,6 +1,7 @@
 /**
  * A dev stack with something to look at on the dashboard: two pools, busy and
- * idle runners, a job no pool can take, a leaked machine, sweep runs, a machine
+ * idle runners, a job no pool can take, a leaked machine, sweep runs (one that
+ * took out of its pool a job whose webhooks were lost), a machine
  * that died and the liveness pass that found it, and a redelivered webhook. The
  * screenshots script stages it; anyone can use it to try the dashboard.
  */
@@ -46,7 +47,7 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     taskQueue: `dashboard-scene-${Date.now()}`,
     machines: 'simulated',
     config: {
-      sweep: { enabled: true, interval: '15s', gracePeriod: '5s' },
+      sweep: { enabled: true, interval: '15s', gracePeriod: '5s', lostJobAge: '5s' },
       liveness: { enabled: true, interval: '5s', githubInterval: '10s', jitter: '1s' },
       // The scene has a server of its own, so the token credentials' redelivery schedule may run.
       redelivery: { enabled: true, interval: '5s', hookRefresh: '5s', firstDelay: '1s', maxDelay: '5s' },
@@ -72,6 +73,10 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     return busy.length >= 3 && idle.length >= 1 ? busy[0]!.name : undefined;
   });
   log('runners busy');
+  // A job whose start and end webhooks are both lost: the pool keeps it queued, and a runner idle
+  // for it, until a sweep looks it up at GitHub and takes it out.
+  stack.sim.setFault({ kind: 'lose-webhooks', action: 'in_progress', restOfJob: true, times: 1 });
+  stack.sim.queueJob({ repository: 'acme/widgets', labels: ['self-hosted', 'linux', 'widgets'], durationMs: 500, name: 'lint' });
 
   // A machine the provider refuses to delete: a forced delete leaves it leaked for the sweep.
   const leakedName = await until('a second busy runner', async () => {
@@ -92,6 +97,12 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     return sweeps.some((s) => s.runs.some((r) => (r.result?.failed ?? 0) > 0)) ? true : undefined;
   }, 90_000);
   log('sweep run recorded');
+  await until('a sweep run that took a job GitHub had run out of its pool', async () => {
+    const res = await apiRequest(stack, 'GET', '/api/v1/sweeps');
+    const sweeps = (res.body as { sweeps: { runs: { result?: { github?: { jobsDequeued: number } } }[] }[] }).sweeps;
+    return sweeps.some((s) => s.runs.some((r) => (r.result?.github?.jobsDequeued ?? 0) > 0)) ? true : undefined;
+  }, 90_000);
+  log('settled job taken out');
   // A delivery that found runnerflow out of reach, asked for again by the redelivery schedule.
   stack.sim.setFault({ kind: 'unreachable-webhooks', action: 'queued', times: 1 });
   stack.sim.queueJob({ repository: 'acme/models', labels: ['self-hosted', 'linux', 'models'], name: 'train' });

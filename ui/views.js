@@ -272,8 +272,20 @@ function scheduleGroup(label, view, action, runs) {
 }
 
 /**
+ * What a sweep run's GitHub side did: registrations no workflow owned removed, jobs whose `queued`
+ * webhook was lost routed again, and jobs GitHub had run taken out of a pool's queue.
+ * @param {{ registrationsRemoved: number, jobsRequeued: number, jobsDequeued: number, jobIds: number[] } | undefined} github
+ */
+function atGitHubCell(github) {
+  if (!github) return h('td', { title: 'the sweep does not look at GitHub (sweep.githubRunners: false)' }, '–');
+  const parts = [`${github.registrationsRemoved} removed`, `${github.jobsRequeued} routed again`, `${github.jobsDequeued} taken out`];
+  return h('td', { class: 'small', title: github.jobIds.length > 0 ? `jobs ${github.jobIds.join(', ')}` : 'registrations removed, lost jobs routed again, jobs GitHub had run taken out of a queue' }, parts.join(' · '));
+}
+
+/**
  * @typedef {{ workflowId: string, runId: string, scheduledAt: string, status: string, closedAt?: string, error?: string,
- *   result?: { listed: number, owned: number, deleted: number, skipped: number, failed: number, deletedNames: string[] } }} SweepRun
+ *   result?: { listed: number, owned: number, deleted: number, skipped: number, failed: number, deletedNames: string[],
+ *     github?: { registrationsRemoved: number, jobsRequeued: number, jobsDequeued: number, jobIds: number[] } } }} SweepRun
  * @typedef {{ provider: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number, nextRunAt?: string, runs: SweepRun[] }} Sweep
  * @param {Sweep[]} sweeps
  * @param {{ sweepNow(provider: string): void }} actions
@@ -285,7 +297,7 @@ export function sweepsView(sweeps, actions) {
       sweep.runs.length === 0
         ? empty('No runs yet.')
         : table(
-            ['Scheduled', 'Status', 'Listed', 'Owned', 'Deleted', 'Skipped', 'Failed', 'Links'],
+            ['Scheduled', 'Status', 'Listed', 'Owned', 'Deleted', 'Skipped', 'Failed', 'At GitHub', 'Links'],
             sweep.runs.map((run) =>
               h(
                 'tr',
@@ -297,6 +309,7 @@ export function sweepsView(sweeps, actions) {
                 h('td', { title: run.result?.deletedNames.join(', ') ?? '' }, run.result?.deleted ?? '–'),
                 h('td', {}, run.result?.skipped ?? '–'),
                 h('td', {}, run.result?.failed ?? '–'),
+                atGitHubCell(run.result?.github),
                 h('td', {}, temporalLink(workflowUrl(run.workflowId, run.runId), `sweep run ${run.workflowId}`)),
               ),
             ),

@@ -17,6 +17,8 @@ export interface SweepResult {
   failed: number;
   deletedNames: string[];
   failures: { name: string; error: string }[];
+  /** What the sweep's GitHub side did, when it ran: registrations removed, lost jobs routed again, settled jobs taken out of pools' queues. */
+  github?: { registrationsRemoved: number; jobsRequeued: number; jobsDequeued: number; jobIds: number[] };
 }
 
 export type SweepRun = ScheduledRun<SweepResult>;
@@ -25,7 +27,8 @@ export type ProviderSweep = { provider: string } & ScheduleView<SweepResult>;
 /** A few names are enough to recognise a run; the full report is in the Web UI. */
 const NAMES_SHOWN = 10;
 
-function summarise(report: SweepReport): SweepResult {
+export function summariseSweep(report: SweepReport): SweepResult {
+  const github = report.github;
   return {
     listed: report.listed,
     owned: report.owned,
@@ -34,11 +37,21 @@ function summarise(report: SweepReport): SweepResult {
     failed: report.failed.length,
     deletedNames: report.deleted.slice(0, NAMES_SHOWN).map((d) => d.name),
     failures: report.failed.slice(0, NAMES_SHOWN),
+    ...(github
+      ? {
+          github: {
+            registrationsRemoved: github.removed.length,
+            jobsRequeued: github.requeued.length,
+            jobsDequeued: github.dequeued?.length ?? 0,
+            jobIds: [...github.requeued.map((j) => j.jobId), ...(github.dequeued ?? []).map((j) => j.jobId)].slice(0, NAMES_SHOWN),
+          },
+        }
+      : {}),
   };
 }
 
 export async function providerSweep(client: Client, provider: string, runsShown: number): Promise<ProviderSweep> {
-  return { provider, ...(await scheduleView(client, sweepScheduleId(provider), runsShown, summarise)) };
+  return { provider, ...(await scheduleView(client, sweepScheduleId(provider), runsShown, summariseSweep)) };
 }
 
 export type SweepTrigger = { triggered: true; scheduleId: string; paused: boolean } | { triggered: false; scheduleId: string };

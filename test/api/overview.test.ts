@@ -168,7 +168,17 @@ describe('leaked runners and sweeps', () => {
           workflowId: expect.stringMatching(new RegExp(`^${scheduleId}-`)),
           status: 'completed',
           closedAt: expect.any(String),
-          result: { listed: 2, owned: 1, deleted: 1, skipped: 0, failed: 0, deletedNames: [leaked], failures: [] },
+          result: {
+            listed: 2,
+            owned: 1,
+            deleted: 1,
+            skipped: 0,
+            failed: 0,
+            deletedNames: [leaked],
+            failures: [],
+            // No pool of this provider at GitHub: its GitHub side ran and found nothing.
+            github: { registrationsRemoved: 0, jobsRequeued: 0, jobsDequeued: 0, jobIds: [] },
+          },
         }),
       ]);
     } finally {

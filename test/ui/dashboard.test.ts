@@ -201,7 +201,11 @@ describe('dashboard', () => {
       await dialog.waitFor({ state: 'hidden' });
       await expect.poll(() => page.getByRole('status').filter({ hasText: `${scheduleId} triggered` }).count()).toBe(1);
       const runs = sweep.getByRole('table', { name: `Last runs of ${scheduleId}` });
-      await runs.getByRole('row').filter({ hasText: 'completed' }).waitFor({ timeout: 30_000 });
+      const done = runs.getByRole('row').filter({ hasText: 'completed' });
+      await done.waitFor({ timeout: 30_000 });
+      // What its GitHub side did, beside what it did to machines.
+      expect(await runs.getByRole('columnheader').allTextContents()).toContain('At GitHub');
+      expect(await done.textContent()).toMatch(/\d+ removed · \d+ routed again · \d+ taken out/);
       const actions = (await stack.client.schedule.getHandle(scheduleId).describe()).info.recentActions;
       expect(actions).toHaveLength(1);
     } finally {
