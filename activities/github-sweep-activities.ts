@@ -361,6 +361,8 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
           log.info('sweep took out of its pool a job GitHub no longer has queued', { pool: settings.name, jobId: job.jobId, status: status ?? 'gone', queuedAt: job.queuedAt });
         } catch (err) {
           report.failed.push({ target: `queued job ${job.jobId} of pool ${settings.name}`, error: reportErrorText(err) });
+          // A rate limit or an outage answers the pool's next lookups the same way: they wait for the next sweep.
+          break;
         }
       }
     }

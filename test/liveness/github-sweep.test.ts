@@ -332,6 +332,17 @@ describe('jobs a pool holds as queued that GitHub has run', () => {
 
     // Queued for less than the age limit: left alone (its events may still be on their way).
     expect((await sweep(3_600_000, 3_600_000)).github?.dequeued ?? []).toEqual([]);
+    // GitHub failing the lookup: the job stays, the failure is named, and the next sweep looks again.
+    stack.sim.setFault({ kind: 'server-error', status: 502, operation: 'get-job-for-workflow-run', times: 20 });
+    let failing: SweepReport;
+    try {
+      failing = await sweep(3_600_000, 0);
+    } finally {
+      stack.sim.clearFaults();
+    }
+    expect(failing.github?.dequeued ?? []).toEqual([]);
+    expect(failing.github?.failed).toContainEqual({ target: `queued job ${job.id} of pool ${pool.name}`, error: expect.any(String) });
+    expect(heldFor(await view())).toBe(true);
     const report = await sweep(3_600_000, 0);
     expect(report.github?.dequeued).toEqual([{ pool: pool.name, jobId: job.id, status: 'completed' }]);
     await eventually(async () => {
