@@ -24,10 +24,14 @@ export function scheduleText(view: ScheduleView<unknown>, missing: string): stri
   return `every ${every(view.intervalMs)}`;
 }
 
-function outcome(run: SweepRun | undefined): string {
+/** What a run did to machines, and at GitHub when it looked there. */
+export function sweepOutcome(run: SweepRun | undefined): string {
   if (!run) return '';
-  if (run.result) return `deleted ${run.result.deleted} of ${run.result.listed} listed, ${run.result.failed} failed`;
-  return run.error ?? '';
+  if (!run.result) return run.error ?? '';
+  const { deleted, listed, failed, github } = run.result;
+  const machines = `deleted ${deleted} of ${listed} listed, ${failed} failed`;
+  if (!github) return machines;
+  return `${machines}; at GitHub ${github.registrationsRemoved} removed, ${github.jobsRequeued} jobs routed again, ${github.jobsDequeued} taken out of a queue`;
 }
 
 export const sweepCommands: Record<string, Command> = {
@@ -42,7 +46,7 @@ export const sweepCommands: Record<string, Command> = {
       ctx.out(
         formatTable(
           ['PROVIDER', 'SCHEDULE', 'NEXT RUN', 'LAST RUN', 'STATUS', 'RESULT'],
-          sweeps.map((s) => [s.provider, scheduleText(s, 'no schedule (no worker has started with this provider)'), s.nextRunAt, s.runs[0]?.scheduledAt, s.runs[0]?.status, outcome(s.runs[0])]),
+          sweeps.map((s) => [s.provider, scheduleText(s, 'no schedule (no worker has started with this provider)'), s.nextRunAt, s.runs[0]?.scheduledAt, s.runs[0]?.status, sweepOutcome(s.runs[0])]),
         ),
       );
     },
