@@ -113,7 +113,8 @@ function sweepApi(providers: { name: string; stateDir: string }[]) {
   const config = parseConfig({
     temporal: { taskQueue: rig.worker.taskQueue },
     providers: providers.map(({ name, stateDir }) => ({ type: 'fake', name, stateDir })),
-    sweep: { interval: '1h', gracePeriod: 0 },
+    // Daily: its one run of the day, at midnight, is what `awayFromTheHour` keeps a test clear of.
+    sweep: { interval: '24h', gracePeriod: 0 },
   });
   const app = createApp({
     client: rig.client,
@@ -160,9 +161,9 @@ describe('leaked runners and sweeps', () => {
       const report = await triggerSweep(rig.client, schedule);
       expect(report.deleted.map((d) => d.name)).toEqual([leaked]);
       const { sweeps } = await get<{ sweeps: Record<string, unknown>[] }>('/api/v1/sweeps?runs=3');
-      expect(sweeps.find((s) => s.provider === idle)).toEqual({ provider: idle, scheduleId: sweepScheduleId(idle), scheduled: true, paused: false, intervalMs: 3_600_000, nextRunAt: expect.any(String), runs: [] });
+      expect(sweeps.find((s) => s.provider === idle)).toEqual({ provider: idle, scheduleId: sweepScheduleId(idle), scheduled: true, paused: false, intervalMs: 86_400_000, nextRunAt: expect.any(String), runs: [] });
       const sweep = sweeps.find((s) => s.provider === provider.name);
-      expect(sweep).toMatchObject({ scheduleId, scheduled: true, paused: false, intervalMs: 3_600_000 });
+      expect(sweep).toMatchObject({ scheduleId, scheduled: true, paused: false, intervalMs: 86_400_000 });
       expect(sweep!.runs).toEqual([
         expect.objectContaining({
           workflowId: expect.stringMatching(new RegExp(`^${scheduleId}-`)),

@@ -319,7 +319,7 @@ describe('runnerflow CLI', () => {
     await awayFromTheHour();
     const schedule = await client.schedule.create({
       scheduleId: sweepScheduleId(PROVIDER),
-      spec: { intervals: [{ every: '1h' }] },
+      spec: { intervals: [{ every: '24h' }] },
       policies: { overlap: ScheduleOverlapPolicy.SKIP },
       action: { type: 'startWorkflow', workflowType: PROVIDER_SWEEP_WORKFLOW, workflowId: sweepScheduleId(PROVIDER), taskQueue: worker.taskQueue, args: [{ provider: PROVIDER, gracePeriodMs: 3_600_000 }] },
     });
@@ -330,7 +330,7 @@ describe('runnerflow CLI', () => {
         const run = await cli(['sweep', 'list']);
         return new RegExp(`^${PROVIDER}\\s.*\\scompleted\\s+deleted 0 of \\d+ listed, 0 failed$`, 'm').test(run.stdout) ? run : undefined;
       }, 20_000, 'the sweep run listed as completed');
-      expect(listed.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+every 1h\\s+\\S+\\s+\\S+\\s+completed`, 'm'));
+      expect(listed.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+every 24h\\s+\\S+\\s+\\S+\\s+completed`, 'm'));
       const json = JSON.parse((await cli(['sweep', 'list', '--json'])).stdout) as { provider: string; runs: { status: string }[] }[];
       expect(json.find((s) => s.provider === PROVIDER)?.runs).toEqual([expect.objectContaining({ status: 'completed' })]);
 
@@ -354,7 +354,7 @@ describe('runnerflow CLI', () => {
     await awayFromTheHour();
     const schedule = await client.schedule.create({
       scheduleId,
-      spec: { intervals: [{ every: '1h' }] },
+      spec: { intervals: [{ every: '24h' }] },
       policies: { overlap: ScheduleOverlapPolicy.SKIP },
       action: { type: 'startWorkflow', workflowType: LIVENESS_CHECK_WORKFLOW, workflowId: scheduleId, taskQueue: worker.taskQueue, args: [{ provider: PROVIDER, check: 'machines' }] },
     });
@@ -365,7 +365,7 @@ describe('runnerflow CLI', () => {
         // Every running runner of this file's provider has its machine: none found.
         return new RegExp(`^${PROVIDER}\\s+machines\\s.*\\scompleted\\s+\\d+ runners? looked at, 0 found$`, 'm').test(run.stdout) ? run : undefined;
       }, 60_000, 'the liveness pass listed as completed');
-      expect(listed.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+machines\\s+every 1h\\s+\\S+\\s+\\S+\\s+completed`, 'm'));
+      expect(listed.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+machines\\s+every 24h\\s+\\S+\\s+\\S+\\s+completed`, 'm'));
       const json = JSON.parse((await cli(['liveness', 'list', '--json'])).stdout) as { provider: string; check: string; runs: { status: string; result?: { counts: unknown } }[] }[];
       expect(json.map((l) => `${l.provider} ${l.check}`)).toEqual([`${PROVIDER} machines`, `${PROVIDER} github`]);
       expect(json[0]?.runs).toEqual([expect.objectContaining({ status: 'completed', result: expect.objectContaining({ counts: { findings: 0, orphaned: 0, uncounted: 0, poolsReset: 0, stuckRunnersEnded: 0 } }) })]);

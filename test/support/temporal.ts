@@ -144,8 +144,10 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
 }
 
 /**
- * An hourly schedule fires on the hour, and a test that counts a schedule's runs may straddle one:
- * one made within `marginMs` of the hour is made just after it instead.
+ * A schedule whose interval is whole hours fires on the hour (a daily one at midnight, UTC), and a
+ * test that counts a schedule's runs may straddle one: one made within `marginMs` of the hour is
+ * made just after it instead. Tests use daily schedules, so that a slow test that outlasts the
+ * margin still meets such a run only near midnight.
  */
 export async function awayFromTheHour(marginMs = 60_000): Promise<void> {
   const toTheHour = 3_600_000 - (Date.now() % 3_600_000);

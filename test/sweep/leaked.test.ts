@@ -29,7 +29,7 @@ describe('machines a forced delete leaked', () => {
     const provider = addProvider(rig);
     const name = await leakMachine(rig, provider);
     // A long interval: the run under test is the triggered one, not a scheduled one.
-    const config = parseConfig({ providers: [{ type: 'fake', name: provider.name, stateDir: provider.stateDir }], sweep: { interval: '1h', gracePeriod: 0 } });
+    const config = parseConfig({ providers: [{ type: 'fake', name: provider.name, stateDir: provider.stateDir }], sweep: { interval: '24h', gracePeriod: 0 } });
     await awayFromTheHour();
     await ensureSweepSchedules(rig.client, config, rig.worker.taskQueue);
     const schedule = rig.client.schedule.getHandle(sweepScheduleId(provider.name));
