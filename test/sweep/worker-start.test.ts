@@ -19,7 +19,8 @@ describe('startWorker', () => {
       controllerId: CONTROLLER,
       temporal: { address: temporalAddress(), namespace: 'default', taskQueue: uniqueName('tq') },
       providers: [{ type: 'fake', name: provider, stateDir }],
-      sweep: { interval: '1h', gracePeriod: '1h' },
+      // Daily: its own run comes only at midnight, so the run the test checks is the one it triggers.
+      sweep: { interval: '24h', gracePeriod: '1h' },
     });
     const orphan = new FakeProviderControl(stateDir).addInstance({ name: uniqueName('orphan'), controllerId: CONTROLLER, createdAt: Date.now() - 2 * 3_600_000 });
     const logged: string[] = [];
