@@ -349,12 +349,12 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       if (view.deleting || !settings.enabled || settings.mode === 'scaleSet') continue;
       if (!view.runners.some((r) => r.runnerStatus === 'idle' && r.status === 'running')) continue;
       const old = view.queuedJobs.filter((job) => job.queuedAt !== undefined && now() - Date.parse(job.queuedAt) >= lostJobAgeMs).slice(0, SETTLED_CHECKS_PER_POOL);
-      const gh = old.length > 0 ? deps.github.get(settings.github.credentials) : undefined;
       for (const job of old) {
         const scope = repositoryScope(job.repository, settings.github.scope);
-        if (!gh || !scope) continue;
+        if (!scope) continue;
         try {
-          const status = await gh.getJobStatus(scope, job.jobId);
+          // Inside the try: credentials this worker no longer has fail this pool's look, not the sweep.
+          const status = await deps.github.get(settings.github.credentials).getJobStatus(scope, job.jobId);
           if (status === 'queued' || status === 'waiting' || status === 'requested' || status === 'pending') continue;
           await client.workflow.getHandle(workflowId).signal(jobProgressSignal, { jobId: job.jobId, action: status === 'in_progress' ? 'in_progress' : 'completed' });
           (report.dequeued ??= []).push({ pool: settings.name, jobId: job.jobId, status: status ?? 'gone' });

@@ -104,9 +104,10 @@ export class WebhookSender {
     this.stats.sent += 1;
     const job = payload.workflow_job as { id?: unknown } | undefined;
     const jobKey = job?.id !== undefined ? String(job.id) : undefined;
-    const lost = jobKey !== undefined && this.silencedJobs.has(jobKey) ? { restOfJob: true } : this.faults.webhookLost(action);
-    if (lost) {
-      if (lost.restOfJob && jobKey !== undefined && !this.silencedJobs.has(jobKey)) {
+    const silenced = jobKey !== undefined && this.silencedJobs.has(jobKey);
+    const lost = silenced ? undefined : this.faults.webhookLost(action);
+    if (silenced || lost) {
+      if (lost?.restOfJob && jobKey !== undefined) {
         this.silencedJobs.add(jobKey);
         this.stats.jobsSilenced += 1;
       }

@@ -36,6 +36,16 @@ afterEach(async () => {
   for (const r of receivers.splice(0)) await new Promise((done) => r.server.close(done));
 });
 
+/** A simulator delivering to one receiver, and its control API's fault endpoint. */
+async function delivering(): Promise<{ hook: Receiver; sim: GitHubSimulator; control: (fault: unknown) => Promise<Response> }> {
+  const hook = await receiver();
+  receivers.push(hook);
+  const started = await startGitHubSimulator({ onError: () => undefined, webhookUrl: hook.url });
+  sim = started;
+  const control = (fault: unknown) => fetch(`${started.controlUrl}/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
+  return { hook, sim: started, control };
+}
+
 it('spreads deliveries round robin over several receivers and redelivers the failed ones with their GUID', async () => {
   const healthy = await receiver();
   const flaky = await receiver(1);
@@ -97,10 +107,7 @@ it("lists a repository's and an organisation's webhook with only their own deliv
 });
 
 it("sends a delayed delivery late, after the same job's later events, and answers a delay without ms with a 400", async () => {
-  const hook = await receiver();
-  receivers.push(hook);
-  sim = await startGitHubSimulator({ onError: () => undefined, webhookUrl: hook.url });
-  const control = (body: unknown) => fetch(`${sim!.controlUrl}/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const { hook, sim, control } = await delivering();
 
   const refused = await control({ kind: 'delay-webhooks', action: 'queued' });
   expect(refused.status).toBe(400);
@@ -119,10 +126,7 @@ it("sends a delayed delivery late, after the same job's later events, and answer
 });
 
 it("loses a job's later events too with restOfJob, and only that job's", async () => {
-  const hook = await receiver();
-  receivers.push(hook);
-  sim = await startGitHubSimulator({ onError: () => undefined, webhookUrl: hook.url });
-  const control = (body: unknown) => fetch(`${sim!.controlUrl}/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const { hook, sim, control } = await delivering();
 
   const refused = await control({ kind: 'lose-webhooks', restOfJob: 'yes' });
   expect(refused.status).toBe(400);
