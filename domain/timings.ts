@@ -54,6 +54,14 @@ export interface InstanceTimings {
    */
   scaleSetWaitingJobsIntervalMs?: number;
   /**
+   * A pool being deleted whose listener never held a session on its scale set (another session
+   * did: perhaps an earlier listener's, ended before it told the pool) waits this long for that
+   * session to lapse, and deletes the scale set once it has; past it, the scale set is left at
+   * GitHub. GitHub's own runner waits 4 minutes for a conflicting session. Absent from the input
+   * of listeners started before it was configurable.
+   */
+  scaleSetHeldSessionWaitMs?: number;
+  /**
    * A runner its pool asked to leave that has not reported leaving within this long is
    * asked again (the ask is a signal that misses a runner whose start is still in flight).
    * Absent from the input of pools started before it was configurable.
@@ -104,6 +112,7 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   scaleSetPollTimeoutMs: 70_000,
   scaleSetConflictRetryMs: 30_000,
   scaleSetWaitingJobsIntervalMs: 60_000,
+  scaleSetHeldSessionWaitMs: 5 * 60_000,
   leaveReaskIntervalMs: 30_000,
   poolAuditIntervalMs: 10 * 60_000,
   poolStepHeartbeatTimeoutMs: 10_000,
@@ -134,6 +143,7 @@ export const timingsOverrideSchema = z
     scaleSetPollTimeout: durationMs,
     scaleSetConflictRetry: durationMs,
     scaleSetWaitingJobsInterval: durationMs,
+    scaleSetHeldSessionWait: durationMs,
     leaveReaskInterval: durationMs,
     poolAuditInterval: durationMs,
     poolStepHeartbeatTimeout: durationMs,

@@ -22,6 +22,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import { ActivityCancellationType } from '@temporalio/common';
@@ -55,6 +56,8 @@ const CLOSE_ATTEMPTS = 3;
 const MAX_DOUBLINGS = 20;
 /** For listeners whose input predates `scaleSetWaitingJobsIntervalMs`. */
 const DEFAULT_WAITING_JOBS_INTERVAL_MS = 60_000;
+/** For listeners whose input predates `scaleSetHeldSessionWaitMs`. */
+const DEFAULT_HELD_SESSION_WAIT_MS = 5 * 60_000;
 
 /** `takesJobs` of an updateListener signal; pools that predate it send none. */
 function takesJobsOf(args: unknown): boolean | undefined {
@@ -309,6 +312,43 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     await condition(() => stop !== undefined, pause);
   }
 
+  /**
+   * The pool is being deleted, and no listener of it is known to have held a session on this scale
+   * set. One may have: a listener terminated while GitHub opened its session, before it could tell
+   * the pool, leaves a session its successor meets as a 409, and a scale set nobody would delete.
+   * A session nobody polls lapses, while another installation's listener keeps polling its own; so
+   * ask for a session until the wait ends. One granted means nobody listens on the scale set any
+   * more: it is the pool's to delete. Returns whether it is.
+   */
+  async function outlastHeldSession(scaleSetId: number): Promise<boolean> {
+    const until = Date.now() + (t.scaleSetHeldSessionWaitMs ?? DEFAULT_HELD_SESSION_WAIT_MS);
+    for (;;) {
+      let opened;
+      try {
+        opened = await closes.openScaleSetSession({ target, scaleSetId, ownerName: settings.ownerName });
+      } catch (err) {
+        if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+        state.lastError = `scale set ${scaleSetId} left at GitHub: ${failureMessage(err)}`;
+        log.warn('scale set left at GitHub: a session could not be asked for', { pool: settings.pool, scaleSetId, error: state.lastError });
+        return false;
+      }
+      if (opened.outcome === 'scale_set_gone') return false;
+      if (opened.outcome === 'opened') {
+        state.sessionsOpened += 1;
+        await closeSession(scaleSetId, opened.sessionId);
+        return true;
+      }
+      const left = until - Date.now();
+      if (left <= 0) {
+        state.lastError = `scale set ${scaleSetId} left at GitHub: another session still holds it (${opened.message})`;
+        log.warn('scale set left at GitHub: another session still holds it', { pool: settings.pool, scaleSetId, error: opened.message });
+        return false;
+      }
+      state.lastError = `waiting for another session on scale set ${scaleSetId} to lapse before deleting it: ${opened.message}`;
+      await sleep(Math.min(t.scaleSetConflictRetryMs, left));
+    }
+  }
+
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
   function historyFull(): boolean {
     const info = workflowInfo();
@@ -371,7 +411,11 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   }
   // A scale set neither this listener nor, as its pool knows, an earlier one held a session on
   // belongs to another listener: it is not ours to delete.
-  const ours = state.sessionsOpened > 0 || (stop?.heldScaleSetId !== undefined && stop.heldScaleSetId === state.scaleSetId);
+  let ours = state.sessionsOpened > 0 || (stop?.heldScaleSetId !== undefined && stop.heldScaleSetId === state.scaleSetId);
+  // (patched: listeners stopped before replay without waiting for a held session to lapse.)
+  if (stop?.deleteScaleSet && state.scaleSetId !== undefined && !ours && patched('listener-outlasts-a-lapsing-session')) {
+    ours = await outlastHeldSession(state.scaleSetId);
+  }
   if (stop?.deleteScaleSet && state.scaleSetId !== undefined && ours) await calls.deleteScaleSet({ target, scaleSetId: state.scaleSetId });
   status = 'stopped';
   return view();

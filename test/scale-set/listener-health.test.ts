@@ -1,7 +1,8 @@
 /**
- * What an operator sees of a scale-set pool's listener (`runnerflow_scale_set_listener`), and a
+ * What an operator sees of a scale-set pool's listener (`runnerflow_scale_set_listener`), a
  * listener that no longer runs (terminated by hand, say), started again at the pool's next look
- * without waiting for the pool to continue as new.
+ * without waiting for the pool to continue as new, and the scale set of a deleted pool whose
+ * listener another session kept out.
  */
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
@@ -14,7 +15,9 @@ import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
 
 /** Long against the API's 5 s cache of what /metrics shows, so a listener gone just after a look is seen gone. */
 const AUDIT_MS = 12_000;
-const stack = useScaleSetStack(500, { poolAuditInterval: AUDIT_MS });
+/** How long a deleted pool's listener waits for a session that keeps it out to lapse. */
+const HELD_SESSION_WAIT_MS = 6_000;
+const stack = useScaleSetStack(500, { poolAuditInterval: AUDIT_MS, scaleSetHeldSessionWait: HELD_SESSION_WAIT_MS });
 
 async function poolEvents(pool: string, match: (e: HistoryEvent) => boolean): Promise<number> {
   const history = await stack.client.workflow.getHandle(poolWorkflowId(pool)).fetchHistory();
@@ -122,5 +125,57 @@ describe("a scale-set pool's listener", () => {
     } finally {
       stack.sim.clearFaults();
     }
+  });
+
+  describe('kept from a session from the start, so that its pool never heard of its scale set', () => {
+    // As a listener terminated while GitHub opened its session leaves its successor: a scale set
+    // the pool was never told of, and a session that lapses only once nobody polls it.
+    async function deletedWhileHeldOut(): Promise<{ pool: ReturnType<typeof scaleSetPool>; scaleSetId: number }> {
+      stack.sim.setFault({ kind: 'session-conflict', times: 10_000 });
+      const pool = scaleSetPool({ maxRunners: 1, scaleSet: { minRunners: 0 } });
+      expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+      const held = await eventually(async () => {
+        const s = await listenerState(stack.client, pool.name);
+        return s?.status === 'conflict' && s.scaleSetId !== undefined ? s : undefined;
+      }, 30_000, 'the listener kept out');
+      expect(held.sessionsOpened).toBe(0);
+      expect(await demandReports(pool.name)).toBe(0);
+      expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+      const waiting = await eventually(async () => {
+        const s = await listenerState(stack.client, pool.name);
+        return s?.status === 'stopping' ? s : undefined;
+      }, 20_000, 'the listener stopping');
+      expect(waiting.lastError).toMatch(/waiting for another session .* to lapse/);
+      return { pool, scaleSetId: held.scaleSetId! };
+    }
+
+    it('deletes the scale set with its pool once that session lapses', async () => {
+      try {
+        const { pool, scaleSetId } = await deletedWhileHeldOut();
+        expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(true);
+        // Nobody polls the session any more: GitHub lets it lapse and grants a new one.
+        stack.sim.clearFaults();
+        const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+        expect(stopped.status).toBe('stopped');
+        expect(stopped.sessionsOpened).toBe(1);
+        expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(false);
+      } finally {
+        stack.sim.clearFaults();
+      }
+    });
+
+    it('leaves a scale set whose session is still held when the wait ends, and says so', async () => {
+      try {
+        const { pool, scaleSetId } = await deletedWhileHeldOut();
+        const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+        expect(stopped.status).toBe('stopped');
+        expect(stopped.sessionsOpened).toBe(0);
+        expect(stopped.lastError).toMatch(new RegExp(`scale set ${scaleSetId} left at GitHub: another session still holds it`));
+        // Another installation's listener may be polling it: not this pool's to delete.
+        expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(true);
+      } finally {
+        stack.sim.clearFaults();
+      }
+    });
   });
 });
