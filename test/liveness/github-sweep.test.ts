@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
-import { registrationMatcher } from '../../activities/github-sweep-activities';
+import { createGitHubSweepActivities, registrationMatcher } from '../../activities/github-sweep-activities';
 import { QUEUED_RUNS_PER_SWEEP } from '../../domain/lost-job-rotation';
 import { PoolDirectory } from '../../api/pool-directory';
 import { createGitHubRegistry } from '../../github/registry';
@@ -342,6 +342,17 @@ describe('jobs a pool holds as queued that GitHub has run', () => {
     }
     expect(failing.github?.dequeued ?? []).toEqual([]);
     expect(failing.github?.failed).toContainEqual({ target: `queued job ${job.id} of pool ${pool.name}`, error: expect.any(String) });
+    expect(heldFor(await view())).toBe(true);
+    // A worker whose config no longer has the pool's credentials: that pool's look fails, named, and the sweep goes on.
+    const config = stack.loaded.config;
+    const withoutCredentials = createGitHubRegistry({ ...config, github: { ...config.github, credentials: config.github.credentials.filter((c) => c.name !== 'default') } }, stack.loaded.env);
+    const lacking = await createGitHubSweepActivities({ controllerId: config.controllerId, client: stack.client, namespace: config.temporal.namespace, github: withoutCredentials }).sweepGitHubRunners({
+      provider: PROVIDER,
+      gracePeriodMs: 3_600_000,
+      lostJobAgeMs: 0,
+    });
+    expect(lacking.dequeued ?? []).toEqual([]);
+    expect(lacking.failed).toContainEqual({ target: `queued job ${job.id} of pool ${pool.name}`, error: expect.stringContaining('no GitHub credentials named "default"') });
     expect(heldFor(await view())).toBe(true);
     const report = await sweep(3_600_000, 0);
     expect(report.github?.dequeued).toEqual([{ pool: pool.name, jobId: job.id, status: 'completed' }]);
