@@ -349,6 +349,9 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     }
   }
 
+  // A run's first look at a quiet scale set waits an interval too: a run begins with a new session,
+  // which already looked, or continues one that looked within the interval.
+  const quietSince = Date.now();
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
   function historyFull(): boolean {
     const info = workflowInfo();
@@ -390,6 +393,11 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         state.sessionId = undefined;
       } else if (polled.kind === 'message') {
         await apply(polled, sessionId);
+      } else if (listsWaitingJobs && acquiring() && Date.now() - Math.max(quietSince, state.waitingJobsListedAt ?? 0) >= waitingJobsInterval && patched('listener-lists-waiting-jobs-when-quiet')) {
+        // A poll with nothing to say. The offer of a job may have been lost on its way, and on a
+        // quiet scale set no later message would count it: look for jobs waiting, at most once an
+        // interval, so that such a job waits minutes, not until the next job or session.
+        state.waitingJobsDue = true;
       }
       // Counted only once a poll's answer took effect: a failure after each new session still backs off.
       if (state.consecutiveFailures) state.consecutiveFailures = 0;

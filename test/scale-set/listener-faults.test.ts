@@ -129,7 +129,8 @@ describe('the scale-set listener under faults', () => {
     expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
     const owner = await listening(pool.name);
 
-    const timings = resolveTimings(SCALE_SET_TIMINGS);
+    // A stop asking to delete the scale set waits this long for the owner's session to lapse.
+    const timings = resolveTimings({ ...SCALE_SET_TIMINGS, scaleSetHeldSessionWait: 1_500 });
     const intruderPool = uniqueName('intruder').toLowerCase();
     const input: ScaleSetListenerInput = {
       settings: {
@@ -169,9 +170,13 @@ describe('the scale-set listener under faults', () => {
     }, 20_000, 'the waiting listener continued as new');
     expect(current.historyLength).toBeLessThan(60);
     expect((await listenerState(stack.client, pool.name))?.sessionId).toBe(owner.sessionId);
-    // Stopping it, even with deleteScaleSet, leaves the scale set to the listener that holds it.
+    // Stopping it, even with deleteScaleSet, leaves the scale set to the listener that holds it:
+    // the owner polls its session, which does not lapse however long the intruder waits.
     await intruder.signal(stopListenerSignal, { reason: 'test over', deleteScaleSet: true });
-    expect((await intruder.result()).status).toBe('stopped');
+    const stopped = await intruder.result();
+    expect(stopped.status).toBe('stopped');
+    expect(stopped.sessionsOpened).toBe(0);
+    expect(stopped.lastError).toMatch(new RegExp(`scale set ${owner.scaleSetId} left at GitHub: another session still holds it`));
     expect(stack.sim.scaleSets().find((x) => x.id === owner.scaleSetId)?.session?.sessionId).toBe(owner.sessionId);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * What an operator sees of a scale-set pool's listener (`runnerflow_scale_set_listener`), a
  * listener that no longer runs (terminated by hand, say), started again at the pool's next look
- * without waiting for the pool to continue as new, and the scale set of a deleted pool whose
- * listener another session kept out.
+ * without waiting for the pool to continue as new, a job whose offer was lost on a quiet scale
+ * set, and the scale set of a deleted pool whose listener another session kept out.
  */
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
@@ -17,7 +17,9 @@ import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
 const AUDIT_MS = 12_000;
 /** How long a deleted pool's listener waits for a session that keeps it out to lapse. */
 const HELD_SESSION_WAIT_MS = 6_000;
-const stack = useScaleSetStack(500, { poolAuditInterval: AUDIT_MS, scaleSetHeldSessionWait: HELD_SESSION_WAIT_MS });
+/** How often a listener with nothing to hear looks for jobs waiting at GitHub. */
+const WAITING_JOBS_INTERVAL_MS = 2_000;
+const stack = useScaleSetStack(500, { poolAuditInterval: AUDIT_MS, scaleSetHeldSessionWait: HELD_SESSION_WAIT_MS, scaleSetWaitingJobsInterval: WAITING_JOBS_INTERVAL_MS });
 
 async function poolEvents(pool: string, match: (e: HistoryEvent) => boolean): Promise<number> {
   const history = await stack.client.workflow.getHandle(poolWorkflowId(pool)).fetchHistory();
@@ -127,6 +129,19 @@ describe("a scale-set pool's listener", () => {
     }
   });
 
+  it('on a quiet scale set, acquires a job whose offer was lost, with no later message or new session to tell of it', async () => {
+    const { pool, first } = await listeningPool();
+    stack.sim.setFault({ kind: 'lose-job-offer', times: 1 });
+    const lost = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] });
+    await eventually(() => stack.sim.jobs().find((j) => j.id === lost.id && j.status === 'completed'), 30_000, 'the job whose offer was lost to run');
+    const s = await listenerState(stack.client, pool.name);
+    expect(s?.waitingJobsAcquired).toBe(1);
+    expect(s?.sessionsOpened).toBe(first.sessionsOpened);
+    expect(s?.sessionId).toBe(first.sessionId);
+    await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
+    await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+  });
+
   describe('kept from a session from the start, so that its pool never heard of its scale set', () => {
     // As a listener terminated while GitHub opened its session leaves its successor: a scale set
     // the pool was never told of, and a session that lapses only once nobody polls it.
@@ -141,11 +156,11 @@ describe("a scale-set pool's listener", () => {
       expect(held.sessionsOpened).toBe(0);
       expect(await demandReports(pool.name)).toBe(0);
       expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
-      const waiting = await eventually(async () => {
+      // Its first ask of the wait is refused too, and it says what it waits for.
+      await eventually(async () => {
         const s = await listenerState(stack.client, pool.name);
-        return s?.status === 'stopping' ? s : undefined;
-      }, 20_000, 'the listener stopping');
-      expect(waiting.lastError).toMatch(/waiting for another session .* to lapse/);
+        return s?.status === 'stopping' && /waiting for another session .* to lapse/.test(s.lastError ?? '') ? s : undefined;
+      }, 20_000, 'the listener stopping, waiting for the session to lapse');
       return { pool, scaleSetId: held.scaleSetId! };
     }
 
