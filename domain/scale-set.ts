@@ -18,3 +18,31 @@ export function desiredRunnerCount(minRunners: number, maxRunners: number, total
 
 /** Owner name of our sessions: tells operators (and GitHub's UI) which installation and pool listens. */
 export const sessionOwnerName = (controllerId: string, pool: string): string => `runnerflow/${controllerId}/${pool}`;
+
+/** A field of a scale-set pool that names its scale set at GitHub, and why it is fixed. */
+export interface ScaleSetFieldChange {
+  path: string;
+  message: string;
+}
+
+const labelSet = (labels: readonly string[]): string => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join('\n');
+const sameScope = (a: PoolSettings['github']['scope'], b: PoolSettings['github']['scope']): boolean =>
+  JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
+
+/**
+ * What `next` would change of the scale set `current` registered. The listener holds a session on
+ * that scale set, and its runners are registered to it: a scale set of another name, runner group,
+ * scope or credentials is another scale set, and GitHub sets a scale set's labels only when it
+ * creates it. None of these can change under a running pool; every other setting can.
+ */
+export function scaleSetChanges(current: PoolSettings, next: PoolSettings): ScaleSetFieldChange[] {
+  if (current.mode !== 'scaleSet' || next.mode !== 'scaleSet') return [];
+  const changes: ScaleSetFieldChange[] = [];
+  const was = scaleSetNameOf(current);
+  if (scaleSetNameOf(next) !== was) changes.push({ path: 'scaleSet.name', message: `is "${scaleSetNameOf(next)}"; the pool's scale set is "${was}"` });
+  if (next.runnerGroup !== current.runnerGroup) changes.push({ path: 'runnerGroup', message: `is "${next.runnerGroup}"; the scale set is in "${current.runnerGroup}"` });
+  if (next.github.credentials !== current.github.credentials) changes.push({ path: 'github.credentials', message: `is "${next.github.credentials}"; the scale set is reached with "${current.github.credentials}"` });
+  if (!sameScope(next.github.scope, current.github.scope)) changes.push({ path: 'github.scope', message: 'differs from the scope the scale set is registered in' });
+  if (labelSet(next.labels) !== labelSet(current.labels)) changes.push({ path: 'labels', message: 'differ from the labels GitHub gave the scale set when it was created' });
+  return changes;
+}

@@ -1,4 +1,5 @@
 import { newPoolSettingsSchema, poolNameSchema } from '../../domain/pool';
+import { scaleSetChanges } from '../../domain/scale-set';
 import { poolMemoOf } from '../../workflows/pool-memo';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../workflows/scale-set-messages';
@@ -75,7 +76,12 @@ export const poolRoutes: Route<Services>[] = [
       tag: TAG,
       summary: 'Replace the settings of a pool (the name may be omitted from the body)',
       body: newPoolSettingsSchema,
-      responses: { 202: 'Update sent to the pool', 400: 'Invalid settings', 404: 'No such pool', 409: 'The settings would change the mode of the pool' },
+      responses: {
+        202: 'Update sent to the pool',
+        400: 'Invalid settings',
+        404: 'No such pool',
+        409: "The settings would change the pool's mode, or the scale set of a scale-set pool (its name, runner group, scope, credentials or labels)",
+      },
     },
     async handle({ request, params, services }) {
       const name = params.name!;
@@ -100,6 +106,15 @@ export const poolRoutes: Route<Services>[] = [
       const mode = (running.memo as { mode?: unknown } | undefined)?.mode === 'scaleSet' ? 'scaleSet' : 'webhook';
       if (parsed.data.mode !== mode) {
         throw conflict(`pool ${name} is a ${mode} pool and mode cannot be changed to ${parsed.data.mode}; delete the pool and create it again`, 'mode_change');
+      }
+      if (mode === 'scaleSet') {
+        // Taken in silence, such a change would leave the pool on the scale set it has.
+        const { settings: current } = await services.query(poolWorkflowId(name), `pool ${name}`, poolStateQuery);
+        const changes = scaleSetChanges(current, parsed.data);
+        if (changes.length > 0) {
+          const fields = changes.map((c) => `${c.path} ${c.message}`).join('; ');
+          throw conflict(`pool ${name} cannot change its scale set in place: ${fields}; delete the pool and create it again`, 'scale_set_change', changes);
+        }
       }
       await orNotFound(`pool ${name}`, () =>
         services.deps.client.workflow.getHandle(poolWorkflowId(name)).signal(updatePoolSignal, { settings: parsed.data }),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
-import { desiredRunnerCount, scaleSetNameOf } from '../../domain/scale-set';
+import { desiredRunnerCount, scaleSetChanges, scaleSetNameOf } from '../../domain/scale-set';
 import { PoolBook } from '../../workflows/pool-book';
 import { candidatePools } from '../../api/job-routing';
 import { FAST_TIMINGS } from '../support/temporal';
@@ -18,6 +18,24 @@ function settings(overrides: Partial<PoolSettingsInput> = {}) {
     ...overrides,
   });
 }
+
+describe('what a scale-set pool cannot change in place', () => {
+  it('is what names its scale set at GitHub, and its labels as GitHub compares them', () => {
+    const current = settings();
+    expect(scaleSetChanges(current, settings({ maxRunners: 9, scaleSet: { minRunners: 1 }, labels: ['LINUX', 'linux'] }))).toEqual([]);
+    expect(scaleSetChanges(current, settings({ scaleSet: { name: 'big', minRunners: 0 } }))).toEqual([]);
+    const changed = scaleSetChanges(
+      current,
+      settings({ scaleSet: { name: 'bigger', minRunners: 0 }, runnerGroup: 'gpu', github: { credentials: 'other', scope: { kind: 'org', org: 'acme' } }, labels: ['linux', 'gpu'] }),
+    );
+    expect(changed.map((c) => c.path)).toEqual(['scaleSet.name', 'runnerGroup', 'github.credentials', 'labels']);
+    expect(changed[0]!.message).toBe('is "bigger"; the pool\'s scale set is "big"');
+    expect(scaleSetChanges(current, settings({ github: { scope: { kind: 'repo', owner: 'acme', repo: 'app' } } })).map((c) => c.path)).toEqual(['github.scope']);
+    // A webhook pool's runners each keep the settings they started with: it changes all of these in place.
+    const webhook = settings({ mode: 'webhook' });
+    expect(scaleSetChanges(webhook, { ...webhook, runnerGroup: 'gpu', labels: ['gpu'] })).toEqual([]);
+  });
+});
 
 describe("actions-runner-controller's desired-count rule", () => {
   it('is min(maxRunners, minRunners + totalAssignedJobs)', () => {

@@ -1,8 +1,8 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
-import { poolSettingsSchema } from '../../domain/pool';
-import { deletePoolSignal, poolWorkflowId, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
+import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { eventually } from '../support/temporal';
 import { listenerState, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
 
@@ -101,6 +101,44 @@ describe('a pool in scaleSet mode', () => {
       const idle = stack.sim.agents().filter((a) => a.state === 'idle' && a.runnerName !== warm.runnerName && stack.sim.runners().some((r) => r.name === a.runnerName && (r as { scaleSetId?: number }).scaleSetId === s.scaleSetId));
       return idle.length === 1;
     }, 30_000, 'a new warm runner');
+  });
+
+  it('refuses, with what and why, settings that would change its scale set, takes the others, and ignores such settings sent by hand', async () => {
+    const pool = scaleSetPool({ maxRunners: 1 });
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    await eventually(async () => ((await listenerState(stack.client, pool.name))?.status === 'listening' ? true : undefined), 20_000, 'listener listening');
+    const handle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
+    const settings: PoolSettings = (await handle.query(poolStateQuery)).settings;
+    type Refusal = { error: { code: string; message: string; details: { path: string; message: string }[] } };
+    const put = (changes: Record<string, unknown>) => apiRequest(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, ...changes });
+
+    const renamed = await put({ scaleSet: { name: 'another-scale-set' } });
+    expect(renamed.status, JSON.stringify(renamed.body)).toBe(409);
+    const refusal = (renamed.body as Refusal).error;
+    expect(refusal.code).toBe('scale_set_change');
+    expect(refusal.message).toBe(
+      `pool ${pool.name} cannot change its scale set in place: scaleSet.name is "another-scale-set"; the pool's scale set is "${pool.name}"; delete the pool and create it again`,
+    );
+    const several = await put({ runnerGroup: 'Other', github: { credentials: 'default', scope: { kind: 'org', org: 'elsewhere' } }, labels: ['self-hosted', 'gpu'] });
+    expect(several.status, JSON.stringify(several.body)).toBe(409);
+    expect((several.body as Refusal).error.details.map((d) => d.path)).toEqual(['runnerGroup', 'github.scope', 'labels']);
+    // Labels in another order or case are the same labels to GitHub; other settings change in place.
+    const taken = await put({ labels: ['Linux', 'self-hosted'], maxRunners: 2 });
+    expect(taken.status).toBe(202);
+    await eventually(async () => ((await listenerState(stack.client, pool.name))?.maxRunners === 2 ? true : undefined), 20_000, 'listener told maxRunners 2');
+
+    // Sent by hand, past the API: the pool keeps its scale set; the next settings are taken.
+    await handle.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 2, runnerGroup: 'Other' } });
+    await handle.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 1 } });
+    const after = await eventually(async () => {
+      const view = await handle.query(poolStateQuery);
+      return view.settings.maxRunners === 1 ? view : undefined;
+    }, 20_000, 'the settings sent after taken');
+    expect(after.settings.runnerGroup).toBe(settings.runnerGroup);
+    expect(after.settingsVersion).toBe(3);
+
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+    await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
   });
 
   it('deleting the pool removes its runners, its session and its scale set', async () => {
