@@ -47,6 +47,12 @@ export interface ScaleSetView extends SimScaleSet {
   messages: { pending: number; deleted: number; redelivered: number };
 }
 
+/**
+ * How the service hands a scale set its jobs: offered (`JobAvailable`) for its listener to
+ * acquire, or assigned by GitHub's newer broker with no acquire (`JobAssigned` only).
+ */
+export type ScaleSetAssignment = 'acquire' | 'broker';
+
 export interface ScaleSetTimings {
   /** A session nobody polled for this long no longer blocks a new one. */
   sessionIdleTimeoutMs: number;
@@ -66,6 +72,7 @@ export class SimScaleSets {
   private nextScaleSetId = 1;
   private nextMessageId = 1;
   private redelivered = 0;
+  private assignment: ScaleSetAssignment = 'acquire';
 
   constructor(
     private readonly state: SimState,
@@ -265,8 +272,24 @@ export class SimScaleSets {
     const set = [...this.scaleSets.values()].find((s) => this.targets(s, job));
     if (!set) return;
     job.scaleSetId = set.id;
+    if (this.assignment === 'broker') {
+      // Assigned at once; a message that is lost leaves the statistics of later ones to count it.
+      this.assign(job);
+      if (!this.loseOffer()) this.push(set.id, this.base(job, 'JobAssigned'));
+      this.dispatch();
+      return;
+    }
     if (this.loseOffer()) return;
     this.push(set.id, { ...this.base(job, 'JobAvailable'), acquireJobUrl: `${this.serverUrl()}/_actions/_apis/runtime/runnerscalesets/${set.id}/acquirejobs` });
+  }
+
+  setAssignment(mode: ScaleSetAssignment): void {
+    this.assignment = mode;
+  }
+
+  private assign(job: SimJob): void {
+    job.acquired = true;
+    job.acquiredAt = new Date().toISOString();
   }
 
   private targets(set: SimScaleSet, job: SimJob): boolean {
@@ -309,8 +332,7 @@ export class SimScaleSets {
     for (const id of requestIds) {
       const job = this.state.jobs.get(id);
       if (!job || job.scaleSetId !== scaleSetId || job.acquired || job.status !== 'queued') continue;
-      job.acquired = true;
-      job.acquiredAt = new Date().toISOString();
+      this.assign(job);
       won.push(id);
       this.push(scaleSetId, this.base(job, 'JobAssigned'));
     }

@@ -15,7 +15,7 @@ import { FaultPlan, type SimFault } from './faults';
 import { githubError, matchRoute, SimGitHubApi } from './github-api';
 import { BadRequest, readJsonBody, sleep, writeResponse, type SimResponse } from './http-util';
 import { RateLimitWindow, rateLimitHeaders } from './rate-limit';
-import { SimScaleSets, type ScaleSetView } from './scale-sets';
+import { SimScaleSets, type ScaleSetAssignment, type ScaleSetView } from './scale-sets';
 import { operationKey, type OperationName } from './served-operations';
 import { SimState, type QueueJobInput, type SimJob } from './sim-state';
 import { WebhookSender, type SentDelivery, type WebhookStats, type WebhookTarget } from './webhook-sender';
@@ -100,6 +100,8 @@ export interface GitHubSimulator {
   scaleSetMaxCapacity(scaleSetId: number): number | undefined;
   /** Adds a runner group (GitHub has `Default`, id 1); returns its id. */
   addRunnerGroup(name: string): number;
+  /** How jobs reach scale sets from now on: offered to acquire (the default), or assigned by the broker. */
+  setScaleSetAssignment(mode: ScaleSetAssignment): void;
   close(): Promise<void>;
 }
 
@@ -288,6 +290,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     scaleSets: () => scaleSets.view(),
     scaleSetMaxCapacity: (id) => actions.maxCapacity.get(id),
     addRunnerGroup: (name) => scaleSets.addGroup(name),
+    setScaleSetAssignment: (mode) => scaleSets.setAssignment(mode),
     async close() {
       agents.close();
       await webhooks.idle();

@@ -5,11 +5,47 @@ import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { eventually } from '../support/temporal';
 import { listenerState, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
+import type { ScaleSetView } from '../../workflows/scale-set-messages';
 
 const stack = useScaleSetStack(1_500);
 
 /** Scale-set runners alive in the simulator right now. */
 const scaleSetRunners = (scaleSetId: number) => stack.sim.runners().filter((r) => (r as { scaleSetId?: number }).scaleSetId === scaleSetId);
+
+/** A new scale-set pool, once its listener holds a session on its scale set. */
+async function listeningPool(maxRunners: number) {
+  const pool = scaleSetPool({ maxRunners });
+  expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+  const listening = await eventually(async () => {
+    const s = await listenerState(stack.client, pool.name);
+    return s?.status === 'listening' && s.scaleSetId !== undefined ? s : undefined;
+  }, 20_000, 'listener listening');
+  return { pool, listening };
+}
+
+/** Queues `count` jobs for the pool's scale set and waits for all to complete, counting the most runners alive at once. */
+async function runJobs(pool: string, scaleSetId: number, count: number) {
+  const jobs = Array.from({ length: count }, () => stack.sim.queueJob({ repository: 'acme/app', labels: [pool] }));
+  let most = 0;
+  const done = await eventually(
+    () => {
+      most = Math.max(most, scaleSetRunners(scaleSetId).length);
+      const finished = stack.sim.jobs().filter((j) => jobs.some((q) => q.id === j.id) && j.status === 'completed');
+      return finished.length === jobs.length ? finished : undefined;
+    },
+    60_000,
+    'all scale-set jobs completed',
+  );
+  return { done, most };
+}
+
+/** The listener once no job is assigned and no runner is left. */
+function settledListener(pool: string, scaleSetId: number): Promise<ScaleSetView> {
+  return eventually(async () => {
+    const s = await listenerState(stack.client, pool);
+    return s && s.statistics?.totalAssignedJobs === 0 && scaleSetRunners(scaleSetId).length === 0 ? s : undefined;
+  }, 20_000, 'no runners left');
+}
 
 describe('a pool in scaleSet mode', () => {
   it("passes its settings to a listener an earlier run started, even ones that earlier run took too late to pass on", async () => {
@@ -39,36 +75,18 @@ describe('a pool in scaleSet mode', () => {
   });
 
   it('runs jobs assigned to its scale set on fresh ephemeral runners, never more than maxRunners, and scales back to zero', async () => {
-    const pool = scaleSetPool({ maxRunners: 2 });
-    expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
-    const listening = await eventually(async () => {
-      const s = await listenerState(stack.client, pool.name);
-      return s?.status === 'listening' && s.scaleSetId !== undefined ? s : undefined;
-    }, 20_000, 'listener listening');
+    const { pool, listening } = await listeningPool(2);
 
-    const jobs = Array.from({ length: 5 }, () => stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name] }));
-    let most = 0;
-    const done = await eventually(
-      () => {
-        most = Math.max(most, scaleSetRunners(listening.scaleSetId!).length);
-        const finished = stack.sim.jobs().filter((j) => jobs.some((q) => q.id === j.id) && j.status === 'completed');
-        return finished.length === jobs.length ? finished : undefined;
-      },
-      60_000,
-      'all scale-set jobs completed',
-    );
+    const { done, most } = await runJobs(pool.name, listening.scaleSetId!, 5);
     expect(done.every((j) => j.conclusion === 'success')).toBe(true);
-    expect(new Set(done.map((j) => j.runnerName)).size).toBe(jobs.length);
+    expect(new Set(done.map((j) => j.runnerName)).size).toBe(5);
     expect(most).toBeGreaterThan(0);
     expect(most).toBeLessThanOrEqual(2);
     expect(stack.sim.scaleSetMaxCapacity(listening.scaleSetId!)).toBe(2);
 
-    const settled = await eventually(async () => {
-      const s = await listenerState(stack.client, pool.name);
-      return s && s.statistics?.totalAssignedJobs === 0 && scaleSetRunners(listening.scaleSetId!).length === 0 ? s : undefined;
-    }, 20_000, 'no runners left');
+    const settled = await settledListener(pool.name, listening.scaleSetId!);
     expect(settled.desiredRunners).toBe(0);
-    expect(settled.jobsAcquired).toBe(jobs.length);
+    expect(settled.jobsAcquired).toBe(5);
     expect(new Set(settled.recentMessageIds).size).toBe(settled.recentMessageIds.length);
 
     const shown = await apiRequest(stack, 'GET', `/api/v1/pools/${pool.name}`);
@@ -78,6 +96,27 @@ describe('a pool in scaleSet mode', () => {
     expect(cli).toMatch(new RegExp(`Scale set:\\s+${pool.name} \\(id ${listening.scaleSetId}, listening\\)`));
     expect(cli).toMatch(/Session:\s+[0-9a-f-]{36}/);
     expect(cli).toMatch(/Desired runners:\s+0 = min\(max 2, min 0 \+ assigned 0\)/);
+  });
+
+  it("runs jobs GitHub's broker assigns to its scale set with no offer to acquire, never more than maxRunners", async () => {
+    const { pool, listening } = await listeningPool(2);
+    const acquireCalls = () => stack.sim.stats().actionsCalls['acquire-jobs'] ?? 0;
+    const acquiresBefore = acquireCalls();
+    stack.sim.setScaleSetAssignment('broker');
+    try {
+      const { done, most } = await runJobs(pool.name, listening.scaleSetId!, 4);
+      expect(done.every((j) => j.conclusion === 'success')).toBe(true);
+      expect(new Set(done.map((j) => j.runnerName)).size).toBe(4);
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(2);
+      // The statistics alone drove the count: nothing was offered, so nothing was acquired.
+      expect((await settledListener(pool.name, listening.scaleSetId!)).jobsAcquired).toBe(0);
+      expect(acquireCalls()).toBe(acquiresBefore);
+    } finally {
+      stack.sim.setScaleSetAssignment('acquire');
+    }
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+    await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
   });
 
   it('keeps minRunners warm, runs a job on a warm runner and warms a replacement', async () => {
