@@ -25,6 +25,7 @@ import { measureOutcome, type RunOutcome } from '../../devstack/outcome';
 import { processStackRequest, startProcessStack, type ProcessStack } from '../../devstack/process-stack';
 import type { StackProcess } from '../../devstack/processes/spawn';
 import type { SimFault } from '../../github/simulator/faults';
+import type { ScaleSetAssignment } from '../../github/simulator/scale-sets';
 import type { SentDelivery } from '../../github/simulator/webhook-sender';
 import type { LivenessReport } from '../../activities/liveness-activities';
 import { livenessScheduleId } from '../../worker/liveness-schedule';
@@ -44,6 +45,8 @@ export interface ChaosOptions {
   temporalAddress: string;
   /** `webhook` (the default): jobs come as webhooks. `scaleSet`: the pool is a runner scale set. */
   mode?: ChaosMode;
+  /** Scale sets: jobs offered to acquire (the default), or assigned by GitHub's broker with no offer. */
+  scaleSetAssignment?: ScaleSetAssignment;
   lifecycles: number;
   seed: number;
   /** Stops the Temporal server, waits `downMs`, and starts it on the same database; without it the restart step is skipped. */
@@ -63,6 +66,8 @@ export type ChaosMode = 'webhook' | 'scaleSet';
 export interface ChaosReport {
   seed: number;
   mode: ChaosMode;
+  /** Scale-set mode: how its jobs reached the scale set. */
+  scaleSetAssignment?: ScaleSetAssignment;
   /** Scale sets of the campaign's pool still at GitHub after the pool was deleted (scale-set mode). */
   scaleSetsLeft: number;
   lifecycles: number;
@@ -284,7 +289,8 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
       if (!listening) throw new Error('the chaos scale set listener never listened');
     }
     setProviderFaults(stack, options.seed, failureRate, false);
-    log(`chaos: ${mode === 'scaleSet' ? 'scale-set pool' : 'pool'} ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
+    if (mode === 'scaleSet' && options.scaleSetAssignment) stack.sim.setScaleSetAssignment(options.scaleSetAssignment);
+    log(`chaos: ${mode === 'scaleSet' ? `scale-set pool (jobs ${options.scaleSetAssignment === 'broker' ? 'assigned by the broker' : 'offered to acquire'})` : 'pool'} ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
 
     const driver = new ChaosDriver(stack, taskQueue, random, options, injected, mode, name);
     const queueing = (async () => {
@@ -360,7 +366,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const { asked, poolsReset, stuckRunnersEnded } = await livenessOutcomes(stack, provider);
     const uncounted = { asked, notReset: asked.filter((name) => !driver.resets.has(name)) };
     const settledJobs = { takenOut: await settledJobsTakenOut(stack, provider), stillHeld };
-    return { seed: options.seed, mode, scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, settledJobs, github, outcome };
+    return { seed: options.seed, mode, ...(mode === 'scaleSet' ? { scaleSetAssignment: options.scaleSetAssignment ?? 'acquire' } : {}), scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, settledJobs, github, outcome };
   } finally {
     // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
