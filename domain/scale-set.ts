@@ -19,6 +19,24 @@ export function desiredRunnerCount(minRunners: number, maxRunners: number, total
 /** Owner name of our sessions: tells operators (and GitHub's UI) which installation and pool listens. */
 export const sessionOwnerName = (controllerId: string, pool: string): string => `runnerflow/${controllerId}/${pool}`;
 
+/** What names a pool's scale set at GitHub: none of it can change under a running pool. */
+export interface ScaleSetIdentity {
+  name: string;
+  runnerGroup: string;
+  credentials: string;
+  scope: PoolSettings['github']['scope'];
+  /** As GitHub set them when it created the scale set (after its name). */
+  labels: string[];
+}
+
+export const scaleSetIdentityOf = (settings: PoolSettings): ScaleSetIdentity => ({
+  name: scaleSetNameOf(settings),
+  runnerGroup: settings.runnerGroup,
+  credentials: settings.github.credentials,
+  scope: settings.github.scope,
+  labels: settings.labels,
+});
+
 /** A field of a scale-set pool that names its scale set at GitHub, and why it is fixed. */
 export interface ScaleSetFieldChange {
   path: string;
@@ -26,23 +44,23 @@ export interface ScaleSetFieldChange {
 }
 
 const labelSet = (labels: readonly string[]): string => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join('\n');
-const sameScope = (a: PoolSettings['github']['scope'], b: PoolSettings['github']['scope']): boolean =>
+const sameScope = (a: ScaleSetIdentity['scope'], b: ScaleSetIdentity['scope']): boolean =>
   JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
 
 /**
- * What `next` would change of the scale set `current` registered. The listener holds a session on
- * that scale set, and its runners are registered to it: a scale set of another name, runner group,
- * scope or credentials is another scale set, and GitHub sets a scale set's labels only when it
- * creates it. None of these can change under a running pool; every other setting can.
+ * What `next` would change of the scale set a pool registered (`current`). The listener holds a
+ * session on that scale set, and its runners are registered to it: a scale set of another name,
+ * runner group, scope or credentials is another scale set, and GitHub sets a scale set's labels
+ * only when it creates it. None of these can change under a running pool; every other setting can.
  */
-export function scaleSetChanges(current: PoolSettings, next: PoolSettings): ScaleSetFieldChange[] {
-  if (current.mode !== 'scaleSet' || next.mode !== 'scaleSet') return [];
+export function scaleSetChanges(current: ScaleSetIdentity, next: PoolSettings): ScaleSetFieldChange[] {
+  if (next.mode !== 'scaleSet') return [];
+  const to = scaleSetIdentityOf(next);
   const changes: ScaleSetFieldChange[] = [];
-  const was = scaleSetNameOf(current);
-  if (scaleSetNameOf(next) !== was) changes.push({ path: 'scaleSet.name', message: `is "${scaleSetNameOf(next)}"; the pool's scale set is "${was}"` });
-  if (next.runnerGroup !== current.runnerGroup) changes.push({ path: 'runnerGroup', message: `is "${next.runnerGroup}"; the scale set is in "${current.runnerGroup}"` });
-  if (next.github.credentials !== current.github.credentials) changes.push({ path: 'github.credentials', message: `is "${next.github.credentials}"; the scale set is reached with "${current.github.credentials}"` });
-  if (!sameScope(next.github.scope, current.github.scope)) changes.push({ path: 'github.scope', message: 'differs from the scope the scale set is registered in' });
-  if (labelSet(next.labels) !== labelSet(current.labels)) changes.push({ path: 'labels', message: 'differ from the labels GitHub gave the scale set when it was created' });
+  if (to.name !== current.name) changes.push({ path: 'scaleSet.name', message: `is "${to.name}"; the pool's scale set is "${current.name}"` });
+  if (to.runnerGroup !== current.runnerGroup) changes.push({ path: 'runnerGroup', message: `is "${to.runnerGroup}"; the scale set is in "${current.runnerGroup}"` });
+  if (to.credentials !== current.credentials) changes.push({ path: 'github.credentials', message: `is "${to.credentials}"; the scale set is reached with "${current.credentials}"` });
+  if (!sameScope(to.scope, current.scope)) changes.push({ path: 'github.scope', message: 'differs from the scope the scale set is registered in' });
+  if (labelSet(to.labels) !== labelSet(current.labels)) changes.push({ path: 'labels', message: 'differ from the labels GitHub gave the scale set when it was created' });
   return changes;
 }

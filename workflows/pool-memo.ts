@@ -1,4 +1,5 @@
 import type { PoolSettings } from '../domain/pool';
+import { scaleSetNameOf, type ScaleSetIdentity } from '../domain/scale-set';
 import type { PoolMemo } from './pool-messages';
 
 /** What job routing needs to know about a pool, kept in its workflow memo. */
@@ -11,6 +12,18 @@ export function poolMemoOf(settings: PoolSettings): PoolMemo {
     provider: settings.provider,
     scope: settings.github.scope,
     // Only scale-set pools are marked: routing skips them, webhook pools' memo stays as it was.
-    ...(settings.mode === 'scaleSet' ? { mode: settings.mode } : {}),
+    ...(settings.mode === 'scaleSet'
+      ? { mode: settings.mode, scaleSet: { name: scaleSetNameOf(settings), runnerGroup: settings.runnerGroup, credentials: settings.github.credentials } }
+      : {}),
   };
+}
+
+/**
+ * The scale set a scale-set pool's memo names, so that a change of it is refused without asking
+ * the pool; undefined for a memo written before it named one.
+ */
+export function scaleSetIdentityOfMemo(memo: Partial<PoolMemo> | undefined): ScaleSetIdentity | undefined {
+  const set = memo?.scaleSet;
+  if (memo?.mode !== 'scaleSet' || !set || !memo.scope || !Array.isArray(memo.labels)) return undefined;
+  return { name: set.name, runnerGroup: set.runnerGroup, credentials: set.credentials, scope: memo.scope, labels: memo.labels };
 }

@@ -26,7 +26,7 @@ import type { PoolActivities } from '../activities/pool-activities';
 import type { PoolAuditActivities } from '../activities/pool-audit-activities';
 import type { RelayActivities } from '../activities/relay-activities';
 import type { PoolSettings } from '../domain/pool';
-import { scaleSetChanges } from '../domain/scale-set';
+import { scaleSetChanges, scaleSetIdentityOf } from '../domain/scale-set';
 import type { InstanceTimings } from '../domain/timings';
 import { deleteSignal, runnerWorkflowId, type RunnerInstanceInput } from './messages';
 import { LEAVE_REASK_MS, PoolBook } from './pool-book';
@@ -237,7 +237,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     // Nor a change of the scale set, which the API refuses too (409 scale_set_change): the
     // listener would stay on the scale set it holds, and the pool would show settings that are
     // not in force. (patched: pools that took such a signal replay taking it.)
-    const scaleSetChanged = scaleSetChanges(book.settings, settings);
+    const scaleSetChanged = book.settings.mode === 'scaleSet' ? scaleSetChanges(scaleSetIdentityOf(book.settings), settings) : [];
     if (scaleSetChanged.length > 0 && patched('scale-set-change-refused-in-signal')) {
       log.warn('ignored settings that change the scale set: delete the pool and create it again', { pool: book.settings.name, fields: scaleSetChanged.map((c) => c.path) });
       return;

@@ -332,7 +332,10 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         log.warn('scale set left at GitHub: a session could not be asked for', { pool: settings.pool, scaleSetId, error: state.lastError });
         return false;
       }
-      if (opened.outcome === 'scale_set_gone') return false;
+      if (opened.outcome === 'scale_set_gone') {
+        state.lastError = undefined;
+        return false;
+      }
       if (opened.outcome === 'opened') {
         state.sessionsOpened += 1;
         await closeSession(scaleSetId, opened.sessionId);
@@ -418,7 +421,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     state.sessionId = undefined;
   }
   // A scale set neither this listener nor, as its pool knows, an earlier one held a session on
-  // belongs to another listener: it is not ours to delete.
+  // may belong to another listener: it is ours to delete only once the session in its way lapses.
   let ours = state.sessionsOpened > 0 || (stop?.heldScaleSetId !== undefined && stop.heldScaleSetId === state.scaleSetId);
   // (patched: listeners stopped before replay without waiting for a held session to lapse.)
   if (stop?.deleteScaleSet && state.scaleSetId !== undefined && !ours && patched('listener-outlasts-a-lapsing-session')) {

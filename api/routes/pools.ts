@@ -1,7 +1,7 @@
 import { newPoolSettingsSchema, poolNameSchema } from '../../domain/pool';
-import { scaleSetChanges } from '../../domain/scale-set';
-import { poolMemoOf } from '../../workflows/pool-memo';
-import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal } from '../../workflows/pool-messages';
+import { scaleSetChanges, scaleSetIdentityOf } from '../../domain/scale-set';
+import { poolMemoOf, scaleSetIdentityOfMemo } from '../../workflows/pool-memo';
+import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal, type PoolMemo } from '../../workflows/pool-messages';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { readJson, readValidJson } from '../http/body';
 import { HttpError, badRequest, conflict, notFound, validationError } from '../http/errors';
@@ -108,8 +108,11 @@ export const poolRoutes: Route<Services>[] = [
         throw conflict(`pool ${name} is a ${mode} pool and mode cannot be changed to ${parsed.data.mode}; delete the pool and create it again`, 'mode_change');
       }
       if (mode === 'scaleSet') {
-        // Taken in silence, such a change would leave the pool on the scale set it has.
-        const { settings: current } = await services.query(poolWorkflowId(name), `pool ${name}`, poolStateQuery);
+        // Taken in silence, such a change would leave the pool on the scale set it has. A pool whose
+        // memo predates naming its scale set is asked.
+        const current =
+          scaleSetIdentityOfMemo(running.memo as Partial<PoolMemo> | undefined) ??
+          scaleSetIdentityOf((await services.query(poolWorkflowId(name), `pool ${name}`, poolStateQuery)).settings);
         const changes = scaleSetChanges(current, parsed.data);
         if (changes.length > 0) {
           const fields = changes.map((c) => `${c.path} ${c.message}`).join('; ');

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
-import { desiredRunnerCount, scaleSetChanges, scaleSetNameOf } from '../../domain/scale-set';
+import { desiredRunnerCount, scaleSetChanges, scaleSetIdentityOf, scaleSetNameOf } from '../../domain/scale-set';
+import { poolMemoOf, scaleSetIdentityOfMemo } from '../../workflows/pool-memo';
+import type { PoolMemo } from '../../workflows/pool-messages';
 import { PoolBook } from '../../workflows/pool-book';
 import { candidatePools } from '../../api/job-routing';
 import { FAST_TIMINGS } from '../support/temporal';
@@ -21,7 +23,7 @@ function settings(overrides: Partial<PoolSettingsInput> = {}) {
 
 describe('what a scale-set pool cannot change in place', () => {
   it('is what names its scale set at GitHub, and its labels as GitHub compares them', () => {
-    const current = settings();
+    const current = scaleSetIdentityOf(settings());
     expect(scaleSetChanges(current, settings({ maxRunners: 9, scaleSet: { minRunners: 1 }, labels: ['LINUX', 'linux'] }))).toEqual([]);
     expect(scaleSetChanges(current, settings({ scaleSet: { name: 'big', minRunners: 0 } }))).toEqual([]);
     const changed = scaleSetChanges(
@@ -31,9 +33,15 @@ describe('what a scale-set pool cannot change in place', () => {
     expect(changed.map((c) => c.path)).toEqual(['scaleSet.name', 'runnerGroup', 'github.credentials', 'labels']);
     expect(changed[0]!.message).toBe('is "bigger"; the pool\'s scale set is "big"');
     expect(scaleSetChanges(current, settings({ github: { scope: { kind: 'repo', owner: 'acme', repo: 'app' } } })).map((c) => c.path)).toEqual(['github.scope']);
-    // A webhook pool's runners each keep the settings they started with: it changes all of these in place.
-    const webhook = settings({ mode: 'webhook' });
-    expect(scaleSetChanges(webhook, { ...webhook, runnerGroup: 'gpu', labels: ['gpu'] })).toEqual([]);
+  });
+
+  it("is read from the pool's memo as it was written, and not from a memo that predates it", () => {
+    const pool = settings({ scaleSet: { name: 'big-set', minRunners: 0 }, runnerGroup: 'gpu' });
+    const memo = JSON.parse(JSON.stringify(poolMemoOf(pool))) as PoolMemo;
+    expect(scaleSetIdentityOfMemo(memo)).toEqual(scaleSetIdentityOf(pool));
+    const { scaleSet: _older, ...predating } = memo;
+    expect(scaleSetIdentityOfMemo(predating)).toBeUndefined();
+    expect(scaleSetIdentityOfMemo(poolMemoOf(settings({ mode: 'webhook' })))).toBeUndefined();
   });
 });
 

@@ -2,7 +2,10 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
 import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
-import { deletePoolSignal, poolStateQuery, poolWorkflowId, updatePoolSignal, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { deletePoolSignal, poolStateQuery, poolWorkflowId, RUNNER_POOL_WORKFLOW, updatePoolSignal, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { poolMemoOf } from '../../workflows/pool-memo';
+import { RUNNER_POOL } from '../../workflows/search-attributes';
+import { resolveTimings } from '../../domain/timings';
 import { eventually } from '../support/temporal';
 import { listenerState, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
 import type { ScaleSetView } from '../../workflows/scale-set-messages';
@@ -178,6 +181,25 @@ describe('a pool in scaleSet mode', () => {
 
     expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
     await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
+  });
+
+  it('refuses a change of its scale set when its memo predates naming the scale set, by asking the pool', async () => {
+    const settings = poolSettingsSchema.parse(scaleSetPool({ maxRunners: 1 }));
+    const { scaleSet: _named, ...predating } = poolMemoOf(settings);
+    const handle = await stack.client.workflow.start(RUNNER_POOL_WORKFLOW, {
+      workflowId: poolWorkflowId(settings.name),
+      taskQueue: stack.loaded.config.temporal.taskQueue,
+      args: [{ settings, timings: resolveTimings(stack.loaded.config.timings) }],
+      typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
+      memo: predating,
+    });
+    const body = { ...settings, runnerGroup: 'Other' };
+    const refused = await apiRequest(stack, 'PUT', `/api/v1/pools/${settings.name}`, body);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect((refused.body as { error: { details: { path: string }[] } }).error.details.map((d) => d.path)).toEqual(['runnerGroup']);
+    expect((await apiRequest(stack, 'PUT', `/api/v1/pools/${settings.name}`, { ...settings, maxRunners: 2 })).status).toBe(202);
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${settings.name}`)).status).toBeLessThan(300);
+    await handle.result();
   });
 
   it('deleting the pool removes its runners, its session and its scale set', async () => {
