@@ -313,6 +313,11 @@ export async function runnerInstance(input: RunnerInstanceInput): Promise<Instan
     const job = jobArgs<JobStartedArgs>('jobStarted', args);
     // Redeliveries and late in_progress events after completion change nothing.
     if (!job || completedJobs.has(job.jobId) || record.jobId === job.jobId) return;
+    // An ephemeral runner runs one job: a start under another id once that job is over is the same
+    // job under the other id GitHub gives it (a scale set's request id beside the webhook's job id),
+    // delivered late. Taken, it would show a leaving runner busy again. (patched: runners that took
+    // one replay taking it.)
+    if (input.spec.ephemeral && jobFinished && patched('finished-ephemeral-runner-ignores-job-starts')) return;
     record.jobId = job.jobId;
     setRunnerStatus('active');
     const waited = Date.parse(job.startedAt ?? '') - Date.parse(job.queuedAt ?? '');

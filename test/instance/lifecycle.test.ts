@@ -36,6 +36,26 @@ describe('runnerInstance lifecycle', () => {
     expect(JSON.stringify(history)).not.toContain(Buffer.from(`jit-secret-for-${name}`).toString('base64'));
   });
 
+  it('an ephemeral runner whose job is over takes no job start under another id, as a late webhook of a scale set\'s job brings', async () => {
+    const name = uniqueName('alias');
+    // Its machine's delete takes a while, so that the late start reaches the runner while it leaves.
+    env.w.fake.setFault('delete', { delayMs: 3_000, instance: name });
+    const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
+    await waitForStatus(handle, 'running');
+    await handle.signal(runnerStatusSignal, { status: 'idle' });
+    await handle.signal(jobStartedSignal, { jobId: 42, runId: 7 });
+    await handle.signal(jobCompletedSignal, { jobId: 42, conclusion: 'success' });
+    await eventually(async () => ((await handle.query(stateQuery)).status === 'deleting' ? true : undefined), 10_000, 'deleting');
+    await handle.signal(jobStartedSignal, { jobId: 9_000_042, runId: 7 });
+    const leaving = await handle.query(stateQuery);
+    expect(leaving.runnerStatus).toBe('terminated');
+    expect(leaving.jobId).toBe(42);
+    const final = await handle.result();
+    expect(final.status).toBe('deleted');
+    expect(final.jobId).toBe(42);
+    env.w.fake.clearFaults('delete');
+  });
+
   it('keeps search attributes in step with the status', async () => {
     const name = uniqueName('sa');
     const handle = await startInstance(env.client, env.w.taskQueue, instanceInput(name));
