@@ -10,9 +10,10 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { resetPoint, stuckOnNondeterminism } from '../../activities/pool-repair';
-import { poolSettingsSchema } from '../../domain/pool';
+import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
 import { poolMemoOf } from '../../workflows/pool-memo';
-import { jobsQueuedSignal, poolStateQuery, poolWorkflowId, RUNNER_POOL_WORKFLOW, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { jobsQueuedSignal, poolStateQuery, poolWorkflowId, RUNNER_POOL_WORKFLOW, updatePoolSignal, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { scaleSetListenerId } from '../../workflows/scale-set-messages';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
 import { expectError, testApp } from '../api/support';
 import { eventually, FAST_TIMINGS, instanceInput, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
@@ -38,19 +39,33 @@ const failed = (id: number, ms: number, cause = WorkflowTaskFailedCause.WORKFLOW
   }) as unknown as HistoryEvent;
 
 /** Starts a workflow whose first task a counterfeit of its type makes, on a worker stopped once it has. */
-async function withCounterfeitFirstTask<H extends WorkflowHandle>(taskQueue: string, start: () => Promise<H>): Promise<H> {
+async function withCounterfeitFirstTask<H extends WorkflowHandle>(taskQueue: string, start: () => Promise<H>, fixture = 'counterfeit-workflows.ts'): Promise<H> {
   const connection = await NativeConnection.connect({ address: temporalAddress() });
-  const counterfeit = await Worker.create({ connection, taskQueue, workflowsPath: fileURLToPath(new URL('./fixtures/counterfeit-workflows.ts', import.meta.url)) });
+  const counterfeit = await Worker.create({ connection, taskQueue, workflowsPath: fileURLToPath(new URL(`./fixtures/${fixture}`, import.meta.url)) });
   const running = counterfeit.run();
   try {
     const handle = await start();
-    await eventually(async () => (await handle.fetchHistory()).events?.some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED), 20_000, 'the counterfeit first task');
+    await eventually(async () => (await handle.fetchHistory()).events?.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), 20_000, 'the counterfeit first task');
     return handle;
   } finally {
     counterfeit.shutdown();
     await running;
     await connection.close();
   }
+}
+
+/** A pool with these settings whose first task the fixture's counterfeit made. */
+function counterfeitPool(taskQueue: string, settings: PoolSettings, fixture?: string) {
+  const input: RunnerPoolInput = { settings, timings: FAST_TIMINGS };
+  const start = () =>
+    rig.client.workflow.start(RUNNER_POOL_WORKFLOW, {
+      taskQueue,
+      workflowId: poolWorkflowId(settings.name),
+      args: [input],
+      memo: { ...poolMemoOf(settings) },
+      typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
+    });
+  return withCounterfeitFirstTask(taskQueue, start, fixture);
 }
 
 const nondeterminismFailed = async (handle: WorkflowHandle): Promise<boolean> =>
@@ -92,18 +107,8 @@ describe('a pool stuck on a nondeterminism error', () => {
       maxRunners: 0,
     });
     const taskQueue = uniqueName('tq-stuck');
-    const input: RunnerPoolInput = { settings, timings: FAST_TIMINGS };
-
     // Its first task made by other code: the history the real pool code meets cannot be replayed.
-    const pool = await withCounterfeitFirstTask(taskQueue, () =>
-      rig.client.workflow.start(RUNNER_POOL_WORKFLOW, {
-        taskQueue,
-        workflowId: poolWorkflowId(settings.name),
-        args: [input],
-        memo: { ...poolMemoOf(settings) },
-        typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
-      }),
-    );
+    const pool = await counterfeitPool(taskQueue, settings);
     const stuckRun = pool.firstExecutionRunId;
 
     const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
@@ -142,6 +147,52 @@ describe('a pool stuck on a nondeterminism error', () => {
       expect((await runLiveness(rig, { provider: provider.name, check: 'machines' })).repaired).toEqual([]);
     } finally {
       await pool.terminate('test done').catch(() => undefined);
+      await worker.stop();
+    }
+  });
+});
+
+describe('a scale-set pool stuck on a nondeterminism error', () => {
+  it('is reset to the task before the event the error names, and starts its listener', async () => {
+    const provider = addProvider(rig);
+    const settings = poolSettingsSchema.parse({
+      name: uniqueName('stuck-ss').toLowerCase().slice(0, 40),
+      mode: 'scaleSet',
+      github: { scope: { kind: 'org', org: 'acme' } },
+      labels: ['linux'],
+      provider: provider.name,
+      maxRunners: 0,
+    });
+    const taskQueue = uniqueName('tq-stuck-ss');
+    // Its first task scheduled an activity, where the real code's first task makes other commands.
+    const pool = await counterfeitPool(taskQueue, settings, 'counterfeit-activity-workflows.ts');
+    const stuckRun = pool.firstExecutionRunId;
+    const listener = rig.client.workflow.getHandle(scaleSetListenerId(settings.name));
+    const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
+    try {
+      // Its settings again, unchanged: a task, which the real code takes, and fails.
+      await pool.signal(updatePoolSignal, { settings });
+      const failure = await eventually(async () => {
+        const events = (await pool.fetchHistory()).events ?? [];
+        return events.find((e) => e.workflowTaskFailedEventAttributes?.cause === WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR);
+      }, 20_000, 'a task failed on nondeterminism');
+      const cause = failure.workflowTaskFailedEventAttributes?.failure?.message ?? '';
+      expect(cause).toMatch(/does not handle HistoryEvent\(id: \d+, ActivityTaskScheduled\)/);
+      const scheduled = (await pool.fetchHistory()).events!.find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)!;
+
+      const report = await eventually(async () => {
+        const pass = await runLiveness(rig, { provider: provider.name, check: 'machines' });
+        return pass.repaired?.length ? pass : undefined;
+      }, 30_000, 'a machine pass that resets the pool');
+      expect(report.repaired).toEqual([{ pool: settings.name, resetTo: Number(scheduled.eventId) - 1, cause }]);
+      expect((await pool.describe()).runId).not.toBe(stuckRun);
+      // The new run's first task is the real code's: it starts the listener, and the pool answers.
+      await eventually(async () => ((await listener.describe().catch(() => undefined)) ? true : undefined), 20_000, 'the listener started');
+      expect((await pool.query(poolStateQuery)).settingsVersion).toBe(2);
+      expect((await runLiveness(rig, { provider: provider.name, check: 'machines' })).repaired).toEqual([]);
+    } finally {
+      await pool.terminate('test done').catch(() => undefined);
+      await listener.terminate('test done').catch(() => undefined);
       await worker.stop();
     }
   });
