@@ -2,7 +2,7 @@ import type { PoolSettings } from '../domain/pool';
 import { scaleSetNameOf, type ScaleSetIdentity } from '../domain/scale-set';
 import type { PoolMemo } from './pool-messages';
 
-/** What job routing needs to know about a pool, kept in its workflow memo. */
+/** What job routing needs to know about a pool, and the scale set a scale-set pool registered, kept in its workflow memo. */
 export function poolMemoOf(settings: PoolSettings): PoolMemo {
   return {
     labels: settings.labels,

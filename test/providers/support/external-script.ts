@@ -62,7 +62,9 @@ fs.mkdirSync(instances, { recursive: true });
 const extraSpecs = JSON.parse(Buffer.from(process.env.GARM_POOL_EXTRASPECS || '', 'base64').toString() || '{}');
 const region = config.regional ? extraSpecs.region : undefined;
 const file = (name) => path.join(instances, encodeURIComponent(name) + '.json');
-const all = () => fs.readdirSync(instances).map((f) => JSON.parse(fs.readFileSync(path.join(instances, f), 'utf8'))).filter((m) => m.region === region);
+// A machine another call deletes between the listing and its read is gone, as a cloud's listing says.
+const readMachine = (f) => { try { return JSON.parse(fs.readFileSync(path.join(instances, f), 'utf8')); } catch (err) { if (err.code === 'ENOENT') return undefined; throw err; } };
+const all = () => fs.readdirSync(instances).map(readMachine).filter((m) => m !== undefined && m.region === region);
 const find = (id) => all().find((m) => m.name === id || m.provider_id === id);
 const publicView = (m) => ({ provider_id: m.provider_id, name: m.name, os_type: m.os_type, os_name: 'ubuntu', os_version: '24.04', os_arch: m.arch, addresses: [{ address: '127.0.0.2', type: 'private' }], status: m.status, provider_fault: m.fault ? Buffer.from(m.fault).toString('base64') : '' });
 const notFound = (id) => { process.stderr.write('instance ' + id + ' not found\n'); process.exit(30); };
