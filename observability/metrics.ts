@@ -88,6 +88,13 @@ export const runnerForcedDeletes = new Counter({
   registers: [registry],
 });
 
+export const scaleSetsLeft = new Counter({
+  name: 'runnerflow_scale_sets_left_total',
+  help: "Scale sets a deleted pool's listener left at GitHub: another session still held them when its wait ended, or GitHub could not be asked",
+  labelNames: ['pool'],
+  registers: [registry],
+});
+
 export const unheardRunnersAsked = new Counter({
   name: 'runnerflow_pool_unheard_runners_asked_total',
   help: 'Runners whose machine ran while their pool counted them as starting (a report given up), asked to report again',

@@ -1,6 +1,6 @@
 /** The worker's side of workflows/lifecycle-sink.ts: lifecycle facts into the Prometheus registry. */
 import type { InjectedSinks } from '@temporalio/worker';
-import { jobQueueSeconds, runnerBootstrapSeconds, runnerForcedDeletes, runnerLeaks } from '../observability/metrics';
+import { jobQueueSeconds, runnerBootstrapSeconds, runnerForcedDeletes, runnerLeaks, scaleSetsLeft } from '../observability/metrics';
 import type { LifecycleSinks } from '../workflows/lifecycle-sink';
 
 export const lifecycleSinks: InjectedSinks<LifecycleSinks> = {
@@ -18,6 +18,12 @@ export const lifecycleSinks: InjectedSinks<LifecycleSinks> = {
         runnerForcedDeletes.inc({ pool, provider });
         if (leaked) runnerLeaks.inc({ pool, provider });
       },
+      callDuringReplay: false,
+    },
+  },
+  scaleSetLifecycle: {
+    left: {
+      fn: (_info, { pool }) => scaleSetsLeft.inc({ pool }),
       callDuringReplay: false,
     },
   },

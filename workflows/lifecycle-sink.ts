@@ -1,5 +1,5 @@
 /**
- * Lifecycle facts a runner workflow reports for metrics. Sinks leave no trace in
+ * Lifecycle facts a runner workflow (and a scale-set listener) reports for metrics. Sinks leave no trace in
  * history and the worker calls them only on first execution, not on replay, so a
  * bootstrap or a forced delete is counted once.
  */
@@ -19,6 +19,10 @@ export interface LifecycleSinks extends Sinks {
     /** A forced delete (or cancellation) ended the runner; `leaked` when the provider did not confirm. */
     forceDeleted(labels: RunnerLabels & { leaked: boolean }): void;
   };
+  scaleSetLifecycle: {
+    /** A deleted pool's listener left its scale set at GitHub: another session still held it, or GitHub could not be asked. */
+    left(labels: { pool: string }): void;
+  };
 }
 
-export const { runnerLifecycle } = proxySinks<LifecycleSinks>();
+export const { runnerLifecycle, scaleSetLifecycle } = proxySinks<LifecycleSinks>();

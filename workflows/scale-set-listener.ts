@@ -28,6 +28,7 @@ import {
 import { ActivityCancellationType } from '@temporalio/common';
 import type { PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
 import { desiredRunnerCount } from '../domain/scale-set';
+import { scaleSetLifecycle } from './lifecycle-sink';
 import { listenerSettingsArgs } from './signal-input';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId } from './messages';
 import { jobProgressSignal, poolWorkflowId } from './pool-messages';
@@ -330,6 +331,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
         state.lastError = `scale set ${scaleSetId} left at GitHub: ${failureMessage(err)}`;
         log.warn('scale set left at GitHub: a session could not be asked for', { pool: settings.pool, scaleSetId, error: state.lastError });
+        scaleSetLifecycle.left({ pool: settings.pool });
         return false;
       }
       if (opened.outcome === 'scale_set_gone') {
@@ -345,6 +347,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       if (left <= 0) {
         state.lastError = `scale set ${scaleSetId} left at GitHub: another session still holds it (${opened.message})`;
         log.warn('scale set left at GitHub: another session still holds it', { pool: settings.pool, scaleSetId, error: opened.message });
+        scaleSetLifecycle.left({ pool: settings.pool });
         return false;
       }
       state.lastError = `waiting for another session on scale set ${scaleSetId} to lapse before deleting it: ${opened.message}`;

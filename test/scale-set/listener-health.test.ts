@@ -54,6 +54,12 @@ function successor(pool: string, ended: string, status: ScaleSetView['status'], 
   }, timeoutMs, `the listener started again, ${status}`);
 }
 
+/** `runnerflow_scale_sets_left_total` of the pool. */
+async function scaleSetsLeftCounted(pool: string): Promise<number> {
+  const family = (await scrape(`${stack.api.url}/metrics`)).get('runnerflow_scale_sets_left_total');
+  return family ? sampleSum(family, { pool }) : 0;
+}
+
 async function listenerStatuses(pool: string): Promise<string[]> {
   const family = (await scrape(`${stack.api.url}/metrics`)).get('runnerflow_scale_set_listener');
   return (family?.samples ?? []).filter((s) => s.labels.pool === pool && s.value === 1).map((s) => s.labels.status!);
@@ -174,6 +180,7 @@ describe("a scale-set pool's listener", () => {
         expect(stopped.status).toBe('stopped');
         expect(stopped.sessionsOpened).toBe(1);
         expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(false);
+        expect(await scaleSetsLeftCounted(pool.name)).toBe(0);
       } finally {
         stack.sim.clearFaults();
       }
@@ -188,6 +195,8 @@ describe("a scale-set pool's listener", () => {
         expect(stopped.lastError).toMatch(new RegExp(`scale set ${scaleSetId} left at GitHub: another session still holds it`));
         // Another installation's listener may be polling it: not this pool's to delete.
         expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(true);
+        // Counted, for an alert: nothing else would show a scale set its deleted pool left.
+        expect(await scaleSetsLeftCounted(pool.name)).toBe(1);
       } finally {
         stack.sim.clearFaults();
       }
