@@ -90,7 +90,7 @@ export const runnerForcedDeletes = new Counter({
 
 export const scaleSetsLeft = new Counter({
   name: 'runnerflow_scale_sets_left_total',
-  help: "Scale sets a deleted pool's listener left at GitHub: another session still held them when its wait ended, or GitHub could not be asked",
+  help: "Scale sets a deleted pool's listener left at GitHub: another session still held them when its wait ended, or GitHub could not be asked until then",
   labelNames: ['pool'],
   registers: [registry],
 });

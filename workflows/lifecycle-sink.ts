@@ -20,7 +20,7 @@ export interface LifecycleSinks extends Sinks {
     forceDeleted(labels: RunnerLabels & { leaked: boolean }): void;
   };
   scaleSetLifecycle: {
-    /** A deleted pool's listener left its scale set at GitHub: another session still held it, or GitHub could not be asked. */
+    /** A deleted pool's listener left its scale set at GitHub: another session still held it when its wait ended, or GitHub could not be asked until then. */
     left(labels: { pool: string }): void;
   };
 }

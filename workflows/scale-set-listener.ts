@@ -26,7 +26,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { ActivityCancellationType } from '@temporalio/common';
-import type { PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
+import type { OpenSessionResult, PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
 import { desiredRunnerCount } from '../domain/scale-set';
 import { scaleSetLifecycle } from './lifecycle-sink';
 import { listenerSettingsArgs } from './signal-input';
@@ -324,15 +324,13 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   async function outlastHeldSession(scaleSetId: number): Promise<boolean> {
     const until = Date.now() + (t.scaleSetHeldSessionWaitMs ?? DEFAULT_HELD_SESSION_WAIT_MS);
     for (;;) {
-      let opened;
+      let opened: OpenSessionResult | { outcome: 'failed'; message: string };
       try {
         opened = await closes.openScaleSetSession({ target, scaleSetId, ownerName: settings.ownerName });
       } catch (err) {
         if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-        state.lastError = `scale set ${scaleSetId} left at GitHub: ${failureMessage(err)}`;
-        log.warn('scale set left at GitHub: a session could not be asked for', { pool: settings.pool, scaleSetId, error: state.lastError });
-        scaleSetLifecycle.left({ pool: settings.pool });
-        return false;
+        // An outage at GitHub says nothing about who holds the scale set: ask again while the wait lasts.
+        opened = { outcome: 'failed', message: failureMessage(err) };
       }
       if (opened.outcome === 'scale_set_gone') {
         state.lastError = undefined;
@@ -343,14 +341,15 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         await closeSession(scaleSetId, opened.sessionId);
         return true;
       }
+      const why = opened.outcome === 'conflict' ? `another session still holds it (${opened.message})` : `GitHub could not be asked (${opened.message})`;
       const left = until - Date.now();
       if (left <= 0) {
-        state.lastError = `scale set ${scaleSetId} left at GitHub: another session still holds it (${opened.message})`;
-        log.warn('scale set left at GitHub: another session still holds it', { pool: settings.pool, scaleSetId, error: opened.message });
+        state.lastError = `scale set ${scaleSetId} left at GitHub: ${why}`;
+        log.warn('scale set left at GitHub', { pool: settings.pool, scaleSetId, error: state.lastError });
         scaleSetLifecycle.left({ pool: settings.pool });
         return false;
       }
-      state.lastError = `waiting for another session on scale set ${scaleSetId} to lapse before deleting it: ${opened.message}`;
+      state.lastError = `waiting for another session on scale set ${scaleSetId} to lapse before deleting it: ${why}`;
       await sleep(Math.min(t.scaleSetConflictRetryMs, left));
     }
   }

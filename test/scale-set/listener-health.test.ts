@@ -186,6 +186,24 @@ describe("a scale-set pool's listener", () => {
       }
     });
 
+    it('asks again through a GitHub outage during the wait, and deletes the scale set once a session is had', async () => {
+      try {
+        const { pool, scaleSetId } = await deletedWhileHeldOut();
+        const asked = () => stack.sim.stats().actionsCalls['create-session'] ?? 0;
+        const before = asked();
+        // The session lapses, but GitHub fails every ask for a while: two of the listener's rounds of three tries.
+        stack.sim.clearFaults();
+        stack.sim.setFault({ kind: 'server-error', status: 503, operation: 'create-session', times: 6 });
+        const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+        expect(stopped.status).toBe('stopped');
+        expect(asked() - before).toBeGreaterThanOrEqual(7);
+        expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(false);
+        expect(await scaleSetsLeftCounted(pool.name)).toBe(0);
+      } finally {
+        stack.sim.clearFaults();
+      }
+    });
+
     it('leaves a scale set whose session is still held when the wait ends, and says so', async () => {
       try {
         const { pool, scaleSetId } = await deletedWhileHeldOut();
