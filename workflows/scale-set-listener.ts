@@ -48,11 +48,12 @@ import {
 const DEFAULT_HISTORY_LIMIT = 2_000;
 const RECENT_IDS_KEPT = 50;
 /**
- * Tries at closing a session. Closing is a courtesy (a session nobody polls expires by itself),
- * so a service that keeps failing it must not hold up what follows: deleting the scale set, or
- * starting over after a failure.
+ * Tries at a call that must not hold up what follows when the service keeps failing it. Closing a
+ * session is a courtesy (a session nobody polls expires by itself), and must not hold up deleting
+ * the scale set or starting over after a failure; a deleted pool's ask for a held session is asked
+ * again on the wait's own clock, which endless retries would outlast.
  */
-const CLOSE_ATTEMPTS = 3;
+const FEW_ATTEMPTS = 3;
 /** Caps the doubling of the pause after failures, long before the interval itself is capped. */
 const MAX_DOUBLINGS = 20;
 /** For listeners whose input predates `scaleSetWaitingJobsIntervalMs`. */
@@ -86,10 +87,10 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     retry: { ...retry, nonRetryableErrorTypes: ['ScaleSetsNotConfigured'] },
     cancellationType: ActivityCancellationType.TRY_CANCEL,
   });
-  const closes = proxyActivities<ScaleSetActivities>({
+  const fewTries = proxyActivities<ScaleSetActivities>({
     startToCloseTimeout: t.githubAttemptTimeoutMs,
     heartbeatTimeout: t.heartbeatTimeoutMs,
-    retry: { ...retry, maximumAttempts: CLOSE_ATTEMPTS, nonRetryableErrorTypes: ['ScaleSetsNotConfigured'] },
+    retry: { ...retry, maximumAttempts: FEW_ATTEMPTS, nonRetryableErrorTypes: ['ScaleSetsNotConfigured'] },
   });
   // Reports name the listener they come from, so that the pool hears a new listener whose count
   // starts again. (patched: a run begun before sends its reports as it did, to its end.)
@@ -282,7 +283,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   /** Closes the session; returns why it could not be closed. */
   async function closeSession(scaleSetId: number, sessionId: string): Promise<string | undefined> {
     try {
-      await closes.closeScaleSetSession({ target, scaleSetId, sessionId });
+      await fewTries.closeScaleSetSession({ target, scaleSetId, sessionId });
       return undefined;
     } catch (err) {
       // GitHub's own listeners only log this: the service answers a close of an expired session
@@ -326,7 +327,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     for (;;) {
       let opened: OpenSessionResult | { outcome: 'failed'; message: string };
       try {
-        opened = await closes.openScaleSetSession({ target, scaleSetId, ownerName: settings.ownerName });
+        opened = await fewTries.openScaleSetSession({ target, scaleSetId, ownerName: settings.ownerName });
       } catch (err) {
         if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
         // An outage at GitHub says nothing about who holds the scale set: ask again while the wait lasts.

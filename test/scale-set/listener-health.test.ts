@@ -4,7 +4,7 @@
  * without waiting for the pool to continue as new, a job whose offer was lost on a quiet scale
  * set, and the scale set of a deleted pool whose listener another session kept out.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
 import { poolWorkflowId } from '../../workflows/pool-messages';
 import { scaleSetListenerId, type ScaleSetView } from '../../workflows/scale-set-messages';
@@ -53,6 +53,8 @@ function successor(pool: string, ended: string, status: ScaleSetView['status'], 
     return s?.status === status ? s : undefined;
   }, timeoutMs, `the listener started again, ${status}`);
 }
+
+const atGitHub = (scaleSetId: number): boolean => stack.sim.scaleSets().some((set) => set.id === scaleSetId);
 
 /** `runnerflow_scale_sets_left_total` of the pool. */
 async function scaleSetsLeftCounted(pool: string): Promise<number> {
@@ -149,6 +151,8 @@ describe("a scale-set pool's listener", () => {
   });
 
   describe('kept from a session from the start, so that its pool never heard of its scale set', () => {
+    afterEach(() => stack.sim.clearFaults());
+
     // As a listener terminated while GitHub opened its session leaves its successor: a scale set
     // the pool was never told of, and a session that lapses only once nobody polls it.
     async function deletedWhileHeldOut(): Promise<{ pool: ReturnType<typeof scaleSetPool>; scaleSetId: number }> {
@@ -171,53 +175,41 @@ describe("a scale-set pool's listener", () => {
     }
 
     it('deletes the scale set with its pool once that session lapses', async () => {
-      try {
-        const { pool, scaleSetId } = await deletedWhileHeldOut();
-        expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(true);
-        // Nobody polls the session any more: GitHub lets it lapse and grants a new one.
-        stack.sim.clearFaults();
-        const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
-        expect(stopped.status).toBe('stopped');
-        expect(stopped.sessionsOpened).toBe(1);
-        expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(false);
-        expect(await scaleSetsLeftCounted(pool.name)).toBe(0);
-      } finally {
-        stack.sim.clearFaults();
-      }
+      const { pool, scaleSetId } = await deletedWhileHeldOut();
+      expect(atGitHub(scaleSetId)).toBe(true);
+      // Nobody polls the session any more: GitHub lets it lapse and grants a new one.
+      stack.sim.clearFaults();
+      const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+      expect(stopped.status).toBe('stopped');
+      expect(stopped.sessionsOpened).toBe(1);
+      expect(atGitHub(scaleSetId)).toBe(false);
+      expect(await scaleSetsLeftCounted(pool.name)).toBe(0);
     });
 
     it('asks again through a GitHub outage during the wait, and deletes the scale set once a session is had', async () => {
-      try {
-        const { pool, scaleSetId } = await deletedWhileHeldOut();
-        const asked = () => stack.sim.stats().actionsCalls['create-session'] ?? 0;
-        const before = asked();
-        // The session lapses, but GitHub fails every ask for a while: two of the listener's rounds of three tries.
-        stack.sim.clearFaults();
-        stack.sim.setFault({ kind: 'server-error', status: 503, operation: 'create-session', times: 6 });
-        const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
-        expect(stopped.status).toBe('stopped');
-        expect(asked() - before).toBeGreaterThanOrEqual(7);
-        expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(false);
-        expect(await scaleSetsLeftCounted(pool.name)).toBe(0);
-      } finally {
-        stack.sim.clearFaults();
-      }
+      const { pool, scaleSetId } = await deletedWhileHeldOut();
+      const asked = () => stack.sim.stats().actionsCalls['create-session'] ?? 0;
+      const before = asked();
+      // The session lapses, but GitHub fails every ask for a while: two of the listener's rounds of three tries.
+      stack.sim.clearFaults();
+      stack.sim.setFault({ kind: 'server-error', status: 503, operation: 'create-session', times: 6 });
+      const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+      expect(stopped.status).toBe('stopped');
+      expect(asked() - before).toBeGreaterThanOrEqual(7);
+      expect(atGitHub(scaleSetId)).toBe(false);
+      expect(await scaleSetsLeftCounted(pool.name)).toBe(0);
     });
 
     it('leaves a scale set whose session is still held when the wait ends, and says so', async () => {
-      try {
-        const { pool, scaleSetId } = await deletedWhileHeldOut();
-        const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
-        expect(stopped.status).toBe('stopped');
-        expect(stopped.sessionsOpened).toBe(0);
-        expect(stopped.lastError).toMatch(new RegExp(`scale set ${scaleSetId} left at GitHub: another session still holds it`));
-        // Another installation's listener may be polling it: not this pool's to delete.
-        expect(stack.sim.scaleSets().some((set) => set.id === scaleSetId)).toBe(true);
-        // Counted, for an alert: nothing else would show a scale set its deleted pool left.
-        expect(await scaleSetsLeftCounted(pool.name)).toBe(1);
-      } finally {
-        stack.sim.clearFaults();
-      }
+      const { pool, scaleSetId } = await deletedWhileHeldOut();
+      const stopped = await stack.client.workflow.getHandle(scaleSetListenerId(pool.name)).result();
+      expect(stopped.status).toBe('stopped');
+      expect(stopped.sessionsOpened).toBe(0);
+      expect(stopped.lastError).toMatch(new RegExp(`scale set ${scaleSetId} left at GitHub: another session still holds it`));
+      // Another installation's listener may be polling it: not this pool's to delete.
+      expect(atGitHub(scaleSetId)).toBe(true);
+      // Counted, for an alert: nothing else would show a scale set its deleted pool left.
+      expect(await scaleSetsLeftCounted(pool.name)).toBe(1);
     });
   });
 });
