@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ActionsServicePort } from '../github/actions/port';
 import { isActionsError } from '../github/actions/port';
 import type { RunnerScaleSetStatistic } from '../github/actions/types';
-import type { GitHubScope } from '../github/port';
+import { GitHubApiError, type GitHubScope } from '../github/port';
 import type { ScaleSetTarget } from '../workflows/scale-set-messages';
 import { toActivityFailure } from './failures';
 import { whileHeartbeating } from './heartbeat';
@@ -41,6 +41,9 @@ export type PollResult =
       /** A message of a type the listener does not know: only its statistics are read. */
       unsupportedType?: string;
     };
+
+/** A refusal is an answer, not a failure: the listener keeps listening and asks again later. */
+export type MoveScaleSetResult = { outcome: 'moved' | 'unchanged' | 'scale_set_gone' } | { outcome: 'refused'; message: string };
 
 export const SCALE_SET_FAILURES = { notConfigured: 'ScaleSetsNotConfigured' } as const;
 
@@ -144,6 +147,19 @@ export function createScaleSetActivities(deps: ScaleSetActivityDeps) {
 
     async closeScaleSetSession(args: SessionRef): Promise<'deleted' | 'not_found'> {
       return guarded(() => actions(args.target).deleteSession(args.scaleSetId, args.sessionId));
+    },
+
+    /** Puts the scale set in the pool's runner group; idempotent (a retry after a lost answer finds it `unchanged`). */
+    async moveScaleSet(args: { target: ScaleSetTarget; scaleSetId: number; runnerGroup: string }): Promise<MoveScaleSetResult> {
+      return guarded(async () => {
+        try {
+          return { outcome: await actions(args.target).moveScaleSet(args.scaleSetId, args.runnerGroup) };
+        } catch (err) {
+          // No such group, or a scale set of this name in it already: the operator's to change.
+          if (err instanceof GitHubApiError && !err.retryable) return { outcome: 'refused', message: err.message.slice(0, 500) };
+          throw err;
+        }
+      });
     },
 
     async deleteScaleSet(args: { target: ScaleSetTarget; scaleSetId: number }): Promise<'deleted' | 'not_found'> {

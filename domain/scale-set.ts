@@ -19,7 +19,7 @@ export function desiredRunnerCount(minRunners: number, maxRunners: number, total
 /** Owner name of our sessions: tells operators (and GitHub's UI) which installation and pool listens. */
 export const sessionOwnerName = (controllerId: string, pool: string): string => `runnerflow/${controllerId}/${pool}`;
 
-/** What names a pool's scale set at GitHub: none of it can change under a running pool. */
+/** What names a pool's scale set at GitHub. All but the runner group are fixed under a running pool. */
 export interface ScaleSetIdentity {
   name: string;
   runnerGroup: string;
@@ -48,17 +48,18 @@ const sameScope = (a: ScaleSetIdentity['scope'], b: ScaleSetIdentity['scope']): 
   JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
 
 /**
- * What `next` would change of the scale set a pool registered (`current`). The listener holds a
- * session on that scale set, and its runners are registered to it: a scale set of another name,
- * runner group, scope or credentials is another scale set, and GitHub sets a scale set's labels
- * only when it creates it. None of these can change under a running pool; every other setting can.
+ * What `next` would change of the scale set a pool registered (`current`) that cannot change in
+ * place. The listener holds a session on that scale set, and its runners are registered to it: a
+ * scale set of another scope or credentials is another scale set, GitHub sets a scale set's labels
+ * only when it creates it, and its name is among them (`runs-on` names it). The runner group is
+ * not among these: the listener moves the scale set to a new one, as actions-runner-controller
+ * does, keeping its id, session and runners. Every other setting changes in place too.
  */
 export function scaleSetChanges(current: ScaleSetIdentity, next: PoolSettings): ScaleSetFieldChange[] {
   if (next.mode !== 'scaleSet') return [];
   const to = scaleSetIdentityOf(next);
   const changes: ScaleSetFieldChange[] = [];
   if (to.name !== current.name) changes.push({ path: 'scaleSet.name', message: `is "${to.name}"; the pool's scale set is "${current.name}"` });
-  if (to.runnerGroup !== current.runnerGroup) changes.push({ path: 'runnerGroup', message: `is "${to.runnerGroup}"; the scale set is in "${current.runnerGroup}"` });
   if (to.credentials !== current.credentials) changes.push({ path: 'github.credentials', message: `is "${to.credentials}"; the scale set is reached with "${current.credentials}"` });
   if (!sameScope(to.scope, current.scope)) changes.push({ path: 'github.scope', message: 'differs from the scope the scale set is registered in' });
   if (labelSet(to.labels) !== labelSet(current.labels)) changes.push({ path: 'labels', message: 'differ from the labels GitHub gave the scale set when it was created' });

@@ -33,8 +33,11 @@ export class PoolScaleSet {
 
   constructor(private readonly timings: InstanceTimings) {}
 
-  /** Starts the listener once per run and forwards newer settings; a no-op for webhook pools. */
-  async sync(settings: PoolSettings, settingsVersion: number, deleting: boolean): Promise<void> {
+  /**
+   * Starts the listener once per run and forwards newer settings; a no-op for webhook pools.
+   * `knownScaleSetId`: the scale set the pool's listener last reported (see `startListener`).
+   */
+  async sync(settings: PoolSettings, settingsVersion: number, deleting: boolean, knownScaleSetId?: number): Promise<void> {
     if (settings.mode !== 'scaleSet') return;
     if (deleting) {
       this.closeToJobs(settings);
@@ -45,7 +48,7 @@ export class PoolScaleSet {
       this.started = true;
       this.sentVersion = settingsVersion;
       try {
-        await this.startListener(listener);
+        await this.startListener(listener, knownScaleSetId);
         return;
       } catch (err) {
         // Already running (an earlier run of this pool started it): it carries on, and gets the settings
@@ -68,20 +71,25 @@ export class PoolScaleSet {
    * one start, refused at once while the listener runs. A listener started again begins with a
    * new session, which lists the jobs waiting for the scale set.
    */
-  async ensureListening(settings: PoolSettings, deleting: boolean): Promise<void> {
+  async ensureListening(settings: PoolSettings, deleting: boolean, knownScaleSetId?: number): Promise<void> {
     if (settings.mode !== 'scaleSet' || deleting || !this.started) return;
     try {
-      await this.startListener(listenerSettingsOf(settings, workflowInfo().taskQueue));
+      await this.startListener(listenerSettingsOf(settings, workflowInfo().taskQueue), knownScaleSetId);
     } catch {
       return; // Running: nothing to do.
     }
     log.warn('scale-set listener was not running: started again', { pool: settings.name });
   }
 
-  private async startListener(listener: ScaleSetListenerSettings): Promise<void> {
+  /**
+   * A listener started where another one left off is told the scale set its pool knows of. Found
+   * by name instead, it would look in the pool's runner group, and a scale set still in its old
+   * group (its move cut short with its listener) would be left there while a second one was made.
+   */
+  private async startListener(listener: ScaleSetListenerSettings, knownScaleSetId?: number): Promise<void> {
     await startChild(scaleSetListener, {
       workflowId: scaleSetListenerId(listener.pool),
-      args: [{ settings: listener, timings: this.timings }],
+      args: [{ settings: listener, timings: this.timings, ...(knownScaleSetId !== undefined ? { knownScaleSetId } : {}) }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
     });
@@ -105,7 +113,13 @@ export class PoolScaleSet {
   }
 
   private async update(listener: ScaleSetListenerSettings): Promise<void> {
-    const args: UpdateListenerArgs = { minRunners: listener.minRunners, maxRunners: listener.maxRunners, labels: listener.labels, takesJobs: listener.takesJobs !== false };
+    const args: UpdateListenerArgs = {
+      minRunners: listener.minRunners,
+      maxRunners: listener.maxRunners,
+      labels: listener.labels,
+      takesJobs: listener.takesJobs !== false,
+      runnerGroup: listener.runnerGroup,
+    };
     await getExternalWorkflowHandle(scaleSetListenerId(listener.pool))
       .signal(updateListenerSignal, args)
       .catch((err: unknown) => log.warn('scale-set listener did not take the settings', { pool: listener.pool, error: String(err) }));

@@ -236,10 +236,15 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     }
     // Nor a change of the scale set, which the API refuses too (409 scale_set_change): the
     // listener would stay on the scale set it holds, and the pool would show settings that are
-    // not in force. (patched: pools that took such a signal replay taking it.)
-    const scaleSetChanged = book.settings.mode === 'scaleSet' ? scaleSetChanges(scaleSetIdentityOf(book.settings), settings) : [];
+    // not in force. A new runner group is no such change: the listener moves the scale set there.
+    // (patched: pools that took such a signal replay taking it; pools that refused a new runner
+    // group replay refusing it.)
+    const scaleSetChanged = book.settings.mode === 'scaleSet' ? scaleSetChanges(scaleSetIdentityOf(book.settings), settings).map((c) => c.path) : [];
+    if (book.settings.mode === 'scaleSet' && settings.runnerGroup !== book.settings.runnerGroup && scaleSetChanged.length === 0 && !patched('scale-set-runner-group-moves-in-place')) {
+      scaleSetChanged.push('runnerGroup');
+    }
     if (scaleSetChanged.length > 0 && patched('scale-set-change-refused-in-signal')) {
-      log.warn('ignored settings that change the scale set: delete the pool and create it again', { pool: book.settings.name, fields: scaleSetChanged.map((c) => c.path) });
+      log.warn('ignored settings that change the scale set: delete the pool and create it again', { pool: book.settings.name, fields: scaleSetChanged });
       return;
     }
     book.updateSettings(settings);
@@ -427,7 +432,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (now < auditDueAt && (early === undefined || now < early)) return;
     lastAuditAt = now;
     auditDueAt = now + auditEvery;
-    if (looksForListener) void scaleSet.ensureListening(book.settings, book.deleting);
+    if (looksForListener) void scaleSet.ensureListening(book.settings, book.deleting, book.scaleSetRef().scaleSet?.id);
     if (!book.hasStartedRunners()) return;
     auditsInFlight += 1;
     auditor
@@ -526,7 +531,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   const continuesBeforeNewWork = patched('full-history-continues-before-new-work');
   let decided = false;
   while (!book.done) {
-    await scaleSet.sync(book.settings, book.settingsVersion, book.deleting);
+    await scaleSet.sync(book.settings, book.settingsVersion, book.deleting, book.scaleSetRef().scaleSet?.id);
     if (continuesBeforeNewWork && decided && historyOverLimit()) await continueWhenSettled();
     decided = true;
     const plan = book.plan(Date.now());

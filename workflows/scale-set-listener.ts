@@ -26,7 +26,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { ActivityCancellationType } from '@temporalio/common';
-import type { OpenSessionResult, PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
+import type { MoveScaleSetResult, OpenSessionResult, PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
 import { desiredRunnerCount } from '../domain/scale-set';
 import { scaleSetLifecycle } from './lifecycle-sink';
 import { listenerSettingsArgs } from './signal-input';
@@ -98,6 +98,8 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   // (patched: listeners begun before replay without ever listing jobs that wait.)
   const listsWaitingJobs = patched('listener-acquires-waiting-jobs');
   const waitingJobsInterval = t.scaleSetWaitingJobsIntervalMs ?? DEFAULT_WAITING_JOBS_INTERVAL_MS;
+  // (patched: listeners begun before replay without ever moving their scale set.)
+  const movesScaleSet = patched('listener-moves-its-scale-set');
 
   const state: ListenerCarried = input.carried ?? {
     lastMessageId: 0,
@@ -107,6 +109,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     jobsAcquired: 0,
     recentMessageIds: [],
     demandSeq: 0,
+    ...(input.knownScaleSetId !== undefined ? { scaleSetId: input.knownScaleSetId } : {}),
   };
   let status: ListenerStatus = state.consecutiveFailures ? 'failing' : state.sessionId ? 'reconnecting' : 'starting';
   let stop: StopListenerArgs | undefined;
@@ -122,6 +125,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     ...state,
     pool: settings.pool,
     name: settings.name,
+    runnerGroup: settings.runnerGroup,
     status,
     desiredRunners: desired(),
     minRunners: settings.minRunners,
@@ -149,9 +153,16 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       const takes = takesJobsOf(args);
       const reopened = takes === true && !takesJobs();
       if (takes !== undefined) settings.takesJobs = takes;
+      const regrouped = next.runnerGroup !== undefined && next.runnerGroup !== settings.runnerGroup;
+      if (regrouped) {
+        settings.runnerGroup = next.runnerGroup!;
+        // A new group is worth a try at once, whatever the last one's refusal said.
+        state.moveTriedAt = undefined;
+      }
       // The poll out now asked for no capacity and waits up to a minute: cut it short, so that
-      // the next one asks for the pool's capacity and the jobs passed over are acquired now.
-      if (reopened && listsWaitingJobs) poll?.cancel();
+      // the next one asks for the pool's capacity and the jobs passed over are acquired now; and
+      // so that a scale set moves to its pool's new group now, not after the poll.
+      if ((reopened && listsWaitingJobs) || (regrouped && movesScaleSet)) poll?.cancel();
     },
     { description: SCALE_SET_MESSAGE_DESCRIPTIONS.updateListener },
   );
@@ -189,7 +200,9 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
 
   async function openSession(): Promise<boolean> {
     if (state.scaleSetId === undefined) {
-      state.scaleSetId = (await calls.ensureScaleSet({ target, name: settings.name, runnerGroup: settings.runnerGroup, labels: settings.labels })).id;
+      const runnerGroup = settings.runnerGroup;
+      state.scaleSetId = (await calls.ensureScaleSet({ target, name: settings.name, runnerGroup, labels: settings.labels })).id;
+      state.runnerGroupAtGitHub = runnerGroup;
     }
     const opened = await calls.openScaleSetSession({ target, scaleSetId: state.scaleSetId, ownerName: settings.ownerName });
     if (opened.outcome === 'scale_set_gone') {
@@ -278,6 +291,47 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     }
     state.waitingJobsDue = false;
     return true;
+  }
+
+  /**
+   * The pool's runner group changed: move the scale set there, as actions-runner-controller does,
+   * so that it keeps its id, its session, its runners and the jobs they run. Only with a session
+   * held: that proves the scale set is this pool's, not another installation's of the same name.
+   * A refusal (no such group, or a scale set of this name in it already) or an outage leaves the
+   * scale set where it is, listening as before, and is tried again after `githubMaxInterval` or
+   * at the pool's next change of group.
+   */
+  function moveDue(): boolean {
+    if (!movesScaleSet || state.scaleSetId === undefined || state.runnerGroupAtGitHub === settings.runnerGroup) return false;
+    return state.moveTriedAt === undefined || Date.now() - state.moveTriedAt >= t.githubMaxIntervalMs;
+  }
+
+  async function moveScaleSet(scaleSetId: number): Promise<void> {
+    const runnerGroup = settings.runnerGroup;
+    let moved: MoveScaleSetResult | { outcome: 'failed'; message: string };
+    try {
+      moved = await fewTries.moveScaleSet({ target, scaleSetId, runnerGroup });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      moved = { outcome: 'failed', message: failureMessage(err) };
+    }
+    if (moved.outcome === 'scale_set_gone') {
+      // Deleted at GitHub: the next session finds or makes it in the pool's group.
+      state.scaleSetId = undefined;
+      state.sessionId = undefined;
+      return;
+    }
+    if (moved.outcome === 'moved' || moved.outcome === 'unchanged') {
+      if (moved.outcome === 'moved') log.info('scale set moved to the pool\'s runner group', { pool: settings.pool, scaleSetId, runnerGroup, from: state.runnerGroupAtGitHub });
+      state.runnerGroupAtGitHub = runnerGroup;
+      state.moveTriedAt = undefined;
+      state.lastError = undefined;
+      return;
+    }
+    const why = 'message' in moved ? moved.message : moved.outcome;
+    state.moveTriedAt = Date.now();
+    state.lastError = `scale set ${scaleSetId} not moved to runner group "${runnerGroup}"; it stays in "${state.runnerGroupAtGitHub ?? 'its group'}" and runs jobs from there: ${why}`;
+    log.warn('scale set not moved to the pool\'s runner group', { pool: settings.pool, scaleSetId, runnerGroup, error: state.lastError });
   }
 
   /** Closes the session; returns why it could not be closed. */
@@ -376,6 +430,10 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         continue;
       }
       const sessionId = state.sessionId;
+      if (moveDue()) {
+        await moveScaleSet(state.scaleSetId!);
+        if (state.sessionId === undefined) continue;
+      }
       if (state.waitingJobsDue && acquiring()) {
         if (!(await acquireWaitingJobs(sessionId))) continue;
       }

@@ -64,12 +64,22 @@ export interface ListenerCarried {
   unsupportedMessages?: number;
   /** The type of the latest of them. */
   lastUnsupportedType?: string;
+  /**
+   * The runner group the scale set is in at GitHub, as far as this listener knows: set when it
+   * finds or creates the scale set, and when it moves it. Absent when unknown (carried from a
+   * listener that predates it): the next move looks.
+   */
+  runnerGroupAtGitHub?: string;
+  /** When the listener last tried to move the scale set to the pool's runner group and could not (workflow time). */
+  moveTriedAt?: number;
 }
 
 export interface ScaleSetListenerInput {
   settings: ScaleSetListenerSettings;
   timings: InstanceTimings;
   carried?: ListenerCarried;
+  /** A listener started afresh: the scale set its pool last heard of from its listener, looked up by id rather than by name. */
+  knownScaleSetId?: number;
   /** History events before continuing as new (tests set it low). */
   historyLimit?: number;
 }
@@ -77,6 +87,8 @@ export interface ScaleSetListenerInput {
 export interface ScaleSetView extends ListenerCarried {
   pool: string;
   name: string;
+  /** The pool's runner group: where the scale set is, or is being moved to (see `runnerGroupAtGitHub`). */
+  runnerGroup: string;
   status: ListenerStatus;
   /** `min(maxRunners, minRunners + totalAssignedJobs)`. */
   desiredRunners: number;
@@ -103,6 +115,8 @@ export interface UpdateListenerArgs {
   labels: string[];
   /** See `ScaleSetListenerSettings.takesJobs`. */
   takesJobs?: boolean;
+  /** The pool's runner group: the listener moves the scale set there. Absent from pools that predate moving it. */
+  runnerGroup?: string;
 }
 /** Sent to the pool: the scale set's statistics, the truth its runner count follows. */
 export interface ScaleSetDemandArgs {
@@ -127,6 +141,6 @@ export const scaleSetDemandSignal = defineSignal<[ScaleSetDemandArgs]>('scaleSet
 export const SCALE_SET_MESSAGE_DESCRIPTIONS = {
   scaleSetState: 'The scale set: id, session, last message id, statistics, desired runner count and listener status.',
   stopListener: 'Close the message session and end the listener; with {"deleteScaleSet": true} also delete the scale set. Input: {"reason": "..."}',
-  updateListener: 'New minRunners, maxRunners, labels and takesJobs from the pool settings (sent by the pool).',
+  updateListener: 'New minRunners, maxRunners, labels, takesJobs and runnerGroup from the pool settings (sent by the pool).',
   scaleSetDemand: 'Statistics from the scale set listener: the pool keeps min(maxRunners, minRunners + totalAssignedJobs) runners.',
 } as const;

@@ -119,11 +119,14 @@ export function scaleSetDemandArgs(args: unknown): ScaleSetDemandArgs | undefine
 }
 
 export function listenerSettingsArgs(args: unknown): UpdateListenerArgs | undefined {
-  const { minRunners, maxRunners, labels } = asObject(args);
+  const { minRunners, maxRunners, labels, runnerGroup } = asObject(args);
   if (!isCount(minRunners) || !isCount(maxRunners) || !Array.isArray(labels) || !labels.every((l) => typeof l === 'string')) {
     return ignored('updateListener', 'needs counts minRunners and maxRunners and a list of string labels', args);
   }
-  return { minRunners, maxRunners, labels: labels as string[] };
+  if (runnerGroup !== undefined && (typeof runnerGroup !== 'string' || runnerGroup.trim() === '')) {
+    return ignored('updateListener', 'runnerGroup, when given, must name a runner group', args);
+  }
+  return { minRunners, maxRunners, labels: labels as string[], ...(runnerGroup !== undefined ? { runnerGroup } : {}) };
 }
 
 /**

@@ -68,6 +68,14 @@ interface ScaleSetDetail {
   lastUnsupportedType?: string;
   statistics?: Record<string, number>;
   lastError?: string;
+  /** The pool's runner group, and the one the scale set is in at GitHub (they differ while it moves). */
+  runnerGroup?: string;
+  runnerGroupAtGitHub?: string;
+}
+
+function runnerGroupLine(s: ScaleSetDetail): string {
+  const at = s.runnerGroupAtGitHub ?? s.runnerGroup ?? '-';
+  return s.runnerGroup !== undefined && s.runnerGroupAtGitHub !== undefined && s.runnerGroup !== s.runnerGroupAtGitHub ? `${at} (moving to ${s.runnerGroup})` : at;
 }
 
 function scaleSetFields(pool: PoolDetail): [string, unknown][] {
@@ -77,6 +85,7 @@ function scaleSetFields(pool: PoolDetail): [string, unknown][] {
   const stats = s.statistics;
   return [
     ['Scale set', `${s.name} (id ${s.scaleSetId ?? '-'}, ${s.status})`],
+    ['Runner group', runnerGroupLine(s)],
     ['Session', s.sessionId ?? '-'],
     ['Last message id', s.lastMessageId],
     ['Desired runners', `${s.desiredRunners} = min(max ${s.maxRunners}, min ${s.minRunners} + assigned ${stats?.totalAssignedJobs ?? 0})`],

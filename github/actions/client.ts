@@ -119,10 +119,15 @@ export class ActionsServiceClient implements ActionsServicePort {
     this.longPollTimeoutMs = options.longPollTimeoutMs ?? 70_000;
   }
 
-  async ensureScaleSet(req: EnsureScaleSetRequest): Promise<RunnerScaleSet> {
-    const groups = (await this.service('get_runner_group', 'GET', `_apis/runtime/runnergroups/?groupName=${encodeURIComponent(req.runnerGroup)}`)).body as ListOf<RunnerGroup>;
+  private async runnerGroupNamed(name: string): Promise<RunnerGroup> {
+    const groups = (await this.service('get_runner_group', 'GET', `_apis/runtime/runnergroups/?groupName=${encodeURIComponent(name)}`)).body as ListOf<RunnerGroup>;
     const group = groups.value[0];
-    if (!group) throw new ActionsServiceError(`runner group "${req.runnerGroup}" not found`, 404, false, 'not_found');
+    if (!group) throw new ActionsServiceError(`runner group "${name}" not found`, 404, false, 'not_found');
+    return group;
+  }
+
+  async ensureScaleSet(req: EnsureScaleSetRequest): Promise<RunnerScaleSet> {
+    const group = await this.runnerGroupNamed(req.runnerGroup);
     const found = (await this.service('get_scale_set', 'GET', `${SCALE_SETS}?runnerGroupId=${group.id}&name=${encodeURIComponent(req.name)}`)).body as ListOf<RunnerScaleSet>;
     if (found.count > 1) throw new ActionsServiceError(`more than one scale set named "${req.name}" in runner group "${req.runnerGroup}"`, 200, false);
     if (found.value[0]) return found.value[0];
@@ -133,6 +138,16 @@ export class ActionsServiceClient implements ActionsServicePort {
       RunnerSetting: { ephemeral: true, isElastic: true, disableUpdate: true },
     });
     return created.body as RunnerScaleSet;
+  }
+
+  async moveScaleSet(scaleSetId: number, runnerGroup: string): Promise<'moved' | 'unchanged' | 'scale_set_gone'> {
+    const group = await this.runnerGroupNamed(runnerGroup);
+    const current = await this.service('get_scale_set', 'GET', `${SCALE_SETS}/${scaleSetId}`, undefined, [404]);
+    if (current.status === 404) return 'scale_set_gone';
+    if ((current.body as RunnerScaleSet).runnerGroupId === group.id) return 'unchanged';
+    // Only the group: a PATCH names what it changes, and the labels it might carry are GitHub's to keep.
+    const res = await this.service('update_scale_set', 'PATCH', `${SCALE_SETS}/${scaleSetId}`, { runnerGroupId: group.id }, [404]);
+    return res.status === 404 ? 'scale_set_gone' : 'moved';
   }
 
   async deleteScaleSet(scaleSetId: number): Promise<'deleted' | 'not_found'> {

@@ -57,6 +57,13 @@ export interface ScaleSetMessage {
 export interface ActionsServicePort {
   /** Gets the scale set by name in its runner group, creating it when missing. */
   ensureScaleSet(req: EnsureScaleSetRequest): Promise<RunnerScaleSet>;
+  /**
+   * Puts the scale set in the runner group, as actions-runner-controller does when its runner group
+   * changes: the scale set keeps its id, its session and its runners. `unchanged` when it is there
+   * already, `scale_set_gone` when it no longer exists. Throws a non-retryable ActionsServiceError
+   * when GitHub refuses: no such runner group, or a scale set of the same name in it already.
+   */
+  moveScaleSet(scaleSetId: number, runnerGroup: string): Promise<'moved' | 'unchanged' | 'scale_set_gone'>;
   /** `deleted`, or `not_found` when it was already gone. */
   deleteScaleSet(scaleSetId: number): Promise<'deleted' | 'not_found'>;
   /** Throws ActionsServiceError `session_conflict` when another session holds the scale set. */

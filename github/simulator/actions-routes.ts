@@ -8,6 +8,7 @@ export type ActionsOperationName =
   | 'list-scale-sets'
   | 'create-scale-set'
   | 'get-scale-set'
+  | 'update-scale-set'
   | 'delete-scale-set'
   | 'create-session'
   | 'refresh-session'
@@ -35,6 +36,7 @@ export const ACTIONS_ROUTES: ActionsRoute[] = [
   { name: 'list-scale-sets', method: 'GET', pattern: new RegExp(`^${SS}$`), auth: 'admin' },
   { name: 'create-scale-set', method: 'POST', pattern: new RegExp(`^${SS}$`), auth: 'admin' },
   { name: 'get-scale-set', method: 'GET', pattern: new RegExp(`^${SS}/(\\d+)$`), auth: 'admin' },
+  { name: 'update-scale-set', method: 'PATCH', pattern: new RegExp(`^${SS}/(\\d+)$`), auth: 'admin' },
   { name: 'delete-scale-set', method: 'DELETE', pattern: new RegExp(`^${SS}/(\\d+)$`), auth: 'admin' },
   { name: 'create-session', method: 'POST', pattern: new RegExp(`^${SS}/(\\d+)/sessions$`), auth: 'admin' },
   { name: 'refresh-session', method: 'PATCH', pattern: new RegExp(`^${SS}/(\\d+)/sessions/([\\w-]+)$`), auth: 'admin' },

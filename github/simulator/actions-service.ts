@@ -124,6 +124,18 @@ export class SimActionsService {
         const set = this.scaleSets.scaleSets.get(scaleSetId);
         return set ? { status: 200, body: this.scaleSets.json(set) } : actionsError(404, 'RunnerScaleSetNotFoundException', `scale set ${scaleSetId} not found`);
       }
+      case 'update-scale-set': {
+        const set = this.scaleSets.scaleSets.get(scaleSetId);
+        if (!set) return actionsError(404, 'RunnerScaleSetNotFoundException', `scale set ${scaleSetId} not found`);
+        if (!isRecord(body)) return actionsError(400, 'ArgumentException', 'a scale set is required');
+        const groupId = typeof body.runnerGroupId === 'number' ? body.runnerGroupId : set.runnerGroupId;
+        const name = typeof body.name === 'string' && body.name ? body.name : set.name;
+        if (!this.scaleSets.groups.has(groupId)) return actionsError(404, 'RunnerGroupNotFoundException', `runner group ${groupId} not found`);
+        const other = this.scaleSets.find(set.scope, groupId, name);
+        if (other && other.id !== set.id) return actionsError(409, 'RunnerScaleSetExistsException', `scale set ${name} already exists`);
+        // Labels are not taken: the service keeps those it made the scale set with, and answers with them.
+        return { status: 200, body: this.scaleSets.json(this.scaleSets.update(set, groupId, name)) };
+      }
       case 'get-acquirable-jobs': {
         if (!this.scaleSets.scaleSets.has(scaleSetId)) return actionsError(404, 'RunnerScaleSetNotFoundException', `scale set ${scaleSetId} not found`);
         const waiting = this.scaleSets.acquirable(scaleSetId);

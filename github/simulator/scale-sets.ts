@@ -121,6 +121,14 @@ export class SimScaleSets {
     return set;
   }
 
+  /** A PATCH: the scale set keeps its id, session, queue and runners. */
+  update(set: SimScaleSet, runnerGroupId: number, name: string): SimScaleSet {
+    set.runnerGroupId = runnerGroupId;
+    set.runnerGroupName = this.groups.get(runnerGroupId)?.name ?? set.runnerGroupName;
+    set.name = name;
+    return set;
+  }
+
   /** Deleting a scale set ends its session and unregisters its runners. */
   delete(id: number, runnerRemoved: (runnerId: number) => void): boolean {
     if (!this.scaleSets.delete(id)) return false;

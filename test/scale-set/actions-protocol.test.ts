@@ -118,6 +118,32 @@ describe('the Actions service protocol against the simulator', () => {
     await expect(client.ensureScaleSet({ name: 'x', runnerGroup: 'no-such-group', labels: [] })).rejects.toMatchObject({ retryable: false, kind: 'not_found' });
   });
 
+  it('moves a scale set to another runner group, keeping its id, session and labels, and again is a no-op', async () => {
+    const group = sim.addRunnerGroup('moving-to');
+    const set = await client.ensureScaleSet({ name: 'mover', runnerGroup: 'Default', labels: ['linux'] });
+    const session = await client.createSession(set.id, 'owner');
+    expect(await client.moveScaleSet(set.id, 'moving-to')).toBe('moved');
+    const moved = sim.scaleSets().find((s) => s.id === set.id);
+    expect(moved).toMatchObject({ runnerGroupId: group, runnerGroupName: 'moving-to', labels: ['mover', 'linux'] });
+    expect(moved?.session?.sessionId).toBe(session.sessionId);
+    // Found by name in its new group, no longer in its old one.
+    expect((await client.ensureScaleSet({ name: 'mover', runnerGroup: 'moving-to', labels: ['linux'] })).id).toBe(set.id);
+    // A retry after a lost answer changes nothing.
+    expect(await client.moveScaleSet(set.id, 'moving-to')).toBe('unchanged');
+    expect(sim.stats().actionsCalls['update-scale-set']).toBe(1);
+
+    // Refused for good: no such group; a scale set of this name in the group already.
+    await expect(client.moveScaleSet(set.id, 'no-such-group')).rejects.toMatchObject({ retryable: false, kind: 'not_found', message: 'runner group "no-such-group" not found' });
+    const namesake = await client.ensureScaleSet({ name: 'mover', runnerGroup: 'Default', labels: ['linux'] });
+    expect(namesake.id).not.toBe(set.id);
+    await expect(client.moveScaleSet(namesake.id, 'moving-to')).rejects.toMatchObject({ retryable: false, status: 409 });
+    expect(await client.deleteScaleSet(namesake.id)).toBe('deleted');
+    expect(await client.moveScaleSet(namesake.id, 'moving-to')).toBe('scale_set_gone');
+    sim.setFault({ kind: 'server-error', operation: 'update-scale-set', status: 503, times: 1 });
+    await expect(client.moveScaleSet(set.id, 'Default')).rejects.toMatchObject({ retryable: true, status: 503 });
+    expect(await client.deleteScaleSet(set.id)).toBe('deleted');
+  });
+
   it('takes a session the service answers "expired" on close as gone', async () => {
     const set = await client.ensureScaleSet({ name: 'expiring', runnerGroup: 'Default', labels: [] });
     const session = await client.createSession(set.id, 'owner');

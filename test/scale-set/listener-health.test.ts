@@ -11,7 +11,7 @@ import { scaleSetListenerId, type ScaleSetView } from '../../workflows/scale-set
 import { labelNames, sampleSum, scrape } from '../support/prometheus-text';
 import type { HistoryEvent } from '../support/replay';
 import { eventually } from '../support/temporal';
-import { listenerState, scaleSetPool, useScaleSetStack } from './support/stack';
+import { listenerState, listeningPool as listeningPoolOf, scaleSetPool, useScaleSetStack } from './support/stack';
 
 /** Long against the API's 5 s cache of what /metrics shows, so a listener gone just after a look is seen gone. */
 const AUDIT_MS = 12_000;
@@ -33,15 +33,7 @@ const looksRefused = (pool: string) => poolEvents(pool, (e) => !!e.startChildWor
 const demandReports = (pool: string) => poolEvents(pool, (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'scaleSetDemand');
 
 /** A new scale-set pool keeping no runners, once its listener holds a session. */
-async function listeningPool(): Promise<{ pool: ReturnType<typeof scaleSetPool>; first: ScaleSetView }> {
-  const pool = scaleSetPool({ maxRunners: 1, scaleSet: { minRunners: 0 } });
-  expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
-  const first = await eventually(async () => {
-    const s = await listenerState(stack.client, pool.name);
-    return s?.status === 'listening' && s.sessionId && s.scaleSetId !== undefined ? s : undefined;
-  }, 30_000, 'the listener listening');
-  return { pool, first };
-}
+const listeningPool = () => listeningPoolOf(stack, { maxRunners: 1, scaleSet: { minRunners: 0 } });
 
 /** The listener's successor, once it runs in place of the run `ended` and reaches `status`. */
 function successor(pool: string, ended: string, status: ScaleSetView['status'], timeoutMs: number): Promise<ScaleSetView> {

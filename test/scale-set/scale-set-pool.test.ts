@@ -7,24 +7,13 @@ import { poolMemoOf } from '../../workflows/pool-memo';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
 import { resolveTimings } from '../../domain/timings';
 import { eventually } from '../support/temporal';
-import { listenerState, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
+import { listenerState, listeningPool, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
 import type { ScaleSetView } from '../../workflows/scale-set-messages';
 
 const stack = useScaleSetStack(1_500);
 
 /** Scale-set runners alive in the simulator right now. */
 const scaleSetRunners = (scaleSetId: number) => stack.sim.runners().filter((r) => (r as { scaleSetId?: number }).scaleSetId === scaleSetId);
-
-/** A new scale-set pool, once its listener holds a session on its scale set. */
-async function listeningPool(maxRunners: number) {
-  const pool = scaleSetPool({ maxRunners });
-  expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
-  const listening = await eventually(async () => {
-    const s = await listenerState(stack.client, pool.name);
-    return s?.status === 'listening' && s.scaleSetId !== undefined ? s : undefined;
-  }, 20_000, 'listener listening');
-  return { pool, listening };
-}
 
 /** Queues `count` jobs for the pool's scale set and waits for all to complete, counting the most runners alive at once. */
 async function runJobs(pool: string, scaleSetId: number, count: number) {
@@ -78,7 +67,7 @@ describe('a pool in scaleSet mode', () => {
   });
 
   it('runs jobs assigned to its scale set on fresh ephemeral runners, never more than maxRunners, and scales back to zero', async () => {
-    const { pool, listening } = await listeningPool(2);
+    const { pool, first: listening } = await listeningPool(stack, { maxRunners: 2 });
 
     const { done, most } = await runJobs(pool.name, listening.scaleSetId!, 5);
     expect(done.every((j) => j.conclusion === 'success')).toBe(true);
@@ -102,7 +91,7 @@ describe('a pool in scaleSet mode', () => {
   });
 
   it("runs jobs GitHub's broker assigns to its scale set with no offer to acquire, never more than maxRunners", async () => {
-    const { pool, listening } = await listeningPool(2);
+    const { pool, first: listening } = await listeningPool(stack, { maxRunners: 2 });
     const acquireCalls = () => stack.sim.stats().actionsCalls['acquire-jobs'] ?? 0;
     const acquiresBefore = acquireCalls();
     stack.sim.setScaleSetAssignment('broker');
@@ -161,22 +150,22 @@ describe('a pool in scaleSet mode', () => {
     expect(refusal.message).toBe(
       `pool ${pool.name} cannot change its scale set in place: scaleSet.name is "another-scale-set"; the pool's scale set is "${pool.name}"; delete the pool and create it again`,
     );
-    const several = await put({ runnerGroup: 'Other', github: { credentials: 'default', scope: { kind: 'org', org: 'elsewhere' } }, labels: ['self-hosted', 'gpu'] });
+    const several = await put({ scaleSet: { name: 'another-scale-set' }, github: { credentials: 'default', scope: { kind: 'org', org: 'elsewhere' } }, labels: ['self-hosted', 'gpu'] });
     expect(several.status, JSON.stringify(several.body)).toBe(409);
-    expect((several.body as Refusal).error.details.map((d) => d.path)).toEqual(['runnerGroup', 'github.scope', 'labels']);
+    expect((several.body as Refusal).error.details.map((d) => d.path)).toEqual(['scaleSet.name', 'github.scope', 'labels']);
     // Labels in another order or case are the same labels to GitHub; other settings change in place.
     const taken = await put({ labels: ['Linux', 'self-hosted'], maxRunners: 2 });
     expect(taken.status).toBe(202);
     await eventually(async () => ((await listenerState(stack.client, pool.name))?.maxRunners === 2 ? true : undefined), 20_000, 'listener told maxRunners 2');
 
     // Sent by hand, past the API: the pool keeps its scale set; the next settings are taken.
-    await handle.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 2, runnerGroup: 'Other' } });
+    await handle.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 2, github: { ...settings.github, scope: { kind: 'org', org: 'elsewhere' } } } });
     await handle.signal(updatePoolSignal, { settings: { ...settings, maxRunners: 1 } });
     const after = await eventually(async () => {
       const view = await handle.query(poolStateQuery);
       return view.settings.maxRunners === 1 ? view : undefined;
     }, 20_000, 'the settings sent after taken');
-    expect(after.settings.runnerGroup).toBe(settings.runnerGroup);
+    expect(after.settings.github.scope).toEqual(settings.github.scope);
     expect(after.settingsVersion).toBe(3);
 
     expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
@@ -193,10 +182,10 @@ describe('a pool in scaleSet mode', () => {
       typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
       memo: predating,
     });
-    const body = { ...settings, runnerGroup: 'Other' };
+    const body = { ...settings, labels: [...settings.labels, 'gpu'] };
     const refused = await apiRequest(stack, 'PUT', `/api/v1/pools/${settings.name}`, body);
     expect(refused.status, JSON.stringify(refused.body)).toBe(409);
-    expect((refused.body as { error: { details: { path: string }[] } }).error.details.map((d) => d.path)).toEqual(['runnerGroup']);
+    expect((refused.body as { error: { details: { path: string }[] } }).error.details.map((d) => d.path)).toEqual(['labels']);
     expect((await apiRequest(stack, 'PUT', `/api/v1/pools/${settings.name}`, { ...settings, maxRunners: 2 })).status).toBe(202);
     expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${settings.name}`)).status).toBeLessThan(300);
     await handle.result();

@@ -51,6 +51,7 @@ const SINGLE: Record<string, Shape> = {
   'runner-registration': 'actionsServiceAdminConnection',
   'create-scale-set': 'RunnerScaleSet',
   'get-scale-set': 'RunnerScaleSet',
+  'update-scale-set': 'RunnerScaleSet',
   'create-session': 'RunnerScaleSetSession',
   'refresh-session': 'RunnerScaleSetSession',
   'get-message': 'RunnerScaleSetMessage',
@@ -64,6 +65,8 @@ describe(`simulator JSON keys against ${GO_CLIENT_REVISION}`, () => {
     const client = new ActionsServiceClient({ apiUrl: sim.url, scope, registrationToken: () => registrationTokenFor(rest, scope) });
     const set = await client.ensureScaleSet({ name: 'keys', runnerGroup: 'Default', labels: ['linux'] });
     await client.ensureScaleSet({ name: 'keys', runnerGroup: 'Default', labels: ['linux'] });
+    sim.addRunnerGroup('keys-group');
+    await client.moveScaleSet(set.id, 'keys-group');
     const session = await client.createSession(set.id, 'me');
     await client.refreshSession(set.id, session.sessionId);
     const job = sim.queueJob({ repository: 'acme/app', labels: ['keys'] });
@@ -101,7 +104,7 @@ describe(`simulator JSON keys against ${GO_CLIENT_REVISION}`, () => {
         problems.push(`no recorded shape for ${op}`);
       }
     }
-    expect(new Set(served.map((r) => r.key)).size).toBeGreaterThanOrEqual(10);
+    expect(new Set(served.map((r) => r.key)).size).toBeGreaterThanOrEqual(12);
     expect(problems).toEqual([]);
   });
 });

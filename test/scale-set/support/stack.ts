@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../../devstack/stack';
+import { apiRequest, startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../../devstack/stack';
 import type { PoolSettingsInput } from '../../../domain/pool';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../../workflows/scale-set-messages';
 import { E2E_TIMINGS } from '../../e2e/stack';
-import { uniqueName } from '../../support/temporal';
+import { eventually, uniqueName } from '../../support/temporal';
 
 /** Scale-set timings at test speed: short long polls, quick conflict retries. */
 export const SCALE_SET_SIM = { longPollMs: 1_000, sessionIdleTimeoutMs: 4_000, onError: () => undefined, webhookConcurrency: 8 };
@@ -66,4 +66,18 @@ export function poolShow(stack: DevStack, name: string): Promise<string> {
       (error, stdout) => (error ? fail(error) : done(stdout)),
     ),
   );
+}
+
+/** A new scale-set pool made through the API, once its listener holds a session on its scale set. */
+export async function listeningPool(
+  stack: DevStack,
+  overrides: Partial<PoolSettingsInput> = {},
+): Promise<{ pool: ReturnType<typeof scaleSetPool>; first: ScaleSetView; scaleSetId: number }> {
+  const pool = scaleSetPool(overrides);
+  expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+  const first = await eventually(async () => {
+    const s = await listenerState(stack.client, pool.name);
+    return s?.status === 'listening' && s.sessionId && s.scaleSetId !== undefined ? s : undefined;
+  }, 30_000, 'the listener listening');
+  return { pool, first, scaleSetId: first.scaleSetId! };
 }
