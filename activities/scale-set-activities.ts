@@ -64,10 +64,11 @@ export function createScaleSetActivities(deps: ScaleSetActivityDeps) {
   }
 
   return {
-    async ensureScaleSet(args: { target: ScaleSetTarget; name: string; runnerGroup: string; labels: string[] }): Promise<{ id: number; name: string }> {
+    /** `labels`: those GitHub has for the scale set, found or made (names only), when its answer has them. */
+    async ensureScaleSet(args: { target: ScaleSetTarget; name: string; runnerGroup: string; labels: string[] }): Promise<{ id: number; name: string; labels?: string[] }> {
       return guarded(async () => {
         const set = await actions(args.target).ensureScaleSet({ name: args.name, runnerGroup: args.runnerGroup, labels: args.labels });
-        return { id: set.id, name: set.name };
+        return { id: set.id, name: set.name, ...(set.labels ? { labels: set.labels.map((l) => l.name) } : {}) };
       });
     },
 

@@ -4,6 +4,32 @@
  */
 import type { PoolSettings } from './pool';
 
+/**
+ * The labels a scale set is created with: its name first, then the extra labels, each once, as
+ * actions-runner-controller makes them. Jobs reach a scale set through its labels, so without its
+ * name among them `runs-on: <name>` finds no runner. GitHub compares labels without case.
+ */
+export function scaleSetLabels(name: string, extra: readonly string[]): string[] {
+  const seen = new Set<string>();
+  return [name, ...extra].filter((label) => {
+    const key = label.toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/**
+ * The labels of a scale set found at GitHub, when they are not the ones its pool would have made
+ * it with: GitHub sets them only when it creates a scale set, so jobs that name a label the pool
+ * has and the scale set lacks never reach it. Undefined when they match, or are not known.
+ */
+export function foreignLabels(found: readonly string[] | undefined, name: string, poolLabels: readonly string[]): string[] | undefined {
+  if (found === undefined) return undefined;
+  const key = (labels: readonly string[]) => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join('\n');
+  return key(found) === key(scaleSetLabels(name, poolLabels)) ? undefined : [...found];
+}
+
 /** The scale set's name: what `runs-on` names. */
 export const scaleSetNameOf = (settings: Pick<PoolSettings, 'name' | 'scaleSet'>): string => settings.scaleSet?.name ?? settings.name;
 

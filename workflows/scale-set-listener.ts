@@ -27,7 +27,7 @@ import {
 } from '@temporalio/workflow';
 import { ActivityCancellationType } from '@temporalio/common';
 import type { MoveScaleSetResult, OpenSessionResult, PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
-import { desiredRunnerCount } from '../domain/scale-set';
+import { desiredRunnerCount, foreignLabels } from '../domain/scale-set';
 import { scaleSetLifecycle } from './lifecycle-sink';
 import { listenerSettingsArgs } from './signal-input';
 import { jobCompletedSignal, jobStartedSignal, runnerWorkflowId } from './messages';
@@ -201,8 +201,20 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   async function openSession(): Promise<boolean> {
     if (state.scaleSetId === undefined) {
       const runnerGroup = settings.runnerGroup;
-      state.scaleSetId = (await calls.ensureScaleSet({ target, name: settings.name, runnerGroup, labels: settings.labels })).id;
+      const set = await calls.ensureScaleSet({ target, name: settings.name, runnerGroup, labels: settings.labels });
+      state.scaleSetId = set.id;
       state.runnerGroupAtGitHub = runnerGroup;
+      // Found with labels the pool does not have: only a new scale set takes the pool's (results from
+      // before the activity returned labels carry none, and say nothing).
+      state.labelsAtGitHub = foreignLabels(set.labels, settings.name, settings.labels);
+      if (state.labelsAtGitHub) {
+        log.warn("scale set found at GitHub with labels other than the pool's: jobs that name a label it lacks will not reach it; delete the pool and create it again to make the scale set anew", {
+          pool: settings.pool,
+          scaleSetId: set.id,
+          labelsAtGitHub: state.labelsAtGitHub,
+          poolLabels: settings.labels,
+        });
+      }
     }
     const opened = await calls.openScaleSetSession({ target, scaleSetId: state.scaleSetId, ownerName: settings.ownerName });
     if (opened.outcome === 'scale_set_gone') {

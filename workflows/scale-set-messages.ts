@@ -72,6 +72,12 @@ export interface ListenerCarried {
   runnerGroupAtGitHub?: string;
   /** When the listener last tried to move the scale set to the pool's runner group and could not (workflow time). */
   moveTriedAt?: number;
+  /**
+   * The scale set's labels at GitHub, when the scale set found by the pool's name has labels other
+   * than the pool's (made by another tool, or by an earlier runnerflow without its name among
+   * them): jobs that name a label the scale set lacks never reach the pool. Absent when they match.
+   */
+  labelsAtGitHub?: string[];
 }
 
 export interface ScaleSetListenerInput {

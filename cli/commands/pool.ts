@@ -71,6 +71,8 @@ interface ScaleSetDetail {
   /** The pool's runner group, and the one the scale set is in at GitHub (they differ while it moves). */
   runnerGroup?: string;
   runnerGroupAtGitHub?: string;
+  /** Set only when the scale set found at GitHub has labels other than the pool's. */
+  labelsAtGitHub?: string[];
 }
 
 function runnerGroupLine(s: ScaleSetDetail): string {
@@ -98,6 +100,9 @@ function scaleSetFields(pool: PoolDetail): [string, unknown][] {
     ],
     ['Messages applied', `${s.messagesApplied} (jobs acquired ${s.jobsAcquired}${s.waitingJobsAcquired ? `, ${s.waitingJobsAcquired} of them no message offered` : ''})`],
     ...(s.unsupportedMessages ? ([['Messages of unknown type', `${s.unsupportedMessages} acknowledged unread (latest: ${s.lastUnsupportedType ?? '-'})`]] as [string, unknown][]) : []),
+    ...(s.labelsAtGitHub
+      ? ([['Labels at GitHub', `${s.labelsAtGitHub.join(', ') || '(none)'}: not the pool's; jobs naming a label the scale set lacks never reach it (delete the pool and create it again)`]] as [string, unknown][])
+      : []),
     ...(s.lastError ? ([['Listener error', s.lastError]] as [string, unknown][]) : []),
   ];
 }

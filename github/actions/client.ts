@@ -5,6 +5,7 @@
  * stay in this object's memory (a restarted worker refreshes the session to get
  * a new one), so no secret is ever returned to workflow history.
  */
+import { scaleSetLabels } from '../../domain/scale-set';
 import { scopeUrl, GitHubApiError, GitHubRateLimitError, type GitHubScope, type RemoveRunnerOutcome } from '../port';
 import { ActionsServiceError, type ActionsServicePort, type EnsureScaleSetRequest, type ScaleSetMessage, type SessionInfo } from './port';
 import type {
@@ -92,20 +93,6 @@ function typeName(body: unknown): string {
     : '';
 }
 
-/**
- * The labels a scale set is created with: its name first, then the extra labels, each once, as
- * actions-runner-controller makes them. Jobs reach a scale set through its labels, so without its
- * name among them `runs-on: <name>` finds no runner. GitHub compares labels without case.
- */
-export function scaleSetLabels(name: string, extra: readonly string[]): string[] {
-  const seen = new Set<string>();
-  return [name, ...extra].filter((label) => {
-    const key = label.toLowerCase();
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
 
 export class ActionsServiceClient implements ActionsServicePort {
   private admin?: Admin;

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { GitHubScope } from '../port';
 import { isActionsPath } from './actions-routes';
 import { SimActionsService } from './actions-service';
 import { SimAgents, type AgentState, type SimAgent, type StartAgentInput } from './agents';
@@ -100,6 +101,8 @@ export interface GitHubSimulator {
   scaleSetMaxCapacity(scaleSetId: number): number | undefined;
   /** Adds a runner group (GitHub has `Default`, id 1); returns its id. */
   addRunnerGroup(name: string): number;
+  /** A scale set made as another tool would make it, with exactly these labels, in the `Default` group; returns its id. */
+  addScaleSet(scope: GitHubScope, name: string, labels: string[]): number;
   /** How jobs reach scale sets from now on: offered to acquire (the default), or assigned by the broker. */
   setScaleSetAssignment(mode: ScaleSetAssignment): void;
   close(): Promise<void>;
@@ -290,6 +293,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     scaleSets: () => scaleSets.view(),
     scaleSetMaxCapacity: (id) => actions.maxCapacity.get(id),
     addRunnerGroup: (name) => scaleSets.addGroup(name),
+    addScaleSet: (scope, name, labels) => scaleSets.create(scope, 1, name, labels).id,
     setScaleSetAssignment: (mode) => scaleSets.setAssignment(mode),
     async close() {
       agents.close();

@@ -56,6 +56,8 @@ describe("a scale-set pool's runner group, changed", () => {
     expect(atGitHub(scaleSetId)).toMatchObject({ runnerGroupName: group, name: pool.name });
     expect(moved).toMatchObject({ runnerGroup: group, scaleSetId, sessionId: first.sessionId, sessionsOpened: first.sessionsOpened });
     expect(moved.lastError).toBeUndefined();
+    // The scale set it made has the pool's labels: nothing to tell.
+    expect(moved.labelsAtGitHub).toBeUndefined();
     expect(namedAtGitHub(pool.name)).toHaveLength(1);
     expect(stack.sim.jobs().find((j) => j.id === long.id)?.status).toBe('in_progress');
     expect((await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(poolStateQuery)).settings.runnerGroup).toBe(group);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
-import { desiredRunnerCount, scaleSetChanges, scaleSetIdentityOf, scaleSetNameOf } from '../../domain/scale-set';
+import { desiredRunnerCount, foreignLabels, scaleSetChanges, scaleSetIdentityOf, scaleSetNameOf } from '../../domain/scale-set';
 import { poolMemoOf, scaleSetIdentityOfMemo } from '../../workflows/pool-memo';
 import type { PoolMemo } from '../../workflows/pool-messages';
 import { PoolBook } from '../../workflows/pool-book';
@@ -44,6 +44,15 @@ describe('what a scale-set pool cannot change in place', () => {
     const { scaleSet: _older, ...predating } = memo;
     expect(scaleSetIdentityOfMemo(predating)).toBeUndefined();
     expect(scaleSetIdentityOfMemo(poolMemoOf(settings({ mode: 'webhook' })))).toBeUndefined();
+  });
+});
+
+describe("a found scale set's labels", () => {
+  it("are told only when they are not those the pool would make it with, compared as GitHub does", () => {
+    expect(foreignLabels(['Big', 'LINUX', 'linux'], 'big', ['linux'])).toBeUndefined();
+    expect(foreignLabels(undefined, 'big', ['linux'])).toBeUndefined();
+    expect(foreignLabels(['linux'], 'big', ['linux'])).toEqual(['linux']);
+    expect(foreignLabels(['big', 'linux', 'gpu'], 'big', ['linux'])).toEqual(['big', 'linux', 'gpu']);
   });
 });
 

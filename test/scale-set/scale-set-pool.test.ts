@@ -172,6 +172,20 @@ describe('a pool in scaleSet mode', () => {
     await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
   });
 
+  it("tells of a scale set found by its name with labels other than the pool's, and still deletes it with the pool", async () => {
+    const pool = scaleSetPool({ maxRunners: 1 });
+    // Made by another tool (or an older runnerflow), without the pool's name or labels among its own.
+    const found = stack.sim.addScaleSet({ kind: 'org', org: 'acme' }, pool.name, [`${pool.name}-old`]);
+    const { first } = await listeningPool(stack, pool);
+    expect(first.scaleSetId).toBe(found);
+    expect(first.labelsAtGitHub).toEqual([`${pool.name}-old`]);
+    expect(await poolShow(stack, pool.name)).toMatch(new RegExp(`Labels at GitHub: +${pool.name}-old: not the pool's; jobs naming a label the scale set lacks never reach it`));
+    // Its session makes it the pool's: it goes with the pool, so that the pool made again makes it with its labels.
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+    await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
+    expect(stack.sim.scaleSets().some((set) => set.id === found)).toBe(false);
+  });
+
   it('refuses a change of its scale set when its memo predates naming the scale set, by asking the pool', async () => {
     const settings = poolSettingsSchema.parse(scaleSetPool({ maxRunners: 1 }));
     const { scaleSet: _named, ...predating } = poolMemoOf(settings);
