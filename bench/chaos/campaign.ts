@@ -174,12 +174,16 @@ export const ACTIONS_SERVICE_FAULTS = ['session-conflict', 'expire-token', 'lose
  */
 const FAULT_LIFETIME_MS = 30_000;
 
-/** GitHub faults the driver picks from; each lasts a few requests or deliveries, at most FAULT_LIFETIME_MS. */
-function githubFault(random: SeededRandom, mode: ChaosMode): SimFault {
-  const kind =
-    mode === 'scaleSet'
-      ? random.pick(['server-error', 'secondary-rate-limit', 'latency', ...ACTIONS_SERVICE_FAULTS] as const)
-      : random.pick(['server-error', 'secondary-rate-limit', 'latency', 'lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks', 'delay-webhooks'] as const);
+export const WEBHOOK_FAULTS = ['lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks', 'delay-webhooks'] as const;
+
+/**
+ * GitHub faults the driver picks from; each lasts a few requests or deliveries, at most
+ * FAULT_LIFETIME_MS. `ownOnly`: only the mode's own weather (the Actions service's in scale-set
+ * mode, the webhooks' otherwise), not what both modes meet.
+ */
+function githubFault(random: SeededRandom, mode: ChaosMode, ownOnly = false): SimFault {
+  const own = mode === 'scaleSet' ? ACTIONS_SERVICE_FAULTS : WEBHOOK_FAULTS;
+  const kind = random.pick([...(ownOnly ? [] : (['server-error', 'secondary-rate-limit', 'latency'] as const)), ...own]);
   switch (kind) {
     case 'server-error':
       return { kind, status: random.pick([500, 502, 503] as const), operation: '*', times: random.int(1, 4) };
@@ -486,6 +490,8 @@ class ChaosDriver {
   private temporalRestarted = false;
   private providerLying = false;
   private providerLied = false;
+  /** Whether a fault of the mode's own kinds (Actions service, or webhooks) was injected yet. */
+  private ownWeatherCame = false;
   /** Machines removed behind the provider's back: a create retried after that rightly makes a new one. */
   readonly vanished = new Set<string>();
   /** Runners reset after they left: each rightly makes its machine again. */
@@ -512,7 +518,10 @@ class ChaosDriver {
     while (!stop()) {
       await sleep(250);
       const now = Date.now();
-      if (this.random.chance(0.05)) this.injectGitHubFault();
+      // At least one of the mode's own faults, by a tenth of the jobs: a short campaign's few picks
+      // from every kind could otherwise all be the ones both modes meet.
+      const ownWeatherDue = !this.ownWeatherCame && progress() >= 0.1;
+      if (this.random.chance(0.05) || ownWeatherDue) this.injectGitHubFault(ownWeatherDue);
       if (this.options.killMachines && this.random.chance(0.03)) this.killMachine();
       // Spells of a provider whose failures come after the work, turned on or off every ~12 s on
       // average, the first by a fifth of the jobs at the latest.
@@ -563,8 +572,9 @@ class ChaosDriver {
       .finally(() => (this.restarting = undefined));
   }
 
-  private injectGitHubFault(): void {
-    const fault = { ...githubFault(this.random, this.mode), forMs: FAULT_LIFETIME_MS };
+  private injectGitHubFault(ownOnly = false): void {
+    const fault = { ...githubFault(this.random, this.mode, ownOnly), forMs: FAULT_LIFETIME_MS };
+    if ((ACTIONS_SERVICE_FAULTS as readonly string[]).includes(fault.kind) || (WEBHOOK_FAULTS as readonly string[]).includes(fault.kind)) this.ownWeatherCame = true;
     this.stack.sim.setFault(fault);
     this.injected.githubFaults[fault.kind] = (this.injected.githubFaults[fault.kind] ?? 0) + 1;
   }

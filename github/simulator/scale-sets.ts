@@ -71,6 +71,9 @@ export class SimScaleSets {
   private readonly waiters = new Map<number, Set<() => void>>();
   private nextScaleSetId = 1;
   private nextMessageId = 1;
+  /** Far from the job ids, so that a request id taken for a job id (or the reverse) finds nothing. */
+  private nextRequestId = 900_000_001;
+  private readonly jobOfRequest = new Map<number, number>();
   private redelivered = 0;
   private assignment: ScaleSetAssignment = 'acquire';
 
@@ -280,6 +283,10 @@ export class SimScaleSets {
     const set = [...this.scaleSets.values()].find((s) => this.targets(s, job));
     if (!set) return;
     job.scaleSetId = set.id;
+    if (job.requestId === undefined) {
+      job.requestId = this.nextRequestId++;
+      this.jobOfRequest.set(job.requestId, job.id);
+    }
     if (this.assignment === 'broker') {
       // Assigned at once; a message that is lost leaves the statistics of later ones to count it.
       this.assign(job);
@@ -338,7 +345,8 @@ export class SimScaleSets {
   acquire(scaleSetId: number, requestIds: number[]): number[] {
     const won: number[] = [];
     for (const id of requestIds) {
-      const job = this.state.jobs.get(id);
+      const jobId = this.jobOfRequest.get(id);
+      const job = jobId === undefined ? undefined : this.state.jobs.get(jobId);
       if (!job || job.scaleSetId !== scaleSetId || job.acquired || job.status !== 'queued') continue;
       this.assign(job);
       won.push(id);
@@ -390,7 +398,7 @@ export class SimScaleSets {
     const [owner = '', repo = ''] = job.repository.split('/');
     return {
       messageType,
-      runnerRequestId: job.id,
+      runnerRequestId: job.requestId ?? job.id,
       repositoryName: repo,
       ownerName: owner,
       jobId: randomUUIDFor(job.id),

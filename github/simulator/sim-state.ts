@@ -49,6 +49,11 @@ export interface SimJob {
   scaleSetId?: number;
   acquired?: boolean;
   acquiredAt?: string;
+  /**
+   * The job's runner request id in its scale set's messages (`runnerRequestId`): another number
+   * than the job id its webhooks and the REST API use, as at GitHub.
+   */
+  requestId?: number;
 }
 
 export interface QueueJobInput {

@@ -8,7 +8,10 @@
  * reset after they left.
  */
 import { expect, it } from 'vitest';
+import { WEBHOOK_FAULTS } from '../../bench/chaos/campaign';
 import { expectConverged, shortCampaign } from './converged';
+
+const webhookFaults: readonly string[] = WEBHOOK_FAULTS;
 
 const LIFECYCLES = 24;
 
@@ -16,4 +19,6 @@ it('converges under chaos: every job run, nothing leaked, duplicated, registered
   const { report, context } = await shortCampaign({ lifecycles: LIFECYCLES, seed: 20_261_123 });
   expectConverged(report, context, LIFECYCLES);
   expect(report.injected.runnerResets, context).toBeGreaterThan(0);
+  // The webhooks' own weather came: lost, duplicated, unreachable or late deliveries.
+  expect(Object.keys(report.injected.githubFaults).some((kind) => webhookFaults.includes(kind)), context).toBe(true);
 }, 300_000);

@@ -23,6 +23,8 @@ afterAll(async () => {
   await sim.close();
 });
 
+const requestIdOf = (jobId: number): number => sim.jobs().find((j) => j.id === jobId)!.requestId!;
+
 async function nextMessage(scaleSetId: number, sessionId: string, lastMessageId: number) {
   for (let i = 0; i < 20; i++) {
     const m = await client.getMessage({ scaleSetId, sessionId, lastMessageId, maxCapacity: 4 });
@@ -45,13 +47,18 @@ describe('the Actions service protocol against the simulator', () => {
 
     const job = sim.queueJob({ repository: 'acme/app', labels: ['ci-large'] });
     const available = await nextMessage(created.id, session.sessionId, 0);
-    expect(available.jobs).toMatchObject([{ messageType: 'JobAvailable', runnerRequestId: job.id }]);
+    // The scale set's messages name the job by its runner request id, not the job id of its webhooks.
+    const requestId = requestIdOf(job.id);
+    expect(requestId).not.toBe(job.id);
+    expect(available.jobs).toMatchObject([{ messageType: 'JobAvailable', runnerRequestId: requestId }]);
     expect(available.statistics?.totalAvailableJobs).toBe(1);
     expect(sim.scaleSetMaxCapacity(created.id)).toBe(4);
-    expect(await client.listAcquirableJobs(created.id)).toEqual([job.id]);
-    expect(await client.acquireJobs({ scaleSetId: created.id, sessionId: session.sessionId, requestIds: [job.id] })).toEqual([job.id]);
-    expect(await client.listAcquirableJobs(created.id)).toEqual([]);
+    expect(await client.listAcquirableJobs(created.id)).toEqual([requestId]);
+    // A job id is no request id.
     expect(await client.acquireJobs({ scaleSetId: created.id, sessionId: session.sessionId, requestIds: [job.id] })).toEqual([]);
+    expect(await client.acquireJobs({ scaleSetId: created.id, sessionId: session.sessionId, requestIds: [requestId] })).toEqual([requestId]);
+    expect(await client.listAcquirableJobs(created.id)).toEqual([]);
+    expect(await client.acquireJobs({ scaleSetId: created.id, sessionId: session.sessionId, requestIds: [requestId] })).toEqual([]);
     await client.deleteMessage({ scaleSetId: created.id, sessionId: session.sessionId, messageId: available.messageId });
 
     const assigned = await nextMessage(created.id, session.sessionId, available.messageId);
@@ -86,7 +93,7 @@ describe('the Actions service protocol against the simulator', () => {
     await client.deleteMessage({ scaleSetId: set.id, sessionId: session.sessionId, messageId: foreign.messageId });
     const offer = await nextMessage(set.id, session.sessionId, 0);
     expect(offer.unsupportedType).toBeUndefined();
-    expect(offer.jobs).toMatchObject([{ messageType: 'JobAvailable', runnerRequestId: job.id }]);
+    expect(offer.jobs).toMatchObject([{ messageType: 'JobAvailable', runnerRequestId: requestIdOf(job.id) }]);
     expect(await client.deleteSession(set.id, session.sessionId)).toBe('deleted');
     expect(await client.deleteScaleSet(set.id)).toBe('deleted');
   });

@@ -2,6 +2,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { apiRequest } from '../../devstack/stack';
 import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
+import { runnerWorkflowId } from '../../workflows/messages';
 import { deletePoolSignal, poolStateQuery, poolWorkflowId, RUNNER_POOL_WORKFLOW, updatePoolSignal, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { poolMemoOf } from '../../workflows/pool-memo';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
@@ -168,6 +169,29 @@ describe('a pool in scaleSet mode', () => {
     expect(after.settings.github.scope).toEqual(settings.github.scope);
     expect(after.settingsVersion).toBe(3);
 
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
+    await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
+  });
+
+  it('has its runner hear of its job under both its ids, the request id from the listener and the job id from the webhook, and end once', async () => {
+    const { pool } = await listeningPool(stack, { maxRunners: 1 });
+    // Long enough for the webhook's in_progress to reach the runner while it runs, on a loaded machine too.
+    const job = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name], durationMs: 4_000 });
+    const done = await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, 'the job run');
+    expect(done.requestId).toBeDefined();
+    expect(done.requestId).not.toBe(job.id);
+    const runner = stack.client.workflow.getHandle(runnerWorkflowId(done.runnerName!));
+    await runner.result();
+    const signalled = (name: string) =>
+      runner.fetchHistory().then((h) =>
+        (h.events ?? [])
+          .map((e) => e.workflowExecutionSignaledEventAttributes)
+          .filter((a) => a?.signalName === name)
+          .map((a) => (defaultPayloadConverter.fromPayload(a!.input!.payloads![0]!) as { jobId: number }).jobId),
+      );
+    expect(new Set(await signalled('jobStarted'))).toEqual(new Set([done.requestId, job.id]));
+    expect(new Set(await signalled('jobCompleted'))).toContain(done.requestId);
+    expect((await runner.describe()).status.name).toBe('COMPLETED');
     expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
     await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
   });

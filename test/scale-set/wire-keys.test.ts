@@ -80,8 +80,9 @@ describe(`simulator JSON keys against ${GO_CLIENT_REVISION}`, () => {
       if (!m) continue;
       for (const j of m.jobs) seen.add(j.messageType);
       if (m.jobs.some((j) => j.messageType === 'JobAvailable')) {
-        expect(await client.listAcquirableJobs(set.id)).toEqual([job.id]);
-        await client.acquireJobs({ scaleSetId: set.id, sessionId: session.sessionId, requestIds: [job.id] });
+        const requestId = sim.jobs().find((j) => j.id === job.id)!.requestId!;
+        expect(await client.listAcquirableJobs(set.id)).toEqual([requestId]);
+        await client.acquireJobs({ scaleSetId: set.id, sessionId: session.sessionId, requestIds: [requestId] });
       }
       await client.deleteMessage({ scaleSetId: set.id, sessionId: session.sessionId, messageId: m.messageId });
       last = m.messageId;
