@@ -176,7 +176,7 @@ describe('a pool in scaleSet mode', () => {
   it('has its runner hear of its job under both its ids, the request id from the listener and the job id from the webhook, and end once', async () => {
     const { pool } = await listeningPool(stack, { maxRunners: 1 });
     // Long enough for the webhook's in_progress to reach the runner while it runs, on a loaded machine too.
-    const job = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name], durationMs: 4_000 });
+    const job = stack.sim.queueJob({ repository: 'acme/app', labels: [pool.name], durationMs: 8_000 });
     const done = await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, 'the job run');
     expect(done.requestId).toBeDefined();
     expect(done.requestId).not.toBe(job.id);
@@ -190,7 +190,10 @@ describe('a pool in scaleSet mode', () => {
           .map((a) => (defaultPayloadConverter.fromPayload(a!.input!.payloads![0]!) as { jobId: number }).jobId),
       );
     expect(new Set(await signalled('jobStarted'))).toEqual(new Set([done.requestId, job.id]));
-    expect(new Set(await signalled('jobCompleted'))).toContain(done.requestId);
+    // It ends on whichever completion comes first; the other finds it closed, or is ignored.
+    const completions = await signalled('jobCompleted');
+    expect(completions.length).toBeGreaterThan(0);
+    expect(completions.every((id) => id === done.requestId || id === job.id)).toBe(true);
     expect((await runner.describe()).status.name).toBe('COMPLETED');
     expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
     await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();
