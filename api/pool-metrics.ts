@@ -7,7 +7,7 @@
 import { Client } from '@temporalio/client';
 import { addPoolSnapshotSource, type PoolSnapshot } from '../observability/pool-gauges';
 import { poolStateQuery, queuedJobCount } from '../workflows/pool-messages';
-import { scaleSetListenerId, scaleSetStateQuery } from '../workflows/scale-set-messages';
+import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../workflows/scale-set-messages';
 import { PoolDirectory } from './pool-directory';
 
 export interface PoolMetricsOptions {
@@ -29,19 +29,28 @@ export async function readPoolSnapshots(client: Client, directory: PoolDirectory
       // A scale-set pool takes jobs only through a listener that holds a session: one stuck in
       // `conflict` (another listener holds the scale set) or gone leaves idle runners and waiting jobs.
       const listener = await query(scaleSetListenerId(pool.name), (id) => client.workflow.getHandle(id).query(scaleSetStateQuery)).catch(() => undefined);
-      return { pool, view, scaleSetListener: listener?.status ?? 'absent' };
+      return { pool, view, scaleSetListener: listener?.status ?? 'absent', scaleSetDiffers: listener ? scaleSetDifferences(listener) : [] };
     }),
   );
   return views
     .filter((v) => v !== undefined)
-    .map(({ pool, view, scaleSetListener }) => ({
+    .map(({ pool, view, scaleSetListener, scaleSetDiffers }) => ({
       pool: pool.name,
       provider: view.settings.provider,
       runnerStatuses: view.runners.map((r) => r.status),
       agentStatuses: view.runners.map((r) => r.runnerStatus),
       queuedJobs: queuedJobCount(view),
       ...(scaleSetListener !== undefined ? { scaleSetListener } : {}),
+      ...(scaleSetDiffers && scaleSetDiffers.length > 0 ? { scaleSetDiffers } : {}),
     }));
+}
+
+/** A runner group not known (a listener from before it was kept) is not counted as a difference. */
+function scaleSetDifferences(listener: ScaleSetView): string[] {
+  const differs: string[] = [];
+  if (listener.runnerGroupAtGitHub !== undefined && listener.runnerGroup !== undefined && listener.runnerGroupAtGitHub !== listener.runnerGroup) differs.push('runner_group');
+  if (listener.labelsAtGitHub !== undefined) differs.push('labels');
+  return differs;
 }
 
 /** Registers this client's pools with the gauges; returns the function that unregisters them. */

@@ -16,6 +16,8 @@ export interface PoolSnapshot {
   queuedJobs: number;
   /** A scale-set pool's listener: its status, or `absent` when no listener answers. Undefined for other pools. */
   scaleSetListener?: string;
+  /** What of a scale-set pool's scale set at GitHub is not as its settings say: `runner_group`, `labels`. */
+  scaleSetDiffers?: string[];
 }
 
 export type PoolSnapshotSource = () => Promise<PoolSnapshot[]>;
@@ -93,5 +95,16 @@ new Gauge({
   async collect() {
     this.reset();
     for (const s of await currentSnapshots()) if (s.scaleSetListener !== undefined) this.set({ pool: s.pool, status: s.scaleSetListener }, 1);
+  },
+});
+
+new Gauge({
+  name: 'runnerflow_scale_set_differs',
+  help: "1 while a scale-set pool's scale set at GitHub is not as the pool's settings say: runner_group (a move GitHub refused or could not be asked for yet) or labels (found with labels other than the pool's)",
+  labelNames: ['pool', 'field'],
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const s of await currentSnapshots()) for (const field of s.scaleSetDiffers ?? []) this.set({ pool: s.pool, field }, 1);
   },
 });

@@ -9,7 +9,7 @@ import { apiRequest } from '../../devstack/stack';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { scaleSetListenerId, updateListenerSignal, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { eventually, uniqueName } from '../support/temporal';
-import { listenerState, listeningPool as listeningPoolOf, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
+import { listenerState, listeningPool as listeningPoolOf, poolShow, scaleSetDiffersShown, scaleSetPool, useScaleSetStack } from './support/stack';
 
 /** The pool's next look for its listener comes soon: a listener that ended is started again within it. */
 const AUDIT_MS = 2_000;
@@ -31,6 +31,8 @@ function listenerWhen(pool: string, ok: (s: ScaleSetView) => boolean, what: stri
     return s && ok(s) ? s : undefined;
   }, timeoutMs, what);
 }
+
+const differsShown = (pool: string, expected: Record<string, number>) => scaleSetDiffersShown(stack, pool, expected);
 
 async function runsAJob(pool: string): Promise<void> {
   const job = stack.sim.queueJob({ repository: 'acme/app', labels: [pool] });
@@ -78,6 +80,7 @@ describe("a scale-set pool's runner group, changed", () => {
     expect(refused.runnerGroupAtGitHub).toBe('Default');
     expect(atGitHub(scaleSetId)?.runnerGroupName).toBe('Default');
     expect(await poolShow(stack, pool.name)).toMatch(new RegExp(`Runner group: +Default \\(moving to ${group}\\)`));
+    await differsShown(pool.name, { runner_group: 1 });
     await runsAJob(pool.name);
 
     // The operator makes the group: the next try (after `githubMaxInterval`) moves the scale set.
@@ -86,6 +89,7 @@ describe("a scale-set pool's runner group, changed", () => {
     expect(moved.lastError).toBeUndefined();
     expect(atGitHub(scaleSetId)?.runnerGroupName).toBe(group);
     expect(await poolShow(stack, pool.name)).toMatch(new RegExp(`Runner group: +${group}\\n`));
+    await differsShown(pool.name, {});
     await deletePool(pool.name);
   });
 

@@ -8,7 +8,7 @@ import { poolMemoOf } from '../../workflows/pool-memo';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
 import { resolveTimings } from '../../domain/timings';
 import { eventually } from '../support/temporal';
-import { listenerState, listeningPool, poolShow, scaleSetPool, useScaleSetStack } from './support/stack';
+import { listenerState, listeningPool, poolShow, scaleSetDiffersShown, scaleSetPool, useScaleSetStack } from './support/stack';
 import type { ScaleSetView } from '../../workflows/scale-set-messages';
 
 const stack = useScaleSetStack(1_500);
@@ -207,6 +207,7 @@ describe('a pool in scaleSet mode', () => {
     expect(first.scaleSetId).toBe(found);
     expect(first.labelsAtGitHub).toEqual([`${pool.name}-old`]);
     expect(await poolShow(stack, pool.name)).toMatch(new RegExp(`Labels at GitHub: +${pool.name}-old: not the pool's; jobs naming a label the scale set lacks never reach it`));
+    await scaleSetDiffersShown(stack, pool.name, { labels: 1 });
     // Its session makes it the pool's: it goes with the pool, so that the pool made again makes it with its labels.
     expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`)).status).toBeLessThan(300);
     await stack.client.workflow.getHandle(`scaleset/${pool.name}`).result();

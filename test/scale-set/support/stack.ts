@@ -6,6 +6,7 @@ import { apiRequest, startDevStack, SIMULATED_PROVIDER, type DevStack } from '..
 import type { PoolSettingsInput } from '../../../domain/pool';
 import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../../../workflows/scale-set-messages';
 import { E2E_TIMINGS } from '../../e2e/stack';
+import { sampleSum, scrape } from '../../support/prometheus-text';
 import { eventually, uniqueName } from '../../support/temporal';
 
 /** Scale-set timings at test speed: short long polls, quick conflict retries. */
@@ -80,4 +81,13 @@ export async function listeningPool(
     return s?.status === 'listening' && s.sessionId && s.scaleSetId !== undefined ? s : undefined;
   }, 30_000, 'the listener listening');
   return { pool, first, scaleSetId: first.scaleSetId! };
+}
+
+/** Waits for /metrics (cached a few seconds) to show `runnerflow_scale_set_differs` of the pool at `expected`, by field (0 for those not named). */
+export async function scaleSetDiffersShown(stack: DevStack, pool: string, expected: Record<string, number>): Promise<void> {
+  await eventually(async () => {
+    const family = (await scrape(`${stack.api.url}/metrics`)).get('runnerflow_scale_set_differs');
+    const shown = Object.fromEntries(['runner_group', 'labels'].map((field) => [field, family ? sampleSum(family, { pool, field }) : 0]));
+    return JSON.stringify(shown) === JSON.stringify({ runner_group: 0, labels: 0, ...expected }) ? true : undefined;
+  }, 20_000, `runnerflow_scale_set_differs of ${pool} at ${JSON.stringify(expected)}`);
 }
