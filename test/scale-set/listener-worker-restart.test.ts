@@ -3,7 +3,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sessionOwnerName } from '../../domain/scale-set';
 import { startGitHubSimulator, type GitHubSimulator } from '../../github/simulator/server';
-import { SCALE_SET_LISTENER_WORKFLOW, scaleSetListenerId, scaleSetStateQuery, stopListenerSignal, type ScaleSetListenerInput } from '../../workflows/scale-set-messages';
+import { SCALE_SET_LISTENER_WORKFLOW, scaleSetListenerId, scaleSetStateQuery, stopListenerSignal, updateListenerSignal, type ScaleSetListenerInput } from '../../workflows/scale-set-messages';
 import { connectClient, eventually, FAST_TIMINGS, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
 import { simulatorRegistry } from '../support/simulator-registry';
 import { startWorkerProcess } from '../support/worker-child';
@@ -106,4 +106,38 @@ it('bounds its history: the listener continues as new and carries its session, c
   expect(settled.messagesApplied).toBeGreaterThanOrEqual(jobs.length);
   expect(new Set(settled.recentMessageIds).size).toBe(settled.recentMessageIds.length);
   await client.workflow.getHandle(scaleSetListenerId(pool)).signal(stopListenerSignal, { deleteScaleSet: true });
+});
+
+it("a worker killed in the middle of moving the scale set to the pool's new runner group: the next worker finds it moved, on the same scale set and session", async () => {
+  const taskQueue = uniqueName('tq-ss-move');
+  const pool = uniqueName('movepool').toLowerCase();
+  const group = uniqueName('moved-to');
+  sim.addRunnerGroup(group);
+  const child = await startWorkerProcess(taskQueue, { SIM_URL: sim.url });
+  const input = listenerInput(pool, 2, { ...FAST_TIMINGS, heartbeatTimeoutMs: 1_000, scaleSetPollTimeoutMs: 8_000, scaleSetConflictRetryMs: 500 });
+  const handle = await client.workflow.start(SCALE_SET_LISTENER_WORKFLOW, { workflowId: scaleSetListenerId(pool), taskQueue, args: [input] });
+  const before = await untilListening(handle);
+
+  // GitHub takes its time over the move, and makes it even though nobody waits for the answer.
+  sim.setFault({ kind: 'latency', ms: 3_000, operation: 'update-scale-set', times: 1 });
+  await handle.signal(updateListenerSignal, { minRunners: 0, maxRunners: 2, labels: [], runnerGroup: group });
+  await eventually(() => (sim.stats().actionsCalls['update-scale-set'] ?? 0) > 0, 10_000, 'the move asked for');
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  const next = await startTestWorker({ taskQueue, activities: { github: simulatorRegistry(sim.url) } });
+  try {
+    const moved = await eventually(async () => {
+      const s = await handle.query(scaleSetStateQuery);
+      return s.runnerGroupAtGitHub === group ? s : undefined;
+    }, 30_000, 'the listener knowing the scale set moved');
+    expect(moved).toMatchObject({ scaleSetId: before.scaleSetId, sessionId: before.sessionId, sessionsOpened: 1 });
+    expect(moved.lastError).toBeUndefined();
+    // One scale set, moved. The retry may have come before GitHub finished the first PATCH and sent it again: the same change.
+    expect(sim.scaleSets().filter((x) => x.name === pool)).toMatchObject([{ id: before.scaleSetId, runnerGroupName: group }]);
+    await handle.signal(stopListenerSignal, { deleteScaleSet: true });
+    expect(await handle.result()).toMatchObject({ status: 'stopped' });
+  } finally {
+    sim.clearFaults();
+    await next.stop();
+  }
 });
