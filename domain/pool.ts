@@ -183,10 +183,12 @@ export function earlierSignalSettingsSchemas() {
 
 /** What a pool names that the installation must have: a provider and GitHub credentials of those names. */
 export function poolReferenceIssues(
-  settings: Pick<PoolSettings, 'provider' | 'github'>,
+  settings: Pick<PoolSettings, 'provider' | 'github' | 'runnerGroup'>,
   configured: { providers: readonly string[]; credentials: readonly string[] },
 ): { path: string; message: string }[] {
   const issues: { path: string; message: string }[] = [];
+  // Checked here, not in the schema: pools that took a blank one before still replay their settings.
+  if (settings.runnerGroup.trim() === '') issues.push({ path: 'runnerGroup', message: 'must name a runner group (GitHub\'s own is "Default")' });
   if (!configured.providers.includes(settings.provider)) {
     issues.push({ path: 'provider', message: `no provider named "${settings.provider}" is configured (configured: ${configured.providers.join(', ') || 'none'})` });
   }

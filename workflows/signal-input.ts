@@ -123,10 +123,11 @@ export function listenerSettingsArgs(args: unknown): UpdateListenerArgs | undefi
   if (!isCount(minRunners) || !isCount(maxRunners) || !Array.isArray(labels) || !labels.every((l) => typeof l === 'string')) {
     return ignored('updateListener', 'needs counts minRunners and maxRunners and a list of string labels', args);
   }
-  if (runnerGroup !== undefined && (typeof runnerGroup !== 'string' || runnerGroup.trim() === '')) {
-    return ignored('updateListener', 'runnerGroup, when given, must name a runner group', args);
-  }
-  return { minRunners, maxRunners, labels: labels as string[], ...(runnerGroup !== undefined ? { runnerGroup } : {}) };
+  // A blank group (a pool's settings sent by hand) is left out, not the whole signal: the pool would
+  // send it with every later change too, and its listener would take none of them.
+  const namesGroup = typeof runnerGroup === 'string' && runnerGroup.trim() !== '';
+  if (runnerGroup !== undefined && !namesGroup) ignored('updateListener', 'runnerGroup, when given, must name a runner group; the rest is taken', args);
+  return { minRunners, maxRunners, labels: labels as string[], ...(namesGroup ? { runnerGroup } : {}) };
 }
 
 /**

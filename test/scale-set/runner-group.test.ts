@@ -106,15 +106,24 @@ describe("a scale-set pool's runner group, changed", () => {
     await deletePool(pool.name);
   });
 
-  it('sent by hand to the listener as no runner group, is ignored with the rest of that signal', async () => {
+  it('given as blank through the API, is refused with where and why, and the pool keeps its group', async () => {
+    const { pool } = await listeningPool();
+    const refused = await put(pool, { runnerGroup: '  ' });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body).toMatchObject({ error: { code: 'validation_failed', details: [{ path: 'runnerGroup', message: 'must name a runner group (GitHub\'s own is "Default")' }] } });
+    expect((await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(poolStateQuery)).settings.runnerGroup).toBe('Default');
+    await deletePool(pool.name);
+  });
+
+  it('sent by hand to the listener as no runner group, is ignored, and the rest of that signal taken', async () => {
     const { pool, scaleSetId } = await listeningPool();
     const handle = stack.client.workflow.getHandle(scaleSetListenerId(pool.name));
     const base = { minRunners: 0, labels: pool.labels! };
     await handle.signal(updateListenerSignal, { ...base, maxRunners: 5, runnerGroup: ' ' });
-    await handle.signal(updateListenerSignal, { ...base, maxRunners: 5, runnerGroup: 42 as unknown as string });
-    await handle.signal(updateListenerSignal, { ...base, maxRunners: 3 });
-    const after = await listenerWhen(pool.name, (s) => s.maxRunners !== 2, 'the valid signal taken');
-    expect(after).toMatchObject({ maxRunners: 3, runnerGroup: 'Default', runnerGroupAtGitHub: 'Default' });
+    await listenerWhen(pool.name, (s) => s.maxRunners === 5, 'maxRunners taken');
+    await handle.signal(updateListenerSignal, { ...base, maxRunners: 3, runnerGroup: 42 as unknown as string });
+    const after = await listenerWhen(pool.name, (s) => s.maxRunners === 3, 'maxRunners taken again');
+    expect(after).toMatchObject({ runnerGroup: 'Default', runnerGroupAtGitHub: 'Default' });
     expect(atGitHub(scaleSetId)?.runnerGroupName).toBe('Default');
     await deletePool(pool.name);
   });
