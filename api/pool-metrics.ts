@@ -7,7 +7,8 @@
 import { Client } from '@temporalio/client';
 import { addPoolSnapshotSource, type PoolSnapshot } from '../observability/pool-gauges';
 import { poolStateQuery, queuedJobCount } from '../workflows/pool-messages';
-import { scaleSetListenerId, scaleSetStateQuery, type ScaleSetView } from '../workflows/scale-set-messages';
+import { scaleSetDifferences } from '../domain/scale-set';
+import { scaleSetListenerId, scaleSetStateQuery } from '../workflows/scale-set-messages';
 import { PoolDirectory } from './pool-directory';
 
 export interface PoolMetricsOptions {
@@ -43,14 +44,6 @@ export async function readPoolSnapshots(client: Client, directory: PoolDirectory
       ...(scaleSetListener !== undefined ? { scaleSetListener } : {}),
       ...(scaleSetDiffers && scaleSetDiffers.length > 0 ? { scaleSetDiffers } : {}),
     }));
-}
-
-/** A runner group not known (a listener from before it was kept) is not counted as a difference. */
-function scaleSetDifferences(listener: ScaleSetView): string[] {
-  const differs: string[] = [];
-  if (listener.runnerGroupAtGitHub !== undefined && listener.runnerGroup !== undefined && listener.runnerGroupAtGitHub !== listener.runnerGroup) differs.push('runner_group');
-  if (listener.labelsAtGitHub !== undefined) differs.push('labels');
-  return differs;
 }
 
 /** Registers this client's pools with the gauges; returns the function that unregisters them. */

@@ -19,6 +19,9 @@ export function scaleSetLabels(name: string, extra: readonly string[]): string[]
   });
 }
 
+/** Labels as GitHub compares them: without case, order or repeats. */
+const labelSet = (labels: readonly string[]): string => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join('\n');
+
 /**
  * The labels of a scale set found at GitHub, when they are not the ones its pool would have made
  * it with: GitHub sets them only when it creates a scale set, so jobs that name a label the pool
@@ -26,8 +29,19 @@ export function scaleSetLabels(name: string, extra: readonly string[]): string[]
  */
 export function foreignLabels(found: readonly string[] | undefined, name: string, poolLabels: readonly string[]): string[] | undefined {
   if (found === undefined) return undefined;
-  const key = (labels: readonly string[]) => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join('\n');
-  return key(found) === key(scaleSetLabels(name, poolLabels)) ? undefined : [...found];
+  return labelSet(found) === labelSet(scaleSetLabels(name, poolLabels)) ? undefined : [...found];
+}
+
+/**
+ * What of a scale set at GitHub is not as its pool says, from its listener's view: `runner_group`
+ * while a move is not done (a group not known, from a listener that predates keeping it, is not
+ * counted), `labels` when it was found with labels other than the pool's.
+ */
+export function scaleSetDifferences(view: { runnerGroup?: string; runnerGroupAtGitHub?: string; labelsAtGitHub?: string[] }): ('runner_group' | 'labels')[] {
+  const differs: ('runner_group' | 'labels')[] = [];
+  if (view.runnerGroup !== undefined && view.runnerGroupAtGitHub !== undefined && view.runnerGroup !== view.runnerGroupAtGitHub) differs.push('runner_group');
+  if (view.labelsAtGitHub !== undefined) differs.push('labels');
+  return differs;
 }
 
 /** The scale set's name: what `runs-on` names. */
@@ -69,7 +83,6 @@ export interface ScaleSetFieldChange {
   message: string;
 }
 
-const labelSet = (labels: readonly string[]): string => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join('\n');
 const sameScope = (a: ScaleSetIdentity['scope'], b: ScaleSetIdentity['scope']): boolean =>
   JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
 

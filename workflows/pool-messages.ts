@@ -194,7 +194,7 @@ export interface PoolMemo {
   scope?: GitHubScopeSettings;
   /** Scale-set pools take their jobs from the scale set, not from webhooks. */
   mode?: 'webhook' | 'scaleSet';
-  /** Scale-set pools: what names their scale set at GitHub besides scope and labels (fixed for the pool's life). */
+  /** Scale-set pools: what names their scale set at GitHub besides scope and labels; all but the runner group fixed for the pool's life. */
   scaleSet?: { name: string; runnerGroup: string; credentials: string };
   /** Being deleted: it takes no more jobs, though visibility lists it until its last runner is gone. */
   deleting?: true;

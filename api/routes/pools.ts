@@ -80,7 +80,7 @@ export const poolRoutes: Route<Services>[] = [
         202: 'Update sent to the pool',
         400: 'Invalid settings',
         404: 'No such pool',
-        409: "The settings would change the pool's mode, or the scale set of a scale-set pool (its name, runner group, scope, credentials or labels)",
+        409: "The settings would change the pool's mode, or the scale set of a scale-set pool (its name, scope, credentials or labels; a new runner group moves it)",
       },
     },
     async handle({ request, params, services }) {

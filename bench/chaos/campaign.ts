@@ -176,13 +176,15 @@ const FAULT_LIFETIME_MS = 30_000;
 
 export const WEBHOOK_FAULTS = ['lose-webhooks', 'duplicate-webhooks', 'unreachable-webhooks', 'delay-webhooks'] as const;
 
+/** The GitHub faults only the mode meets: the Actions service's in scale-set mode, the webhooks' otherwise. */
+const ownFaults = (mode: ChaosMode): typeof ACTIONS_SERVICE_FAULTS | typeof WEBHOOK_FAULTS => (mode === 'scaleSet' ? ACTIONS_SERVICE_FAULTS : WEBHOOK_FAULTS);
+
 /**
  * GitHub faults the driver picks from; each lasts a few requests or deliveries, at most
- * FAULT_LIFETIME_MS. `ownOnly`: only the mode's own weather (the Actions service's in scale-set
- * mode, the webhooks' otherwise), not what both modes meet.
+ * FAULT_LIFETIME_MS. `ownOnly`: only the mode's own (`ownFaults`), not what both modes meet.
  */
 function githubFault(random: SeededRandom, mode: ChaosMode, ownOnly = false): SimFault {
-  const own = mode === 'scaleSet' ? ACTIONS_SERVICE_FAULTS : WEBHOOK_FAULTS;
+  const own = ownFaults(mode);
   const kind = random.pick([...(ownOnly ? [] : (['server-error', 'secondary-rate-limit', 'latency'] as const)), ...own]);
   switch (kind) {
     case 'server-error':
@@ -574,7 +576,7 @@ class ChaosDriver {
 
   private injectGitHubFault(ownOnly = false): void {
     const fault = { ...githubFault(this.random, this.mode, ownOnly), forMs: FAULT_LIFETIME_MS };
-    if ((ACTIONS_SERVICE_FAULTS as readonly string[]).includes(fault.kind) || (WEBHOOK_FAULTS as readonly string[]).includes(fault.kind)) this.ownWeatherCame = true;
+    if ((ownFaults(this.mode) as readonly string[]).includes(fault.kind)) this.ownWeatherCame = true;
     this.stack.sim.setFault(fault);
     this.injected.githubFaults[fault.kind] = (this.injected.githubFaults[fault.kind] ?? 0) + 1;
   }

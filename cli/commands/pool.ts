@@ -3,6 +3,7 @@ import { usageError } from '../errors';
 import { printJson, type Command, type CommandContext } from '../command';
 import { POOL_FLAGS, applyPoolFlags, readPoolFile, type PoolFlagValues } from '../pool-input';
 import { MAX_KEPT } from '../../workflows/queued-jobs';
+import { scaleSetDifferences } from '../../domain/scale-set';
 
 interface PoolSummary {
   name: string;
@@ -77,7 +78,7 @@ interface ScaleSetDetail {
 
 function runnerGroupLine(s: ScaleSetDetail): string {
   const at = s.runnerGroupAtGitHub ?? s.runnerGroup ?? '-';
-  return s.runnerGroup !== undefined && s.runnerGroupAtGitHub !== undefined && s.runnerGroup !== s.runnerGroupAtGitHub ? `${at} (moving to ${s.runnerGroup})` : at;
+  return scaleSetDifferences(s).includes('runner_group') ? `${at} (moving to ${s.runnerGroup})` : at;
 }
 
 function scaleSetFields(pool: PoolDetail): [string, unknown][] {

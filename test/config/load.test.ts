@@ -114,6 +114,12 @@ describe('pools of the file', () => {
     );
   });
 
+  it('must name a runner group, when it names one', () => {
+    expect(() => parseConfig({ github: { credentials: [{ auth: pat }] }, pools: [pool({ runnerGroup: ' ' })] })).toThrow(
+      'pools.0.runnerGroup: pool "x": must name a runner group (GitHub\'s own is "Default")',
+    );
+  });
+
   it('may name the local provider a config without providers gets', () => {
     expect(parseConfig({ github: { credentials: [{ auth: pat }] }, pools: [pool()] }).pools.map((p) => p.provider)).toEqual(['local']);
   });
