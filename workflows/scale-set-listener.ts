@@ -51,7 +51,8 @@ const RECENT_IDS_KEPT = 50;
  * Tries at a call that must not hold up what follows when the service keeps failing it. Closing a
  * session is a courtesy (a session nobody polls expires by itself), and must not hold up deleting
  * the scale set or starting over after a failure; a deleted pool's ask for a held session is asked
- * again on the wait's own clock, which endless retries would outlast.
+ * again on the wait's own clock, which endless retries would outlast; and a move to a new runner
+ * group must not stop the listening, so it is tried again after `githubMaxInterval` instead.
  */
 const FEW_ATTEMPTS = 3;
 /** Caps the doubling of the pause after failures, long before the interval itself is capped. */
