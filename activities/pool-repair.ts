@@ -15,6 +15,13 @@
  * came after it; the new run decides once on all of them. Runners started by the dropped
  * commands are not lost to it: their reports are among the signals reapplied, and a pool counts
  * a runner it hears from.
+ *
+ * When to reset. A failure the code that wrote the history cannot replay never heals by itself,
+ * so waiting only costs the pool's jobs: such a pool is reset as soon as it is seen, when the
+ * build that completed the task is the only one polling the pool's task queue. Any other build
+ * among the pollers may be a rolling deploy whose new code meets the old history (a reset would
+ * not mend that, and old workers may yet run the task), so then the failures must first have
+ * lasted `stuckAfterMs`.
  */
 import { randomUUID } from 'node:crypto';
 import { log } from '@temporalio/activity';
@@ -26,7 +33,7 @@ import { reportErrorText } from './failures';
 import { RUNNER_POOL_WORKFLOW } from '../workflows/pool-messages';
 import { RUNNER_POOL } from '../workflows/search-attributes';
 
-const { EventType, WorkflowTaskFailedCause, ResetReapplyType } = proto.temporal.api.enums.v1;
+const { EventType, WorkflowTaskFailedCause, ResetReapplyType, TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
 
 export interface PoolRepair {
@@ -56,12 +63,17 @@ const eventMs = (e: HistoryEvent): number => {
   return t ? Number(t.seconds ?? 0) * 1_000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
 };
 
+/** A run of failed workflow tasks on a nondeterminism error, newest outcome first, and when it began. */
+export interface NondeterminismStreak {
+  cause: string;
+  sinceMs: number;
+}
+
 /**
- * The nondeterminism failure a pool's tasks have been failing with for at least `stuckAfterMs`,
- * or undefined: the newest task outcome in its history is that failure, and no task has
- * completed since.
+ * The nondeterminism failure a pool's tasks are failing with, or undefined: the newest task
+ * outcome in its history is that failure, and no task has completed since.
  */
-export function stuckOnNondeterminism(newestFirst: readonly HistoryEvent[], now: number, stuckAfterMs: number): string | undefined {
+export function nondeterminismStreak(newestFirst: readonly HistoryEvent[]): NondeterminismStreak | undefined {
   const outcome = newestFirst.find(isTaskOutcome);
   const failed = outcome?.workflowTaskFailedEventAttributes;
   if (!outcome || !failed || failed.cause !== WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR) return undefined;
@@ -71,8 +83,17 @@ export function stuckOnNondeterminism(newestFirst: readonly HistoryEvent[], now:
     if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) break;
     if (e.workflowTaskFailedEventAttributes?.cause === WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR) first = e;
   }
-  if (now - eventMs(first) < stuckAfterMs) return undefined;
-  return failed.failure?.message ?? 'nondeterminism error';
+  return { cause: failed.failure?.message ?? 'nondeterminism error', sinceMs: eventMs(first) };
+}
+
+/**
+ * Whether the build that completed `point` is the only one polling for workflow tasks: then the
+ * code that wrote the commands is the code that cannot replay them, and no other will come.
+ * `pollers` are those the server has seen lately (minutes), so a deploy's old workers still count.
+ */
+export function writtenByTheOnlyBuild(point: HistoryEvent, pollers: readonly { buildId?: string | null }[]): boolean {
+  const writer = point.workflowTaskCompletedEventAttributes?.workerVersion?.buildId;
+  return !!writer && pollers.length > 0 && pollers.every((p) => p.buildId === writer);
 }
 
 /**
@@ -101,14 +122,33 @@ export async function repairStuckPools(deps: PoolRepairDeps, provider: string, r
     if ((info.memo as { provider?: unknown } | undefined)?.provider !== provider) continue;
     pools.push({ name: info.typedSearchAttributes.get(RUNNER_POOL) ?? info.workflowId, workflowId: info.workflowId, runId: info.runId });
   }
+  // One look at a task queue's pollers per pass, shared by its pools.
+  const pollersOf = new Map<string, Promise<{ buildId?: string | null }[]>>();
+  const pollers = (taskQueue: string) => {
+    let seen = pollersOf.get(taskQueue);
+    if (!seen) {
+      seen = client.workflowService
+        .describeTaskQueue({ namespace, taskQueue: { name: taskQueue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW })
+        .then((r) => (r.pollers ?? []).map((p) => ({ buildId: p.workerVersionCapabilities?.buildId })));
+      pollersOf.set(taskQueue, seen);
+    }
+    return seen;
+  };
   await eachConcurrently(pools, POOLS_AT_ONCE, async (pool) => {
     try {
       const execution = { workflowId: pool.workflowId, runId: pool.runId };
       const newest = await client.workflowService.getWorkflowExecutionHistoryReverse({ namespace, execution, maximumPageSize: EVENTS_READ });
-      const cause = stuckOnNondeterminism(newest.history?.events ?? [], Date.now(), deps.stuckAfterMs);
-      if (!cause) return;
+      const streak = nondeterminismStreak(newest.history?.events ?? []);
+      if (!streak) return;
+      const lastedLongEnough = Date.now() - streak.sinceMs >= deps.stuckAfterMs;
+      const { cause } = streak;
       const history = await client.workflow.getHandle(pool.workflowId, pool.runId).fetchHistory();
-      const point = resetPoint(history.events ?? [], cause);
+      const events = history.events ?? [];
+      const point = resetPoint(events, cause);
+      if (!lastedLongEnough) {
+        const taskQueue = events[0]?.workflowExecutionStartedEventAttributes?.taskQueue?.name;
+        if (!point || !taskQueue || !writtenByTheOnlyBuild(point, await pollers(taskQueue))) return;
+      }
       if (!point?.eventId) {
         report.failed.push({ target: pool.workflowId, error: `stuck on a nondeterminism error, and no completed workflow task to reset to: ${reportErrorText(cause, 200)}` });
         return;
@@ -126,7 +166,13 @@ export async function repairStuckPools(deps: PoolRepairDeps, provider: string, r
       });
       const resetTo = Number(point.eventId);
       report.repaired.push({ pool: pool.name, resetTo, cause: reportErrorText(cause) });
-      log.warn('pool stuck on a nondeterminism error reset to the task that made the commands it no longer replays', { pool: pool.name, resetTo, cause });
+      log.warn('pool stuck on a nondeterminism error reset to the task that made the commands it no longer replays', {
+        pool: pool.name,
+        resetTo,
+        cause,
+        // Why now: the failures outlasted the wait, or the code that wrote the commands is all there is.
+        failingForMs: Date.now() - streak.sinceMs,
+      });
     } catch (err) {
       report.failed.push({ target: pool.workflowId, error: reportErrorText(err) });
     }

@@ -25,6 +25,8 @@ export interface App {
   (request: Request): Promise<Response>;
   /** Answers the callbacks it holds now, by signalling them (api/idle-report-hold.ts): the server is stopping. */
   releaseHeld?(): void;
+  /** Told of a failed read of a pool made outside the routes (the metrics' scrape). */
+  poolReadFailed?(pool: string, err: unknown): void;
 }
 
 export function apiRoutes(): Route<Services>[] {
@@ -66,5 +68,6 @@ export function createApp(deps: AppDeps): App {
     }
   };
   app.releaseHeld = () => services.idleReports.releaseAll();
+  app.poolReadFailed = (pool, err) => services.stuckPools.heard(pool, err);
   return app;
 }

@@ -36,6 +36,8 @@ export interface AppLimits {
   poolMetricsCacheMs: number;
   /** How long the summary waits for each pool: one pool whose worker is gone must not stall the dashboard. */
   summaryPoolTimeoutMs: number;
+  /** The least time between two asks for a provider's liveness pass on behalf of its stuck pools. */
+  stuckPoolAskGapMs: number;
 }
 
 export const DEFAULT_LIMITS: AppLimits = {
@@ -44,6 +46,7 @@ export const DEFAULT_LIMITS: AppLimits = {
   poolCacheMs: 3_000,
   poolMetricsCacheMs: 5_000,
   summaryPoolTimeoutMs: 2_000,
+  stuckPoolAskGapMs: 10_000,
 };
 
 export interface AppDeps {

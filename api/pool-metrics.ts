@@ -16,14 +16,24 @@ export interface PoolMetricsOptions {
   /** Only this installation's pools: another's sharing the namespace are its own to count. */
   taskQueue?: string;
   queryTimeoutMs: number;
+  /** Told of each pool whose state could not be read. */
+  onPoolReadFailed?: (pool: string, err: unknown) => void;
 }
 
-export async function readPoolSnapshots(client: Client, directory: PoolDirectory, queryTimeoutMs: number): Promise<PoolSnapshot[]> {
+export async function readPoolSnapshots(
+  client: Client,
+  directory: PoolDirectory,
+  queryTimeoutMs: number,
+  onPoolReadFailed?: PoolMetricsOptions['onPoolReadFailed'],
+): Promise<PoolSnapshot[]> {
   const pools = await directory.fetch();
   const query = <T>(workflowId: string, ask: (id: string) => Promise<T>): Promise<T> => client.withDeadline(Date.now() + queryTimeoutMs, () => ask(workflowId));
   const views = await Promise.all(
     pools.map(async (pool) => {
-      const view = await query(pool.workflowId, (id) => client.workflow.getHandle(id).query(poolStateQuery)).catch(() => undefined);
+      const view = await query(pool.workflowId, (id) => client.workflow.getHandle(id).query(poolStateQuery)).catch((err: unknown) => {
+        onPoolReadFailed?.(pool.name, err);
+        return undefined;
+      });
       // A pool that ended between the list and the query has nothing to count.
       if (!view) return undefined;
       if (view.settings.mode !== 'scaleSet') return { pool, view };
@@ -56,7 +66,7 @@ export function exposePoolMetrics(client: Client, options: PoolMetricsOptions): 
   return addPoolSnapshotSource(() => {
     const now = Date.now();
     if (!cached || now - cached.at > options.cacheMs) {
-      const snapshots = readPoolSnapshots(openOnly, directory, options.queryTimeoutMs);
+      const snapshots = readPoolSnapshots(openOnly, directory, options.queryTimeoutMs, options.onPoolReadFailed);
       cached = { at: now, snapshots };
       snapshots.catch(() => (cached = undefined));
     }

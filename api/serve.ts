@@ -28,7 +28,12 @@ export async function serveApi(options: ServeApiOptions): Promise<HttpServer> {
     onError: (message, meta) => logger.error(message, meta),
   });
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const hidePoolMetrics = exposePoolMetrics(client, { cacheMs: limits.poolMetricsCacheMs, queryTimeoutMs: limits.queryTimeoutMs, taskQueue: loaded.config.temporal.taskQueue });
+  const hidePoolMetrics = exposePoolMetrics(client, {
+    cacheMs: limits.poolMetricsCacheMs,
+    queryTimeoutMs: limits.queryTimeoutMs,
+    taskQueue: loaded.config.temporal.taskQueue,
+    onPoolReadFailed: (pool, err) => app.poolReadFailed?.(pool, err),
+  });
   logger.info('HTTP API listening', { url: server.url });
   return {
     url: server.url,

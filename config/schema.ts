@@ -250,7 +250,10 @@ export const configSchema = z
         interval: durationMs.default(60_000),
         githubInterval: durationMs.default(5 * 60_000),
         jitter: durationMs.default(15_000),
-        /** How long a pool's workflow tasks fail on a nondeterminism error before the machine pass resets it. */
+        /**
+         * How long a pool's workflow tasks fail on a nondeterminism error before the machine pass
+         * resets it, unless the build that wrote its history is the only one polling: then at once.
+         */
         stuckPoolAfter: durationMs.default(60_000),
       })
       .strict()

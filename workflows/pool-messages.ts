@@ -9,6 +9,8 @@ import type { PackedQueue } from './queued-jobs';
 
 export const RUNNER_POOL_WORKFLOW = 'runnerPool';
 export const poolWorkflowId = (name: string): string => `pool/${name}`;
+/** The pool a workflow id names, or undefined for another workflow's. */
+export const poolNameOf = (workflowId: string): string | undefined => (workflowId.startsWith('pool/') ? workflowId.slice('pool/'.length) : undefined);
 
 export interface QueuedJob {
   jobId: number;

@@ -20,6 +20,12 @@ function grpcStatus(err: unknown): { code: number; details: string } | undefined
   return undefined;
 }
 
+/** The server's answer to a query when the workflow's tasks keep failing: no worker can run it as it is. */
+export function isWorkflowTaskFailing(err: unknown): boolean {
+  const status = grpcStatus(err);
+  return status?.code === GRPC_FAILED_PRECONDITION && /workflow task in failed state/i.test(status.details);
+}
+
 export function isNotFound(err: unknown): boolean {
   return err instanceof WorkflowNotFoundError;
 }
@@ -43,12 +49,11 @@ export function temporalHttpError(err: unknown, taskQueue?: string): HttpError |
   if (status?.code === GRPC_FAILED_PRECONDITION && /no poller seen/i.test(status.details)) {
     return new HttpError(503, 'no_worker', `no runnerflow worker polls ${queue}: start one (npm run worker) with this task queue`);
   }
-  // The server answers a query so when the workflow's tasks keep failing: no worker can run it as it is.
-  if (status?.code === GRPC_FAILED_PRECONDITION && /workflow task in failed state/i.test(status.details)) {
+  if (isWorkflowTaskFailing(err)) {
     return new HttpError(
       503,
       'workflow_task_failing',
-      "the workflow's tasks are failing, so it cannot answer: its history in the Temporal Web UI says why (a pool stuck on a nondeterminism error is reset, and a runner ended, by the next liveness pass)",
+      "the workflow's tasks are failing, so it cannot answer: its history in the Temporal Web UI says why (a pool stuck on a nondeterminism error is reset by its provider's liveness pass, called for at once; a runner so stuck is ended by the next pass)",
     );
   }
   if (err instanceof QueryNotRegisteredError || err instanceof QueryRejectedError) {

@@ -4,21 +4,17 @@
  * and it runs on with the signals that came after; it ends a runner, for the clean-up every
  * ended runner gets.
  */
-import { fileURLToPath } from 'node:url';
-import type { WorkflowHandle } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
-import { resetPoint, stuckOnNondeterminism } from '../../activities/pool-repair';
-import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
-import { poolMemoOf } from '../../workflows/pool-memo';
-import { jobsQueuedSignal, poolStateQuery, poolWorkflowId, RUNNER_POOL_WORKFLOW, updatePoolSignal, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { nondeterminismStreak, resetPoint, writtenByTheOnlyBuild } from '../../activities/pool-repair';
+import { poolSettingsSchema } from '../../domain/pool';
+import { jobsQueuedSignal, poolStateQuery, updatePoolSignal } from '../../workflows/pool-messages';
 import { scaleSetListenerId } from '../../workflows/scale-set-messages';
-import { RUNNER_POOL } from '../../workflows/search-attributes';
 import { expectError, testApp } from '../api/support';
-import { eventually, FAST_TIMINGS, instanceInput, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
+import { eventually, instanceInput, startTestWorker, uniqueName } from '../support/temporal';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW, runnerStatusSignal } from '../../workflows/messages';
+import { counterfeitPool, nondeterminismFailed, withCounterfeitFirstTask } from './counterfeit';
 import { addProvider, runLiveness, useLivenessRig } from './helpers';
 
 const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
@@ -38,51 +34,28 @@ const failed = (id: number, ms: number, cause = WorkflowTaskFailedCause.WORKFLOW
     workflowTaskFailedEventAttributes: { cause, failure: { message: '[TMPRL1100] Nondeterminism error: No command scheduled for event HistoryEvent(id: 89, ActivityTaskScheduled)' } },
   }) as unknown as HistoryEvent;
 
-/** Starts a workflow whose first task a counterfeit of its type makes, on a worker stopped once it has. */
-async function withCounterfeitFirstTask<H extends WorkflowHandle>(taskQueue: string, start: () => Promise<H>, fixture = 'counterfeit-workflows.ts'): Promise<H> {
-  const connection = await NativeConnection.connect({ address: temporalAddress() });
-  const counterfeit = await Worker.create({ connection, taskQueue, workflowsPath: fileURLToPath(new URL(`./fixtures/${fixture}`, import.meta.url)) });
-  const running = counterfeit.run();
-  try {
-    const handle = await start();
-    await eventually(async () => (await handle.fetchHistory()).events?.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), 20_000, 'the counterfeit first task');
-    return handle;
-  } finally {
-    counterfeit.shutdown();
-    await running;
-    await connection.close();
-  }
-}
-
-/** A pool with these settings whose first task the fixture's counterfeit made. */
-function counterfeitPool(taskQueue: string, settings: PoolSettings, fixture?: string) {
-  const input: RunnerPoolInput = { settings, timings: FAST_TIMINGS };
-  const start = () =>
-    rig.client.workflow.start(RUNNER_POOL_WORKFLOW, {
-      taskQueue,
-      workflowId: poolWorkflowId(settings.name),
-      args: [input],
-      memo: { ...poolMemoOf(settings) },
-      typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
-    });
-  return withCounterfeitFirstTask(taskQueue, start, fixture);
-}
-
-const nondeterminismFailed = async (handle: WorkflowHandle): Promise<boolean> =>
-  (await handle.fetchHistory()).events?.some((e) => e.workflowTaskFailedEventAttributes?.cause === WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR) ?? false;
-
 describe('telling a stuck pool', () => {
-  it('takes a pool whose last task outcome is a nondeterminism failure, once the failures have lasted long enough', () => {
+  it('takes a pool whose last task outcome is a nondeterminism failure, and says since when', () => {
     const now = 100_000;
     // Newest first: failing since 40 s ago, a signal since.
     const stuck = [signal(190, now - 1_000), failed(185, now - 5_000), signal(184, now - 20_000), failed(181, now - 40_000), completed(157, now - 90_000)];
-    expect(stuckOnNondeterminism(stuck, now, 30_000)).toMatch(/HistoryEvent\(id: 89/);
-    expect(stuckOnNondeterminism(stuck, now, 60_000)).toBeUndefined();
+    expect(nondeterminismStreak(stuck)).toEqual({ cause: expect.stringMatching(/HistoryEvent\(id: 89/), sinceMs: now - 40_000 });
     // A task completed since: it got past it.
-    expect(stuckOnNondeterminism([completed(200, now - 1_000), ...stuck], now, 30_000)).toBeUndefined();
+    expect(nondeterminismStreak([completed(200, now - 1_000), ...stuck])).toBeUndefined();
     // Other failures (a bug that throws, a worker gone) are not for a reset.
-    expect(stuckOnNondeterminism([failed(185, now - 50_000, WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE)], now, 30_000)).toBeUndefined();
-    expect(stuckOnNondeterminism([signal(3, now)], now, 0)).toBeUndefined();
+    expect(nondeterminismStreak([failed(185, now - 50_000, WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE)])).toBeUndefined();
+    expect(nondeterminismStreak([signal(3, now)])).toBeUndefined();
+  });
+
+  it('tells the build that wrote the commands from the builds polling for tasks', () => {
+    const by = (buildId?: string): HistoryEvent => ({ ...completed(87), workflowTaskCompletedEventAttributes: buildId ? { workerVersion: { buildId } } : {} }) as unknown as HistoryEvent;
+    expect(writtenByTheOnlyBuild(by('b1'), [{ buildId: 'b1' }, { buildId: 'b1' }])).toBe(true);
+    // A deploy under way: the new build may be what fails, and a reset would not mend it.
+    expect(writtenByTheOnlyBuild(by('b1'), [{ buildId: 'b1' }, { buildId: 'b2' }])).toBe(false);
+    expect(writtenByTheOnlyBuild(by('b1'), [{ buildId: 'b2' }])).toBe(false);
+    // Nothing known: no build recorded, or no poller seen.
+    expect(writtenByTheOnlyBuild(by(), [{ buildId: undefined }])).toBe(false);
+    expect(writtenByTheOnlyBuild(by('b1'), [])).toBe(false);
   });
 
   it('resets to the task that made the event the error names, else to the last task completed', () => {
@@ -108,7 +81,7 @@ describe('a pool stuck on a nondeterminism error', () => {
     });
     const taskQueue = uniqueName('tq-stuck');
     // Its first task made by other code: the history the real pool code meets cannot be replayed.
-    const pool = await counterfeitPool(taskQueue, settings);
+    const pool = await counterfeitPool(rig.client, taskQueue, settings);
     const stuckRun = pool.firstExecutionRunId;
 
     const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
@@ -165,7 +138,7 @@ describe('a scale-set pool stuck on a nondeterminism error', () => {
     });
     const taskQueue = uniqueName('tq-stuck-ss');
     // Its first task scheduled an activity, where the real code's first task makes other commands.
-    const pool = await counterfeitPool(taskQueue, settings, 'counterfeit-activity-workflows.ts');
+    const pool = await counterfeitPool(rig.client, taskQueue, settings, { fixture: 'counterfeit-activity-workflows.ts' });
     const stuckRun = pool.firstExecutionRunId;
     const listener = rig.client.workflow.getHandle(scaleSetListenerId(settings.name));
     const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });

@@ -1,0 +1,66 @@
+/**
+ * Workflows whose history runnerflow's code cannot replay, made for real on the test server: a
+ * counterfeit of the workflow's type (test/liveness/fixtures) makes its first task, on a worker
+ * stopped once it has. The real code then fails every task it takes on a nondeterminism error,
+ * as a pool's own history does once its commands were made across a query.
+ */
+import { fileURLToPath } from 'node:url';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { PoolSettings } from '../../domain/pool';
+import { poolMemoOf } from '../../workflows/pool-memo';
+import { poolWorkflowId, RUNNER_POOL_WORKFLOW, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { RUNNER_POOL } from '../../workflows/search-attributes';
+import { eventually, FAST_TIMINGS, temporalAddress } from '../support/temporal';
+
+const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
+
+export interface CounterfeitOptions {
+  /** The fixture module under test/liveness/fixtures. */
+  fixture?: string;
+  /**
+   * The build the counterfeit worker says it is. Left out, its own (a hash of its bundle): the
+   * history reads as written by other code, as after a deploy. Given the real worker's, it reads
+   * as written by the very code that cannot replay it.
+   */
+  buildId?: string;
+}
+
+/** Starts a workflow whose first task a counterfeit of its type makes, on a worker stopped once it has. */
+export async function withCounterfeitFirstTask<H extends WorkflowHandle>(taskQueue: string, start: () => Promise<H>, options: CounterfeitOptions = {}): Promise<H> {
+  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const counterfeit = await Worker.create({
+    connection,
+    taskQueue,
+    workflowsPath: fileURLToPath(new URL(`./fixtures/${options.fixture ?? 'counterfeit-workflows.ts'}`, import.meta.url)),
+    ...(options.buildId ? { buildId: options.buildId } : {}),
+  });
+  const running = counterfeit.run();
+  try {
+    const handle = await start();
+    await eventually(async () => (await handle.fetchHistory()).events?.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), 20_000, 'the counterfeit first task');
+    return handle;
+  } finally {
+    counterfeit.shutdown();
+    await running;
+    await connection.close();
+  }
+}
+
+/** A pool with these settings whose first task the fixture's counterfeit made. */
+export function counterfeitPool(client: Client, taskQueue: string, settings: PoolSettings, options: CounterfeitOptions = {}) {
+  const input: RunnerPoolInput = { settings, timings: FAST_TIMINGS };
+  const start = () =>
+    client.workflow.start(RUNNER_POOL_WORKFLOW, {
+      taskQueue,
+      workflowId: poolWorkflowId(settings.name),
+      args: [input],
+      memo: { ...poolMemoOf(settings) },
+      typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
+    });
+  return withCounterfeitFirstTask(taskQueue, start, options);
+}
+
+export const nondeterminismFailed = async (handle: WorkflowHandle): Promise<boolean> =>
+  (await handle.fetchHistory()).events?.some((e) => e.workflowTaskFailedEventAttributes?.cause === WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR) ?? false;

@@ -1,0 +1,147 @@
+/**
+ * A pool stuck on a nondeterminism error that only its own code could have caused (the build
+ * that wrote the commands is the only one polling) is reset at the first pass that sees it, and
+ * the API, which hears of it first, asks for that pass at once. A pool whose history other code
+ * wrote (a deploy under way) is left until its failures have lasted `stuckPoolAfter`.
+ */
+import { describe, expect, it } from 'vitest';
+import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
+import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
+import { jobsQueuedSignal, poolStateQuery } from '../../workflows/pool-messages';
+import { livenessScheduleId } from '../../worker/liveness-schedule';
+import { ensureSchedule } from '../../worker/schedules';
+import { expectError, testApp } from '../api/support';
+import { eventually, startTestWorker, uniqueName } from '../support/temporal';
+import { counterfeitPool, nondeterminismFailed } from './counterfeit';
+import { addProvider, runLiveness, useLivenessRig } from './helpers';
+
+// Far longer than any test: a pool reset here was reset without waiting it out.
+const rig = useLivenessRig({ stuckPoolAfterMs: 10 * 60_000 });
+
+/** The build id of runnerflow's own workers in this suite (a hash of the workflow bundle). */
+async function ownBuildId(): Promise<string> {
+  const probe = await startTestWorker({ taskQueue: uniqueName('tq-build'), providers: rig.providers, github: rig.github });
+  try {
+    const { buildId } = probe.worker.options;
+    if (!buildId) throw new Error('the test worker has no build id');
+    return buildId;
+  } finally {
+    await probe.stop();
+  }
+}
+
+function poolSettings(provider: string, tag: string): PoolSettings {
+  return poolSettingsSchema.parse({
+    name: uniqueName(tag).toLowerCase().slice(0, 40),
+    github: { scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } },
+    labels: ['linux', tag],
+    provider,
+    maxRunners: 0,
+  });
+}
+
+const JOB = 515151;
+
+/**
+ * A pool on a provider of its own whose first task a counterfeit made, a runnerflow worker on its
+ * task queue, and a job that makes the worker take a task and fail it on nondeterminism.
+ */
+async function stuckPool(tag: string, options: { buildId?: string; beforeWorker?: (provider: string) => Promise<void> } = {}) {
+  const provider = addProvider(rig).name;
+  const settings = poolSettings(provider, tag);
+  const taskQueue = uniqueName(`tq-${tag}`);
+  await options.beforeWorker?.(provider);
+  const pool = await counterfeitPool(rig.client, taskQueue, settings, options.buildId ? { buildId: options.buildId } : {});
+  const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
+  const done = async () => {
+    await pool.terminate('test done').catch(() => undefined);
+    await worker.stop();
+  };
+  try {
+    await pool.signal(jobsQueuedSignal, { jobs: [{ jobId: JOB, labels: settings.labels, repository: 'acme/widgets' }] });
+    await eventually(() => nondeterminismFailed(pool), 20_000, 'a task failed on nondeterminism');
+  } catch (err) {
+    await done();
+    throw err;
+  }
+  return { provider, settings, taskQueue, pool, stuckRun: pool.firstExecutionRunId, done };
+}
+
+describe('a pool stuck on a nondeterminism error', () => {
+  it('is reset at the first pass when the build that wrote its commands is the only one polling', async () => {
+    const { provider, settings, pool, stuckRun, done } = await stuckPool('own-build', { buildId: await ownBuildId() });
+    try {
+      // Passes until visibility lists the pool; the first that looks at it resets it.
+      const report = await eventually(async () => {
+        const pass = await runLiveness(rig, { provider, check: 'machines' });
+        return pass.repaired?.length ? pass : undefined;
+      }, 30_000, 'a machine pass that resets the pool');
+      expect(report.repaired).toEqual([{ pool: settings.name, resetTo: expect.any(Number), cause: expect.stringContaining('Nondeterminism') }]);
+      expect((await pool.describe()).runId).not.toBe(stuckRun);
+      const view = await eventually(async () => {
+        const state = await pool.query(poolStateQuery);
+        return state.queuedJobCount === 1 ? state : undefined;
+      }, 20_000, 'the reset pool to answer with the job');
+      expect(view.queuedJobs.map((j) => j.jobId)).toEqual([JOB]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('is left until stuckPoolAfter when other code wrote its history, as a deploy under way would', async () => {
+    const { provider, pool, stuckRun, done } = await stuckPool('other-build');
+    try {
+      // Visibility lists the pool under its provider: the passes below look at it.
+      await eventually(async () => {
+        for await (const info of rig.client.workflow.list({ query: `WorkflowId = '${pool.workflowId}' AND ExecutionStatus = 'Running'` })) return info;
+        return undefined;
+      }, 20_000, 'visibility to list the pool');
+      for (let pass = 0; pass < 2; pass++) {
+        const report = await runLiveness(rig, { provider, check: 'machines' });
+        expect(report.repaired).toEqual([]);
+        expect(report.failed).toEqual([]);
+      }
+      expect((await pool.describe()).runId).toBe(stuckRun);
+    } finally {
+      await done();
+    }
+  });
+
+  it("is reset without waiting for the next pass once the API is asked for it: the provider's pass is called for", async () => {
+    let scheduleId = '';
+    // The provider's machine schedule, daily: it does not come round by itself during the test.
+    const daily = async (provider: string) => {
+      scheduleId = livenessScheduleId(provider, 'machines');
+      await ensureSchedule(rig.client, {
+        scheduleId,
+        intervalMs: 24 * 3_600_000,
+        jitterMs: 0,
+        workflowType: LIVENESS_CHECK_WORKFLOW,
+        args: [{ provider, check: 'machines' }],
+        taskQueue: rig.worker.taskQueue,
+      });
+    };
+    const { settings, taskQueue, pool, stuckRun, done } = await stuckPool('api-ask', { buildId: await ownBuildId(), beforeWorker: daily });
+    const api = testApp(rig.client, taskQueue);
+    try {
+      // The operator looks at the pool: told why it cannot answer, and it is mended behind the answer.
+      const failing = await eventually(async () => {
+        const answer = await api.call('GET', `/api/v1/pools/${settings.name}`);
+        return answer.status === 503 ? answer : undefined;
+      }, 30_000, "the API to say the pool's tasks are failing");
+      await expectError(failing, 503, 'workflow_task_failing');
+      const view = await eventually(async () => {
+        const answer = await api.call('GET', `/api/v1/pools/${settings.name}`);
+        return answer.status === 200 ? ((await answer.json()) as { queuedJobs: { jobId: number }[] }) : undefined;
+      }, 45_000, 'the pool reset and answering again');
+      expect(view.queuedJobs.map((j) => j.jobId)).toEqual([JOB]);
+      expect((await pool.describe()).runId).not.toBe(stuckRun);
+      const schedule = await rig.client.schedule.getHandle(scheduleId).describe();
+      expect(schedule.info.numActionsTaken).toBeGreaterThanOrEqual(1);
+      expect(api.logger.entries.some((e) => e.level === 'warn' && /liveness pass asked for now/.test(e.message))).toBe(true);
+    } finally {
+      await done();
+      await rig.client.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+    }
+  });
+});
