@@ -27,13 +27,14 @@ import { randomUUID } from 'node:crypto';
 import { log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { taskQueuePollers, type Poller } from '../api/temporal/pollers';
 import { quote } from '../api/temporal/visibility';
 import { eachConcurrently } from '../domain/concurrency';
 import { reportErrorText } from './failures';
 import { RUNNER_POOL_WORKFLOW } from '../workflows/pool-messages';
 import { RUNNER_POOL } from '../workflows/search-attributes';
 
-const { EventType, WorkflowTaskFailedCause, ResetReapplyType, TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
+const { EventType, WorkflowTaskFailedCause, ResetReapplyType } = proto.temporal.api.enums.v1;
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
 
 export interface PoolRepair {
@@ -91,7 +92,7 @@ export function nondeterminismStreak(newestFirst: readonly HistoryEvent[]): Nond
  * code that wrote the commands is the code that cannot replay them, and no other will come.
  * `pollers` are those the server has seen lately (minutes), so a deploy's old workers still count.
  */
-export function writtenByTheOnlyBuild(point: HistoryEvent, pollers: readonly { buildId?: string | null }[]): boolean {
+export function writtenByTheOnlyBuild(point: HistoryEvent, pollers: readonly Pick<Poller, 'buildId'>[]): boolean {
   const writer = point.workflowTaskCompletedEventAttributes?.workerVersion?.buildId;
   return !!writer && pollers.length > 0 && pollers.every((p) => p.buildId === writer);
 }
@@ -123,13 +124,11 @@ export async function repairStuckPools(deps: PoolRepairDeps, provider: string, r
     pools.push({ name: info.typedSearchAttributes.get(RUNNER_POOL) ?? info.workflowId, workflowId: info.workflowId, runId: info.runId });
   }
   // One look at a task queue's pollers per pass, shared by its pools.
-  const pollersOf = new Map<string, Promise<{ buildId?: string | null }[]>>();
+  const pollersOf = new Map<string, Promise<Poller[]>>();
   const pollers = (taskQueue: string) => {
     let seen = pollersOf.get(taskQueue);
     if (!seen) {
-      seen = client.workflowService
-        .describeTaskQueue({ namespace, taskQueue: { name: taskQueue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW })
-        .then((r) => (r.pollers ?? []).map((p) => ({ buildId: p.workerVersionCapabilities?.buildId })));
+      seen = taskQueuePollers(client, taskQueue).then((all) => all.filter((p) => p.kind === 'workflow'));
       pollersOf.set(taskQueue, seen);
     }
     return seen;

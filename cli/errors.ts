@@ -36,6 +36,7 @@ export const EXIT_CODES = [
   [0, 'success (runner watch: the runner was deleted)'],
   [1, 'the API refused or failed the request, or could not be reached (the reason is on stderr)'],
   [2, 'the command line is wrong (unknown command or option, missing argument)'],
+  [3, 'status: a check is failing (the output says which, and what to do)'],
   [130, 'interrupted with Ctrl-C'],
 ] as const;
 

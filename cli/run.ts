@@ -11,6 +11,7 @@ import { poolCommands } from './commands/pool';
 import { runnerCommands } from './commands/runner';
 import { livenessCommands } from './commands/liveness';
 import { redeliveryCommands } from './commands/redelivery';
+import { statusCommands } from './commands/status';
 import { sweepCommands } from './commands/sweep';
 import { CliError, EXIT_CODES, interrupted, usageError } from './errors';
 
@@ -23,7 +24,18 @@ export interface CliIo {
   signal?: AbortSignal;
 }
 
-const GROUPS: Record<string, Record<string, Command>> = { pool: poolCommands, runner: runnerCommands, jobs: jobCommands, sweep: sweepCommands, liveness: livenessCommands, redelivery: redeliveryCommands };
+/** A group's command named '' runs when the group is named alone (`runnerflow status`). */
+const GROUPS: Record<string, Record<string, Command>> = {
+  status: statusCommands,
+  pool: poolCommands,
+  runner: runnerCommands,
+  jobs: jobCommands,
+  sweep: sweepCommands,
+  liveness: livenessCommands,
+  redelivery: redeliveryCommands,
+};
+
+const spelled = (group: string, command: Command): string => `runnerflow ${group}${command.usage ? ` ${command.usage}` : ''}`;
 
 const GLOBAL_OPTIONS = {
   url: { type: 'string' },
@@ -43,7 +55,7 @@ const GLOBAL_HELP = [
 
 function mainHelp(): string {
   const entries = Object.entries(GROUPS).flatMap(([group, commands]) =>
-    Object.values(commands).map((c) => [`runnerflow ${group} ${c.usage}`, c.summary] as const),
+    Object.values(commands).map((c) => [spelled(group, c), c.summary] as const),
   );
   const width = Math.max(...entries.map(([usage]) => usage.length));
   const lines = ['Usage: runnerflow <group> <command> [arguments] [options]', '', ...entries.map(([usage, summary]) => `  ${usage.padEnd(width)}  ${summary}`)];
@@ -54,7 +66,7 @@ const exitCodeHelp = (): string[] => EXIT_CODES.map(([code, meaning]) => `  ${St
 
 function commandHelp(group: string, command: Command): string {
   const options = [...(command.optionHelp ?? []), ...GLOBAL_HELP];
-  return [`Usage: runnerflow ${group} ${command.usage}`, '', command.summary, '', 'Options:', ...options.map((l) => `  ${l}`), '', 'Exit codes:', ...exitCodeHelp()].join('\n');
+  return [`Usage: ${spelled(group, command)}`, '', command.summary, '', 'Options:', ...options.map((l) => `  ${l}`), '', 'Exit codes:', ...exitCodeHelp()].join('\n');
 }
 
 /** The group and command words, wherever the global options stand around them. */
@@ -84,6 +96,12 @@ async function dispatch(argv: string[], io: CliIo): Promise<void> {
   }
   const group = GROUPS[groupName];
   if (!group) throw usageError(`unknown command "${groupName}"; expected one of ${Object.keys(GROUPS).join(', ')}`);
+  const alone = group[''];
+  if (alone) {
+    if (wantsHelp) return io.stdout(commandHelp(groupName, alone));
+    // Its second word, if any, is an argument (which it takes none of, and says so).
+    return runCommand(groupName, alone, commandName === undefined ? rest : [commandName, ...rest], io);
+  }
   if (!commandName) {
     if (wantsHelp) return io.stdout(mainHelp());
     throw usageError(`missing ${groupName} command; expected one of ${Object.keys(group).join(', ')}`);
@@ -91,7 +109,10 @@ async function dispatch(argv: string[], io: CliIo): Promise<void> {
   const command = group[commandName];
   if (!command) throw usageError(`unknown ${groupName} command "${commandName}"; expected one of ${Object.keys(group).join(', ')}`);
   if (wantsHelp) return io.stdout(commandHelp(groupName, command));
+  return runCommand(groupName, command, rest, io);
+}
 
+async function runCommand(groupName: string, command: Command, rest: string[], io: CliIo): Promise<void> {
   let parsed;
   try {
     parsed = parseArgs({ args: rest, options: { ...GLOBAL_OPTIONS, ...command.options }, allowPositionals: true, strict: true });
@@ -100,7 +121,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<void> {
     throw usageError((err as Error).message.split(/\.\s/)[0]!.replace(/\.$/, ''));
   }
   if (parsed.positionals.length !== command.arity) {
-    throw usageError(`runnerflow ${groupName} ${command.usage}: expected ${command.arity} argument(s), got ${parsed.positionals.length}`);
+    throw usageError(`${spelled(groupName, command)}: expected ${command.arity} argument(s), got ${parsed.positionals.length}`);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const url = (values.url as string | undefined) ?? io.env.RUNNERFLOW_URL ?? 'http://127.0.0.1:8080';

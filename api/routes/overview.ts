@@ -10,6 +10,7 @@ import { parseQuery, queryInt } from '../http/query';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import type { Services } from '../services';
+import { installationStatus } from '../installation-status';
 import { isNotFound } from '../temporal/errors';
 
 /** How many of a schedule's last runs to show. */
@@ -62,6 +63,18 @@ export const overviewRoutes: Route<Services>[] = [
         unmatchedJobs,
       });
     },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/status',
+    auth: 'admin',
+    doc: {
+      tag: 'overview',
+      summary:
+        'The installation at a glance: Temporal, the workers polling the task queue and their builds, pools that cannot answer or take jobs, schedules missing, paused or failing, jobs no pool matched, machines whose delete is not confirmed; each problem with what to do, and the worst status of all',
+      responses: { 200: 'The checks, each ok, warning or failing' },
+    },
+    handle: async ({ services }) => json(await installationStatus(services)),
   },
   scheduleRoute(
     '/api/v1/redeliveries',

@@ -8,9 +8,12 @@ const optionWords = (command: Command, globals: readonly string[]): string =>
 
 export function bashCompletion(groups: Groups, globals: readonly string[]): string {
   const cases = Object.entries(groups).flatMap(([group, commands]) =>
-    Object.entries(commands).map(([name, command]) => `    "${group} ${name}") words="${optionWords(command, globals)}" ;;`),
+    Object.entries(commands)
+      .filter(([name]) => name !== '')
+      .map(([name, command]) => `    "${group} ${name}") words="${optionWords(command, globals)}" ;;`),
   );
-  const subcommands = Object.entries(groups).map(([group, commands]) => `    ${group}) words="${Object.keys(commands).join(' ')}" ;;`);
+  // A group that is a command of its own ('' names it) completes its options after its name.
+  const subcommands = Object.entries(groups).map(([group, commands]) => `    ${group}) words="${commands[''] ? optionWords(commands[''], globals) : Object.keys(commands).join(' ')}" ;;`);
   return `# bash completion for runnerflow; load with: source <(runnerflow completion bash)
 _runnerflow() {
   local cur words="" group="" command="" i

@@ -278,6 +278,7 @@ describe('open routes', () => {
         'GET /healthz',
         'GET /metrics',
         'GET /openapi.json',
+        'GET /api/v1/status',
         'GET /api/v1/summary',
         'GET /api/v1/liveness',
         'GET /api/v1/redeliveries',

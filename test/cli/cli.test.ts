@@ -396,7 +396,9 @@ describe('runnerflow CLI', () => {
           (err, stdout) => (err ? fail(err) : done(stdout.trim())),
         ),
       );
-    expect(await complete(['runnerflow', ''])).toBe('pool runner jobs sweep liveness redelivery completion');
+    expect(await complete(['runnerflow', ''])).toBe('status pool runner jobs sweep liveness redelivery completion');
+    // A group that is a command of its own completes its options.
+    expect(await complete(['runnerflow', 'status', '--j'])).toBe('--json');
     expect(await complete(['runnerflow', 'redelivery', ''])).toBe('list');
     expect(await complete(['runnerflow', 'runner', 'w'])).toBe('watch');
     expect(await complete(['runnerflow', '--url', 'http://x', 'runner', 'delete', 'r1', '--b'])).toBe('--bypass-busy');
@@ -404,7 +406,7 @@ describe('runnerflow CLI', () => {
 
     const help = await cli(['--help']);
     expect(help.stdout).toContain('runnerflow runner watch NAME [--interval SECONDS]');
-    expect(help.stdout).toMatch(/^Exit codes:\n  0 .*\n  1 .*\n  2 .*\n  130 interrupted with Ctrl-C$/m);
+    expect(help.stdout).toMatch(/^Exit codes:\n  0 .*\n  1 .*\n  2 .*\n  3 .*\n  130 interrupted with Ctrl-C$/m);
     expect((await cli(['runner', 'watch', '--help'])).stdout).toContain('Exit codes:');
   });
 });

@@ -1,0 +1,191 @@
+/**
+ * The installation at a glance, for an operator's first question ("is it working, and if not,
+ * what is wrong?"): each part runnerflow depends on checked once, and each problem said with
+ * what to do about it. `GET /api/v1/status` and `runnerflow status`.
+ *
+ * Every check is bounded and reads only what is already kept (Temporal's task queue, schedules,
+ * visibility and the pools' own state), so a status costs a few calls whatever the number of
+ * runners. A check that cannot be made is a warning that says why, never an error for the whole.
+ */
+import { MACHINE_CLEANUP_WORKFLOW } from '../workflows/cleanup-messages';
+import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../workflows/pool-messages';
+import { providerLiveness } from './dashboard/liveness-runs';
+import { credentialsRedelivery } from './dashboard/redelivery-runs';
+import type { ScheduleView } from './dashboard/schedule-runs';
+import { providerSweep } from './dashboard/sweep-runs';
+import { readPoolSnapshots } from './pool-metrics';
+import type { Services } from './services';
+import { isNotFound, isWorkflowTaskFailing, temporalFailureReason } from './temporal/errors';
+import { taskQueuePollers } from './temporal/pollers';
+import { quote } from './temporal/visibility';
+
+export type CheckStatus = 'ok' | 'warning' | 'failing';
+
+export interface StatusCheck {
+  name: 'temporal' | 'workers' | 'pools' | 'schedules' | 'unmatched_jobs' | 'machine_cleanups';
+  status: CheckStatus;
+  summary: string;
+  /** One line per thing wrong, each saying what to do. */
+  problems?: string[];
+}
+
+export interface InstallationStatus {
+  /** The worst of the checks. */
+  status: CheckStatus;
+  namespace: string;
+  taskQueue: string;
+  checkedAt: string;
+  checks: StatusCheck[];
+}
+
+/**
+ * A poller the server saw within this long is a worker that is there: a worker's long poll
+ * lasts up to a minute before it polls again, and the server lists pollers for minutes after
+ * they stop.
+ */
+export const LIVE_POLLER_MS = 2 * 60_000;
+
+const RANK: Record<CheckStatus, number> = { ok: 0, warning: 1, failing: 2 };
+const worst = (statuses: CheckStatus[]): CheckStatus => statuses.reduce<CheckStatus>((a, b) => (RANK[b] > RANK[a] ? b : a), 'ok');
+
+const check = (name: StatusCheck['name'], status: CheckStatus, summary: string, problems: string[] = []): StatusCheck => ({
+  name,
+  status,
+  summary,
+  ...(problems.length > 0 ? { problems } : {}),
+});
+
+const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
+async function workersCheck(services: Services): Promise<StatusCheck> {
+  const queue = `task queue "${services.deps.taskQueue}"`;
+  const since = Date.now() - LIVE_POLLER_MS;
+  const live = (await services.bounded(() => taskQueuePollers(services.deps.client, services.deps.taskQueue))).filter((p) => p.lastPollMs >= since);
+  const workflows = live.filter((p) => p.kind === 'workflow');
+  const activities = live.filter((p) => p.kind === 'activity');
+  const workers = new Set([...workflows, ...activities].map((p) => p.identity));
+  if (workflows.length === 0) {
+    return check('workers', 'failing', `no worker has polled ${queue} in the last ${LIVE_POLLER_MS / 60_000} min`, [
+      `no runner is created, deleted or checked until one does: start a worker (npm run worker) with ${queue}, namespace "${services.deps.client.options.namespace}"`,
+    ]);
+  }
+  if (activities.length === 0) {
+    return check('workers', 'failing', `${plural(workers.size, 'worker')} on ${queue}, none taking activities`, [
+      'no machine is created or deleted and nothing is asked of GitHub: start a worker whose roles include activities',
+    ]);
+  }
+  const builds = new Set(workflows.map((p) => p.buildId ?? 'unknown'));
+  const summary = `${plural(workers.size, 'worker')} on ${queue} (${[...workers].sort().join(', ')})`;
+  if (builds.size > 1) {
+    return check('workers', 'warning', summary, [
+      `the workers run ${builds.size} builds (${[...builds].sort().join(', ')}): a deploy under way, or a worker left on other code; a workflow one build wrote and another cannot replay stops until they agree`,
+    ]);
+  }
+  return check('workers', 'ok', `${summary}, one build`);
+}
+
+async function poolsCheck(services: Services): Promise<StatusCheck> {
+  const { client } = services.deps;
+  const unreadable: string[] = [];
+  const snapshots = await readPoolSnapshots(client, services.pools, services.limits.summaryPoolTimeoutMs, (pool, err) => {
+    services.stuckPools.heard(pool, err);
+    unreadable.push(
+      isWorkflowTaskFailing(err)
+        ? `pool ${pool}: its workflow tasks are failing, so it starts no runner; its provider's liveness pass, called for now, resets it when its own code wrote what it cannot replay (its history in the Temporal Web UI says why)`
+        : `pool ${pool}: did not answer (${temporalFailureReason(err, services.deps.taskQueue)})`,
+    );
+  });
+  const listeners = snapshots
+    .filter((s) => s.scaleSetListener !== undefined && s.scaleSetListener !== 'listening')
+    .map((s) => `pool ${s.pool}: its scale set's listener is ${s.scaleSetListener}, so it takes no jobs (\`runnerflow pool show ${s.pool}\` says why)`);
+  const problems = [...unreadable.sort(), ...listeners];
+  const total = snapshots.length + unreadable.length;
+  const failing = unreadable.some((p) => p.includes('workflow tasks are failing'));
+  return check('pools', failing ? 'failing' : problems.length > 0 ? 'warning' : 'ok', `${plural(total, 'pool')}, ${snapshots.length} answering`, problems);
+}
+
+/** A schedule's trouble, if any: not made yet, paused by hand, or its last run failed. */
+function scheduleProblem(view: ScheduleView<unknown>, offInConfig: boolean): string | undefined {
+  if (offInConfig) return undefined;
+  if (!view.scheduled) return `${view.scheduleId}: not there (a worker makes it when it starts with this config)`;
+  if (view.paused) return `${view.scheduleId}: paused${view.note ? ` (${view.note})` : ''}, though the config has it on: unpause it, or restart a worker`;
+  const last = view.runs[0];
+  if (last && ['failed', 'timed_out', 'terminated'].includes(last.status)) return `${view.scheduleId}: its last run ${last.status.replace('_', ' ')}${last.error ? `: ${last.error}` : ''}`;
+  return undefined;
+}
+
+async function schedulesCheck(services: Services): Promise<StatusCheck> {
+  const { client, config } = services.deps;
+  const views: [Promise<ScheduleView<unknown>>, boolean][] = [
+    ...config.providers.map((p): [Promise<ScheduleView<unknown>>, boolean] => [providerSweep(client, p.name, 1), !config.sweep.enabled]),
+    ...config.providers.flatMap((p) =>
+      (['machines', 'github'] as const).map((c): [Promise<ScheduleView<unknown>>, boolean] => [providerLiveness(client, p.name, c, 1), !config.liveness.enabled]),
+    ),
+    ...config.github.credentials.map((c): [Promise<ScheduleView<unknown>>, boolean] => [credentialsRedelivery(client, c.name, 1), !config.redelivery.enabled]),
+  ];
+  const read = await Promise.all(views.map(async ([view, off]) => scheduleProblem(await services.bounded(() => view), off)));
+  const problems = read.filter((p): p is string => p !== undefined);
+  const off = [!config.sweep.enabled && 'sweep', !config.liveness.enabled && 'liveness', !config.redelivery.enabled && 'redelivery'].filter(Boolean);
+  const summary = `${plural(views.length, 'schedule')}${off.length > 0 ? `; off in the config: ${off.join(', ')}` : ''}`;
+  return check('schedules', problems.length > 0 ? 'warning' : 'ok', summary, problems);
+}
+
+async function unmatchedCheck(services: Services): Promise<StatusCheck> {
+  const handle = services.deps.client.workflow.getHandle(unmatchedJobsWorkflowId(services.deps.taskQueue));
+  let jobs;
+  try {
+    jobs = await services.bounded(() => handle.query(unmatchedJobsQuery));
+  } catch (err) {
+    if (isNotFound(err)) return check('unmatched_jobs', 'ok', 'every job matched a pool');
+    throw err;
+  }
+  if (jobs.length === 0) return check('unmatched_jobs', 'ok', 'every job matched a pool');
+  const labels = [...new Set(jobs.map((j) => j.labels.join(',')))].slice(0, 5);
+  return check('unmatched_jobs', 'warning', `${plural(jobs.length, 'job')} matched no pool`, [
+    `jobs waiting for labels no pool has (${labels.map((l) => `[${l}]`).join(' ')}): create or widen a pool (\`runnerflow jobs unmatched\` lists them)`,
+  ]);
+}
+
+async function cleanupsCheck(services: Services): Promise<StatusCheck> {
+  const { client, taskQueue } = services.deps;
+  const { count } = await services.bounded(() =>
+    client.workflow.count(`WorkflowType = ${quote(MACHINE_CLEANUP_WORKFLOW)} AND ExecutionStatus = 'Running' AND TaskQueue = ${quote(taskQueue)}`),
+  );
+  if (count === 0) return check('machine_cleanups', 'ok', 'no machine waits for its delete to be confirmed');
+  return check('machine_cleanups', 'warning', `${plural(count, 'machine')} not confirmed deleted`, [
+    `their deletes are retried with backoff until the provider confirms them (workflows cleanup/<name>); if the count keeps growing, the provider is failing its deletes`,
+  ]);
+}
+
+/** A check that could not be made: a warning saying why, so the others still stand. */
+async function made(name: StatusCheck['name'], services: Services, run: () => Promise<StatusCheck>): Promise<StatusCheck> {
+  try {
+    return await run();
+  } catch (err) {
+    return check(name, 'warning', 'could not be checked', [temporalFailureReason(err, services.deps.taskQueue)]);
+  }
+}
+
+export async function installationStatus(services: Services): Promise<InstallationStatus> {
+  const { client, taskQueue } = services.deps;
+  const namespace = client.options.namespace;
+  const base = { namespace, taskQueue, checkedAt: new Date().toISOString() };
+  try {
+    await services.bounded(() => client.workflowService.describeNamespace({ namespace }));
+  } catch (err) {
+    // Without Temporal nothing else can be read, or done.
+    const down = check('temporal', 'failing', `namespace "${namespace}" is not reachable`, [temporalFailureReason(err, taskQueue)]);
+    return { status: 'failing', ...base, checks: [down] };
+  }
+  const checks = [
+    check('temporal', 'ok', `namespace "${namespace}" reachable`),
+    ...(await Promise.all([
+      made('workers', services, () => workersCheck(services)),
+      made('pools', services, () => poolsCheck(services)),
+      made('schedules', services, () => schedulesCheck(services)),
+      made('unmatched_jobs', services, () => unmatchedCheck(services)),
+      made('machine_cleanups', services, () => cleanupsCheck(services)),
+    ])),
+  ];
+  return { status: worst(checks.map((c) => c.status)), ...base, checks };
+}

@@ -1,0 +1,233 @@
+/**
+ * `GET /api/v1/status` and `runnerflow status` on the real server: each check ok when its part
+ * works, and each problem named with what to do, from a task queue no worker polls to a pool
+ * whose tasks keep failing.
+ */
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { InstallationStatus, StatusCheck } from '../../api/installation-status';
+import { createApp, type App } from '../../api/app';
+import { parseConfig } from '../../config/load';
+import { poolSettingsSchema } from '../../domain/pool';
+import { runCli } from '../../cli/run';
+import { livenessScheduleId } from '../../worker/liveness-schedule';
+import { ensureSchedule } from '../../worker/schedules';
+import { MACHINE_CLEANUP_WORKFLOW, cleanupWorkflowId } from '../../workflows/cleanup-messages';
+import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
+import { jobsQueuedSignal, UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
+import { counterfeitPool, nondeterminismFailed } from '../liveness/counterfeit';
+import { addProvider, useLivenessRig } from '../liveness/helpers';
+import { eventually, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
+import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger } from './support';
+
+const rig = useLivenessRig();
+
+type Switches = { sweep?: boolean; liveness?: boolean; redelivery?: boolean };
+
+/** The API for a task queue, with a provider and credentials of its own and the schedules switched as given (all off by default). */
+function statusApp(taskQueue: string, provider: string, on: Switches = {}): App {
+  const config = parseConfig({
+    temporal: { taskQueue },
+    providers: [{ type: 'fake', name: provider, stateDir: '/tmp/runnerflow-status-test-unused' }],
+    github: { credentials: [{ name: uniqueName('creds'), auth: { type: 'pat', token: { env: 'RUNNERFLOW_TEST_UNUSED_TOKEN' } } }] },
+    sweep: { enabled: on.sweep ?? false },
+    liveness: { enabled: on.liveness ?? false },
+    redelivery: { enabled: on.redelivery ?? false },
+  });
+  return createApp({
+    client: rig.client,
+    taskQueue,
+    config,
+    github: { get: () => rig.github },
+    secrets: { adminToken: ADMIN_TOKEN, webhookSecret: WEBHOOK_SECRET, instanceTokenKey: INSTANCE_TOKEN_KEY },
+    logger: recordingLogger(),
+  });
+}
+
+async function statusOf(app: App): Promise<InstallationStatus> {
+  const answer = await app(new Request('http://runnerflow.test/api/v1/status', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+  expect(answer.status).toBe(200);
+  return (await answer.json()) as InstallationStatus;
+}
+
+const named = (status: InstallationStatus, name: StatusCheck['name']): StatusCheck => status.checks.find((c) => c.name === name)!;
+
+/** `runnerflow status` against the app, in this process. */
+async function cli(app: App, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(['status', ...args], {
+    stdout: (t) => (stdout += `${t}\n`),
+    stderr: (t) => (stderr += `${t}\n`),
+    env: { RUNNERFLOW_URL: 'http://runnerflow.test', RUNNERFLOW_ADMIN_TOKEN: ADMIN_TOKEN },
+    fetch: (input, init) => app(new Request(input, init)),
+  });
+  return { code, stdout, stderr };
+}
+
+describe('the installation status', () => {
+  it('is ok when a worker polls, the pools answer and nothing waits, and says so', async () => {
+    const provider = addProvider(rig).name;
+    const app = statusApp(rig.worker.taskQueue, provider);
+    const status = await eventually(async () => {
+      const s = await statusOf(app);
+      return s.status === 'ok' ? s : undefined;
+    }, 20_000, 'an ok status');
+    expect(status.checks.map((c) => [c.name, c.status])).toEqual([
+      ['temporal', 'ok'],
+      ['workers', 'ok'],
+      ['pools', 'ok'],
+      ['schedules', 'ok'],
+      ['unmatched_jobs', 'ok'],
+      ['machine_cleanups', 'ok'],
+    ]);
+    expect(named(status, 'workers').summary).toMatch(new RegExp(`^1 worker on task queue "${rig.worker.taskQueue}" \\(\\d+@.+\\), one build$`));
+    expect(named(status, 'schedules').summary).toBe('4 schedules; off in the config: sweep, liveness, redelivery');
+
+    const shown = await cli(app);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^Status:\s+ok$/m);
+    expect(shown.stdout).toMatch(/^CHECK\s+STATUS\s+WHAT$/m);
+    expect(shown.stdout).toMatch(/^machine cleanups\s+ok\s+no machine waits for its delete to be confirmed$/m);
+  });
+
+  it('fails when no worker polls the task queue, naming it and what to start, and the CLI exits 3', async () => {
+    const taskQueue = uniqueName('tq-nobody');
+    const app = statusApp(taskQueue, addProvider(rig).name);
+    const status = await statusOf(app);
+    expect(status.status).toBe('failing');
+    expect(named(status, 'workers')).toEqual({
+      name: 'workers',
+      status: 'failing',
+      summary: `no worker has polled task queue "${taskQueue}" in the last 2 min`,
+      problems: [`no runner is created, deleted or checked until one does: start a worker (npm run worker) with task queue "${taskQueue}", namespace "default"`],
+    });
+    const shown = await cli(app);
+    expect(shown.code).toBe(3);
+    expect(shown.stdout).toMatch(/^Status:\s+FAILING$/m);
+    expect(shown.stdout).toMatch(/^\s+- no runner is created, deleted or checked until one does/m);
+    expect(shown.stderr).toBe('error: a check is failing\n');
+    const json = await cli(app, '--json');
+    expect(json.code).toBe(3);
+    expect((JSON.parse(json.stdout) as InstallationStatus).status).toBe('failing');
+  });
+
+  it('warns when the workers run more than one build, as during a deploy', async () => {
+    const provider = addProvider(rig).name;
+    const worker = await startTestWorker({ providers: rig.providers, github: rig.github });
+    const connection = await NativeConnection.connect({ address: temporalAddress() });
+    const other = await Worker.create({
+      connection,
+      taskQueue: worker.taskQueue,
+      buildId: 'runnerflow-older-build',
+      // Another process's, as a worker of another build would be: the server lists pollers by identity.
+      identity: `${process.pid + 1}@older-host`,
+      workflowsPath: fileURLToPath(new URL('../liveness/fixtures/counterfeit-workflows.ts', import.meta.url)),
+    });
+    const running = other.run();
+    try {
+      const app = statusApp(worker.taskQueue, provider);
+      let seen: StatusCheck | undefined;
+      const workers = await eventually(async () => {
+        seen = named(await statusOf(app), 'workers');
+        return seen.status === 'warning' ? seen : undefined;
+      }, 30_000, 'the second build seen').catch((err: Error) => {
+        throw new Error(`${err.message}; the check read ${JSON.stringify(seen)}`);
+      });
+      expect(workers.summary).toMatch(/^2 workers on task queue/);
+      expect(workers.problems).toEqual([expect.stringMatching(/^the workers run 2 builds \(.*runnerflow-older-build.*\): a deploy under way/)]);
+    } finally {
+      other.shutdown();
+      await running;
+      await connection.close();
+      await worker.stop();
+    }
+  });
+
+  it('fails on a pool whose workflow tasks keep failing, naming it', async () => {
+    const provider = addProvider(rig).name;
+    const settings = poolSettingsSchema.parse({
+      name: uniqueName('status-stuck').toLowerCase().slice(0, 40),
+      github: { scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } },
+      labels: ['linux', 'status-stuck'],
+      provider,
+      maxRunners: 0,
+    });
+    const taskQueue = uniqueName('tq-status-stuck');
+    const pool = await counterfeitPool(rig.client, taskQueue, settings);
+    const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
+    try {
+      await pool.signal(jobsQueuedSignal, { jobs: [{ jobId: 616161, labels: settings.labels, repository: 'acme/widgets' }] });
+      await eventually(() => nondeterminismFailed(pool), 20_000, 'a task failed on nondeterminism');
+      const app = statusApp(taskQueue, provider);
+      const pools = await eventually(async () => {
+        const check = named(await statusOf(app), 'pools');
+        return check.status === 'failing' ? check : undefined;
+      }, 30_000, 'the pool named as failing');
+      expect(pools.summary).toBe('1 pool, 0 answering');
+      expect(pools.problems).toEqual([expect.stringMatching(new RegExp(`^pool ${settings.name}: its workflow tasks are failing, so it starts no runner`))]);
+    } finally {
+      await pool.terminate('test done').catch(() => undefined);
+      await worker.stop();
+    }
+  });
+
+  it('warns of jobs no pool matched, machines not confirmed deleted, and schedules missing or paused by hand', async () => {
+    const provider = addProvider(rig).name;
+    // A task queue of its own, where only this test's workflows run: what it counts is what it made.
+    const taskQueue = uniqueName('tq-status-warn');
+    const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
+    const cleanup = rig.client.workflow.getHandle(cleanupWorkflowId(uniqueName('unconfirmed')));
+    const unmatched = rig.client.workflow.getHandle(unmatchedJobsWorkflowId(taskQueue));
+    const paused = livenessScheduleId(provider, 'machines');
+    try {
+      await rig.client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
+        workflowId: unmatched.workflowId,
+        taskQueue,
+        args: [],
+        signal: unmatchedJobSignal,
+        signalArgs: [{ jobId: 717171, labels: ['self-hosted', 'gpu'], repository: 'acme/models', reason: 'no pool has the labels self-hosted, gpu', recordedAt: new Date().toISOString() }],
+      });
+      // A clean-up under way on a queue no worker takes it from stays running: its machine not confirmed gone.
+      await rig.client.workflow.start(MACHINE_CLEANUP_WORKFLOW, { workflowId: cleanup.workflowId, taskQueue, args: [], startDelay: '1 day' });
+      await ensureSchedule(rig.client, {
+        scheduleId: paused,
+        intervalMs: 24 * 3_600_000,
+        jitterMs: 0,
+        workflowType: LIVENESS_CHECK_WORKFLOW,
+        args: [{ provider, check: 'machines' }],
+        taskQueue,
+      });
+      await rig.client.schedule.getHandle(paused).pause('paused by hand for maintenance');
+      const app = statusApp(taskQueue, provider, { liveness: true, sweep: true });
+
+      const status = await eventually(async () => {
+        const s = await statusOf(app);
+        return named(s, 'machine_cleanups').status === 'warning' && named(s, 'unmatched_jobs').status === 'warning' ? s : undefined;
+      }, 20_000, 'the unmatched job and the clean-up counted');
+      expect(status.status).toBe('warning');
+      expect(named(status, 'unmatched_jobs')).toMatchObject({
+        summary: '1 job matched no pool',
+        problems: ['jobs waiting for labels no pool has ([self-hosted,gpu]): create or widen a pool (`runnerflow jobs unmatched` lists them)'],
+      });
+      expect(named(status, 'machine_cleanups').summary).toBe('1 machine not confirmed deleted');
+      const schedules = named(status, 'schedules');
+      expect(schedules.status).toBe('warning');
+      expect(schedules.summary).toBe('4 schedules; off in the config: redelivery');
+      expect(schedules.problems).toEqual([
+        `sweep/${provider}: not there (a worker makes it when it starts with this config)`,
+        `${paused}: paused (paused by hand for maintenance), though the config has it on: unpause it, or restart a worker`,
+        `liveness/${provider}/github: not there (a worker makes it when it starts with this config)`,
+      ]);
+      const shown = await cli(app);
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toMatch(/^Status:\s+WARNING$/m);
+    } finally {
+      await cleanup.terminate('test done').catch(() => undefined);
+      await unmatched.terminate('test done').catch(() => undefined);
+      await rig.client.schedule.getHandle(paused).delete().catch(() => undefined);
+      await worker.stop();
+    }
+  });
+});
