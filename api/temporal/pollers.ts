@@ -8,10 +8,10 @@
  * partition's; a server that no longer offers it is asked the default way.
  */
 import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 
-const { TaskQueueKind, TaskQueueType, DescribeTaskQueueMode } = temporal.api.enums.v1;
-type PollerInfo = temporal.api.taskqueue.v1.IPollerInfo;
+const { TaskQueueKind, TaskQueueType, DescribeTaskQueueMode } = proto.temporal.api.enums.v1;
+type PollerInfo = proto.temporal.api.taskqueue.v1.IPollerInfo;
 
 export interface Poller {
   identity: string;
