@@ -44,6 +44,11 @@ async function main(): Promise<void> {
       await page.getByRole('group', { name: 'Sweep of provider simulated' }).getByRole('row').nth(1).waitFor();
       await shoot(page, 'overview');
 
+      const status = page.getByRole('region', { name: 'Status' });
+      await status.getByRole('definition').first().waitFor();
+      await status.screenshot({ path: join(DOCS, 'dashboard-status.png') });
+      log(`wrote ${join(DOCS, 'dashboard-status.png')}`);
+
       await page.getByRole('button', { name: `Force delete ${scene.busyRunner}` }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Force delete' }).click();
       await page.getByRole('dialog').getByRole('alert').waitFor();

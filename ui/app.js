@@ -7,7 +7,7 @@ import { ApiError, api, enc, session } from './api.js';
 import { confirmAction } from './confirm.js';
 import { h, mount, tickAges } from './dom.js';
 import { setTemporalTarget, workflowsUrl } from './temporal-links.js';
-import { leakedView, livenessView, poolDetailView, poolsView, redeliveriesView, sweepsView, unmatchedView } from './views.js';
+import { leakedView, livenessView, poolDetailView, poolsView, redeliveriesView, statusView, sweepsView, unmatchedView } from './views.js';
 
 /** How often the page asks again; the views are live within about this long. */
 const POLL_MS = 1500;
@@ -244,13 +244,15 @@ async function refresh() {
   try {
     const hadSelection = state.selectedPool !== undefined;
     // Everything is asked for at once: one slow part must not delay the others.
-    const [summary, leaked, unmatched, sweeps, liveness, redeliveries] = await Promise.all([
+    const [summary, leaked, unmatched, sweeps, liveness, redeliveries, status] = await Promise.all([
       api('GET', '/api/v1/summary'),
       api('GET', '/api/v1/runners?leaked=true&limit=50'),
       api('GET', '/api/v1/jobs/unmatched'),
       state.sweepAskedAt !== undefined || state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined,
       state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/liveness') : undefined,
       state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/redeliveries') : undefined,
+      // A few calls to Temporal each: every few polls, as the schedules are.
+      state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/status') : undefined,
       // One pool that does not answer must not freeze the rest of the page: its error shows in its own section.
       loadPoolDetail().catch(showPoolDetailError),
     ]);
@@ -271,6 +273,7 @@ async function refresh() {
     }
     if (liveness) draw('liveness', liveness.liveness, () => livenessView(liveness.liveness));
     if (redeliveries) draw('redeliveries', redeliveries.redeliveries, () => redeliveriesView(redeliveries.redeliveries));
+    if (status) draw('status', status, () => statusView(status));
     if (!hadSelection && state.selectedPool) await loadPoolDetail();
     state.polls += 1;
     $('connection-error').hidden = true;

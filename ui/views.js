@@ -435,3 +435,49 @@ export function redeliveriesView(redeliveries) {
     return scheduleGroup(`Webhook redelivery for credentials ${r.credentials}`, r, undefined, runs);
   });
 }
+
+/**
+ * @typedef {'ok' | 'warning' | 'failing'} CheckStatus
+ * @typedef {{ name: string, status: CheckStatus, summary: string, problems?: string[] }} StatusCheck
+ * @typedef {{ status: CheckStatus, namespace: string, taskQueue: string, checkedAt: string, checks: StatusCheck[] }} InstallationStatus
+ */
+
+/** @param {string} name */
+const checkName = (name) => name.replace('_', ' ');
+
+/**
+ * What is wrong first, each problem with what to do; what is fine after, in a line each.
+ * @param {InstallationStatus} status
+ */
+export function statusView(status) {
+  const troubled = status.checks.filter((c) => c.status !== 'ok');
+  const fine = status.checks.filter((c) => c.status === 'ok');
+  const headline =
+    troubled.length === 0
+      ? 'Every check is ok.'
+      : `${troubled.length} ${troubled.length === 1 ? 'check needs' : 'checks need'} attention: ${troubled.map((c) => checkName(c.name)).join(', ')}.`;
+  return [
+    h('p', { class: 'status-headline' }, badge(status.status, 'check'), ' ', headline, h('span', { class: 'muted small' }, ' Checked ', clock(status.checkedAt), '.')),
+    ...(troubled.length > 0
+      ? [
+          h(
+            'ul',
+            { class: 'checks', 'aria-label': 'Checks that need attention' },
+            ...troubled.map((c) =>
+              h(
+                'li',
+                {},
+                h('strong', {}, checkName(c.name)),
+                ' ',
+                badge(c.status, 'check'),
+                ' ',
+                c.summary,
+                ...(c.problems?.length ? [h('ul', {}, ...c.problems.map((p) => h('li', {}, p)))] : []),
+              ),
+            ),
+          ),
+        ]
+      : []),
+    h('dl', { class: 'generic checks-ok', 'aria-label': 'Checks that are ok' }, ...fine.flatMap((c) => [h('dt', {}, checkName(c.name)), h('dd', {}, c.summary)])),
+  ];
+}

@@ -182,6 +182,24 @@ describe('dashboard', () => {
     await leaked.getByRole('row', { name: new RegExp(runner) }).waitFor({ state: 'detached', timeout: 30_000 });
   });
 
+  it("shows the installation's status: what needs attention with what to do, and what is ok", async () => {
+    stack.sim.queueJob({ repository: 'acme/nowhere', labels: ['self-hosted', 'status-nowhere'] });
+    const page = await openDashboard(browser, stack);
+    const status = page.getByRole('region', { name: 'Status' });
+    const attention = status.getByRole('list', { name: 'Checks that need attention' });
+    const unmatched = attention.getByRole('listitem').filter({ hasText: /^unmatched jobs warning \d+ jobs? matched no pool/ });
+    await unmatched.waitFor();
+    await unmatched.getByText(/jobs waiting for labels no pool has \(.*\[self-hosted,status-nowhere\].*\): create or widen a pool/).waitFor();
+    await expect.poll(() => status.getByRole('paragraph').first().textContent()).toMatch(/^(warning|failing) \d checks? needs? attention: .*unmatched jobs.*\. Checked \d/);
+    // What is fine is said too, each in a line: the workers of the stack and Temporal.
+    const ok = status.getByRole('definition');
+    await expect.poll(() => ok.allTextContents()).toContainEqual('namespace "default" reachable');
+    const api = (await (await fetch(`${stack.api.url}/api/v1/status`, { headers: { authorization: `Bearer ${stack.adminToken}` } })).json()) as { checks: { name: string; status: string }[] };
+    expect(api.checks.find((c) => c.name === 'workers')?.status).toBe('ok');
+    await expect.poll(() => ok.allTextContents()).toContainEqual(expect.stringMatching(/^\d+ workers? on task queue ".+" \(.+\), one build$/));
+    await page.close();
+  });
+
   it('sweeps a provider now from its sweep, which shows the run when it is done', async () => {
     const page = await openDashboard(browser, stack);
     const sweep = page.getByRole('group', { name: `Sweep of provider ${PROVIDER}` });
