@@ -4,9 +4,11 @@
  * what to do about it. `GET /api/v1/status` and `runnerflow status`.
  *
  * Every check is bounded and reads only what is already kept (Temporal's task queue, schedules,
- * visibility and the pools' own state), so a status costs a few calls whatever the number of
- * runners. A check that cannot be made is a warning that says why, never an error for the whole.
+ * visibility and the pools' own state) or costs nothing (GitHub's rate limit, which a look at
+ * does not spend), so a status costs a few calls whatever the number of runners. A check that cannot be made is a warning that says why, never an error for the whole.
  */
+import { reportErrorText } from '../activities/failures';
+import { GitHubApiError, GitHubRateLimitError } from '../github/port';
 import { MACHINE_CLEANUP_WORKFLOW } from '../workflows/cleanup-messages';
 import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../workflows/pool-messages';
 import { providerLiveness } from './dashboard/liveness-runs';
@@ -22,7 +24,7 @@ import { quote } from './temporal/visibility';
 export type CheckStatus = 'ok' | 'warning' | 'failing';
 
 export interface StatusCheck {
-  name: 'temporal' | 'workers' | 'pools' | 'schedules' | 'unmatched_jobs' | 'machine_cleanups';
+  name: 'temporal' | 'github' | 'workers' | 'pools' | 'schedules' | 'unmatched_jobs' | 'machine_cleanups';
   status: CheckStatus;
   summary: string;
   /** One line per thing wrong, each saying what to do. */
@@ -157,6 +159,49 @@ async function cleanupsCheck(services: Services): Promise<StatusCheck> {
   ]);
 }
 
+/** Under this share of their hourly window left, credentials are near GitHub's rate limit. */
+export const LOW_RATE_LIMIT_SHARE = 0.1;
+
+const calls = (n: number): string => n.toLocaleString('en-US');
+const clockUtc = (iso: string): string => `${iso.slice(11, 16)} UTC`;
+
+/** One look per credentials at their rate limit: it proves GitHub takes them, and says how much of the hour is left. */
+async function githubCheck(services: Services): Promise<StatusCheck> {
+  const { config, github } = services.deps;
+  const names = config.github.credentials.map((c) => c.name);
+  if (names.length === 0) return check('github', 'ok', 'no credentials configured');
+  const looks = await Promise.all(
+    names.map(async (name): Promise<{ name: string; status: CheckStatus; line: string; problem?: string }> => {
+      try {
+        const { limit, remaining, resetAt } = await github.get(name).rateLimit();
+        const line = `${name}: ${calls(remaining)} of ${calls(limit)} calls left until ${clockUtc(resetAt)}`;
+        if (remaining >= limit * LOW_RATE_LIMIT_SHARE) return { name, status: 'ok', line };
+        return {
+          name,
+          status: 'warning',
+          line,
+          problem: `credentials ${name} are near GitHub's rate limit (${calls(remaining)} of ${calls(limit)} calls left until ${clockUtc(resetAt)}): runnerflow waits out the limit when it comes, and its runners start late meanwhile; spread pools over more credentials (an App per organisation) if this recurs`,
+        };
+      } catch (err) {
+        if (err instanceof GitHubRateLimitError) {
+          return { name, status: 'warning', line: `${name}: rate limited`, problem: `credentials ${name} are rate limited by GitHub for ${Math.ceil(err.retryAfterMs / 1_000)} s more: runners start late until then` };
+        }
+        const refused = err instanceof GitHubApiError && (err.status === 401 || err.status === 403);
+        const reason = reportErrorText(err, 300);
+        return refused
+          ? { name, status: 'failing', line: `${name}: refused`, problem: `GitHub refused credentials ${name} (${reason}): no runner can be registered with them; renew the token, or check the App's key and installation id` }
+          : { name, status: 'warning', line: `${name}: not reached`, problem: `GitHub could not be asked about credentials ${name} (${reason})` };
+      }
+    }),
+  );
+  return check(
+    'github',
+    worst(looks.map((l) => l.status)),
+    looks.map((l) => l.line).join('; '),
+    looks.flatMap((l) => (l.problem ? [l.problem] : [])),
+  );
+}
+
 /** A check that could not be made: a warning saying why, so the others still stand. */
 async function made(name: StatusCheck['name'], services: Services, run: () => Promise<StatusCheck>): Promise<StatusCheck> {
   try {
@@ -180,6 +225,7 @@ export async function installationStatus(services: Services): Promise<Installati
   const checks = [
     check('temporal', 'ok', `namespace "${namespace}" reachable`),
     ...(await Promise.all([
+      made('github', services, () => githubCheck(services)),
       made('workers', services, () => workersCheck(services)),
       made('pools', services, () => poolsCheck(services)),
       made('schedules', services, () => schedulesCheck(services)),

@@ -63,6 +63,7 @@ const instantGitHub: GitHubPort = {
   listQueuedJobsOfRun: async () => [],
   getJobStatus: async () => undefined,
   listRunnerDownloads: async () => [],
+  rateLimit: async () => ({ limit: 5_000, remaining: 5_000, resetAt: new Date(Date.now() + 3_600_000).toISOString() }),
 };
 
 /** A real pool workflow that hears every runner's reports, as in production; it starts no runners of its own. */

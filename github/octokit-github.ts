@@ -16,6 +16,7 @@ import { asHttpFailure, header, toPortError } from './github-errors';
 import {
   GitHubApiError,
   type GitHubPort,
+  type GitHubRateLimit,
   type GitHubRunner,
   type GitHubJobStatus,
   type GitHubScope,
@@ -216,6 +217,12 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
       ...(t.sha256_checksum ? { sha256_checksum: t.sha256_checksum } : {}),
       ...(t.temp_download_token ? { temp_download_token: t.temp_download_token } : {}),
     }));
+  }
+
+  async rateLimit(): Promise<GitHubRateLimit> {
+    const res = await this.request('rate_limit', 'GET /rate_limit', {});
+    const { core } = (res.data as { resources: { core: { limit: number; remaining: number; reset: number } } }).resources;
+    return { limit: core.limit, remaining: core.remaining, resetAt: new Date(core.reset * 1_000).toISOString() };
   }
 
   async listWebhookDeliveries(req: { cursor?: string }): Promise<{ deliveries: WebhookDelivery[]; nextCursor?: string }> {

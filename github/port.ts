@@ -100,6 +100,18 @@ export interface GitHubPort {
   getJobStatus(scope: Extract<GitHubScope, { kind: 'repo' }>, jobId: number): Promise<GitHubJobStatus | undefined>;
   /** Runner tools downloads for the scope (GARM passes them to providers). */
   listRunnerDownloads(scope: GitHubScope): Promise<import('../providers/port.js').RunnerTool[]>;
+  /**
+   * The credentials' REST rate limit as it stands: one call, which GitHub does not count
+   * against it. It fails as any call does when GitHub refuses the credentials.
+   */
+  rateLimit(): Promise<GitHubRateLimit>;
+}
+
+/** How many REST calls the credentials have left in GitHub's hourly window, and when it starts again. */
+export interface GitHubRateLimit {
+  limit: number;
+  remaining: number;
+  resetAt: string;
 }
 
 /** One attempt at delivering one of a webhook's events, as GitHub lists them. */

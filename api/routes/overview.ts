@@ -71,7 +71,7 @@ export const overviewRoutes: Route<Services>[] = [
     doc: {
       tag: 'overview',
       summary:
-        'The installation at a glance: Temporal, the workers polling the task queue and their builds, pools that cannot answer or take jobs, schedules missing, paused or failing, jobs no pool matched, machines whose delete is not confirmed; each problem with what to do, and the worst status of all',
+        'The installation at a glance: Temporal, each GitHub credentials (taken, and their rate limit left), the workers polling the task queue and their builds, pools that cannot answer or take jobs, schedules missing, paused or failing, jobs no pool matched, machines whose delete is not confirmed; each problem with what to do, and the worst status of all',
       responses: { 200: 'The checks, each ok, warning or failing' },
     },
     handle: async ({ services }) => json(await installationStatus(services)),

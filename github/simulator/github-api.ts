@@ -273,6 +273,9 @@ export class SimGitHubApi {
       case 'list-hook-deliveries':
       case 'redeliver-hook-delivery':
         return this.hookRequest(scope, req);
+      case 'rate-limit':
+        // The server answers it from its rate limit window; it reaches no scope.
+        return githubError(404, 'Not Found');
     }
   }
 

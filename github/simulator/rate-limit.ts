@@ -38,6 +38,16 @@ export class RateLimitWindow {
   }
 }
 
+/**
+ * `GET /rate_limit`'s answer: the window for the REST API (`core`, and `rate`, its older
+ * name); the other resources GitHub lists, which the simulator does not limit, at full.
+ */
+export function rateLimitOverview(s: RateLimitSnapshot): Record<string, unknown> {
+  const core = { limit: s.limit, used: s.used, remaining: s.remaining, reset: s.resetEpochSeconds };
+  const unused = (limit: number) => ({ limit, used: 0, remaining: limit, reset: s.resetEpochSeconds });
+  return { resources: { core, search: unused(30), graphql: unused(5_000), integration_manifest: unused(5_000) }, rate: core };
+}
+
 export function rateLimitHeaders(s: RateLimitSnapshot): Record<string, string> {
   return {
     'x-ratelimit-limit': String(s.limit),

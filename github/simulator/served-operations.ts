@@ -22,7 +22,8 @@ export type OperationName =
   | 'redeliver-webhook-delivery'
   | 'list-hooks'
   | 'list-hook-deliveries'
-  | 'redeliver-hook-delivery';
+  | 'redeliver-hook-delivery'
+  | 'rate-limit';
 
 export interface ServedOperation {
   name: OperationName;
@@ -71,6 +72,8 @@ export const SERVED_OPERATIONS: readonly ServedOperation[] = [
     template: '/app/installations/{installation_id}/access_tokens',
     description: 'api.github.com',
   },
+  // What the credentials have left of their hourly window (not itself counted against it).
+  { name: 'rate-limit', scope: 'app', method: 'GET', template: '/rate_limit', description: 'api.github.com' },
   // The App's own webhook: its recent deliveries, and sending a failed one again.
   { name: 'list-webhook-deliveries', scope: 'app', method: 'GET', template: '/app/hook/deliveries', description: 'api.github.com' },
   { name: 'redeliver-webhook-delivery', scope: 'app', method: 'POST', template: '/app/hook/deliveries/{delivery_id}/attempts', description: 'api.github.com' },

@@ -15,7 +15,7 @@ import { handleControl } from './control-api';
 import { FaultPlan, type SimFault } from './faults';
 import { githubError, matchRoute, SimGitHubApi } from './github-api';
 import { BadRequest, readJsonBody, sleep, writeResponse, type SimResponse } from './http-util';
-import { RateLimitWindow, rateLimitHeaders } from './rate-limit';
+import { RateLimitWindow, rateLimitHeaders, rateLimitOverview } from './rate-limit';
 import { SimScaleSets, type ScaleSetAssignment, type ScaleSetView } from './scale-sets';
 import { operationKey, type OperationName } from './served-operations';
 import { SimState, type QueueJobInput, type SimJob } from './sim-state';
@@ -194,6 +194,8 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     }
     const serverError = faults.forRequest('server-error', route.op.name);
     if (serverError) return { answer: githubError(serverError.status ?? 502, 'Server Error', 'https://docs.github.com/rest'), key, op: route.op.name };
+    // GitHub does not count a look at the rate limit against it.
+    if (route.op.name === 'rate-limit') return { answer: { status: 200, body: rateLimitOverview(window.snapshot()) }, key, op: route.op.name };
     if (!window.take()) {
       callsDuringPrimaryRateLimit += 1;
       return { answer: githubError(403, 'API rate limit exceeded for installation ID 1.', 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api'), key, op: route.op.name };

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { InstallationStatus, StatusCheck } from '../../api/installation-status';
 import { createApp, type App } from '../../api/app';
 import { parseConfig } from '../../config/load';
+import { GitHubApiError, GitHubRateLimitError, type GitHubPort } from '../../github/port';
 import { poolSettingsSchema } from '../../domain/pool';
 import { runCli } from '../../cli/run';
 import { livenessScheduleId } from '../../worker/liveness-schedule';
@@ -18,6 +19,7 @@ import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
 import { jobsQueuedSignal, UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { counterfeitPool, nondeterminismFailed } from '../liveness/counterfeit';
 import { addProvider, useLivenessRig } from '../liveness/helpers';
+import { GitHubDouble } from '../support/github-double';
 import { eventually, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
 import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger } from './support';
 
@@ -26,7 +28,7 @@ const rig = useLivenessRig();
 type Switches = { sweep?: boolean; liveness?: boolean; redelivery?: boolean };
 
 /** The API for a task queue, with a provider and credentials of its own and the schedules switched as given (all off by default). */
-function statusApp(taskQueue: string, provider: string, on: Switches = {}): App {
+function statusApp(taskQueue: string, provider: string, on: Switches = {}, github: GitHubPort = rig.github): App {
   const config = parseConfig({
     temporal: { taskQueue },
     providers: [{ type: 'fake', name: provider, stateDir: '/tmp/runnerflow-status-test-unused' }],
@@ -39,7 +41,7 @@ function statusApp(taskQueue: string, provider: string, on: Switches = {}): App 
     client: rig.client,
     taskQueue,
     config,
-    github: { get: () => rig.github },
+    github: { get: () => github },
     secrets: { adminToken: ADMIN_TOKEN, webhookSecret: WEBHOOK_SECRET, instanceTokenKey: INSTANCE_TOKEN_KEY },
     logger: recordingLogger(),
   });
@@ -76,6 +78,7 @@ describe('the installation status', () => {
     }, 20_000, 'an ok status');
     expect(status.checks.map((c) => [c.name, c.status])).toEqual([
       ['temporal', 'ok'],
+      ['github', 'ok'],
       ['workers', 'ok'],
       ['pools', 'ok'],
       ['schedules', 'ok'],
@@ -84,6 +87,7 @@ describe('the installation status', () => {
     ]);
     expect(named(status, 'workers').summary).toMatch(new RegExp(`^1 worker on task queue "${rig.worker.taskQueue}" \\(\\d+@.+\\), one build$`));
     expect(named(status, 'schedules').summary).toBe('4 schedules; off in the config: sweep, liveness, redelivery');
+    expect(named(status, 'github').summary).toMatch(/^creds-\S+: 5,000 of 5,000 calls left until \d\d:\d\d UTC$/);
 
     const shown = await cli(app);
     expect(shown.code).toBe(0);
@@ -171,6 +175,35 @@ describe('the installation status', () => {
       await pool.terminate('test done').catch(() => undefined);
       await worker.stop();
     }
+  });
+
+  it('fails on credentials GitHub refuses, and warns of credentials near their rate limit or out of reach', async () => {
+    const github = new GitHubDouble();
+    const app = statusApp(rig.worker.taskQueue, addProvider(rig).name, {}, github);
+    const githubCheck = async () => named(await statusOf(app), 'github');
+
+    github.rateLimitAnswer = new GitHubApiError('rate_limit: GitHub answered 401: Bad credentials', 401, false);
+    const refused = await githubCheck();
+    expect(refused.status).toBe('failing');
+    expect(refused.summary).toMatch(/^creds-\S+: refused$/);
+    expect(refused.problems).toEqual([
+      expect.stringMatching(/^GitHub refused credentials creds-\S+ \(rate_limit: GitHub answered 401: Bad credentials\): no runner can be registered with them; renew the token/),
+    ]);
+    expect((await cli(app)).code).toBe(3);
+
+    github.rateLimitAnswer = { limit: 5_000, remaining: 120, resetAt: '2026-11-29T17:00:00.000Z' };
+    const low = await githubCheck();
+    expect(low.status).toBe('warning');
+    expect(low.summary).toMatch(/^creds-\S+: 120 of 5,000 calls left until 17:00 UTC$/);
+    expect(low.problems).toEqual([expect.stringMatching(/are near GitHub's rate limit \(120 of 5,000 calls left until 17:00 UTC\)/)]);
+
+    github.rateLimitAnswer = new GitHubRateLimitError('primary', 90_000);
+    expect((await githubCheck()).problems).toEqual([expect.stringMatching(/^credentials creds-\S+ are rate limited by GitHub for 90 s more/)]);
+
+    github.rateLimitAnswer = new GitHubApiError('rate_limit: GitHub could not be reached', undefined, true);
+    const unreachable = await githubCheck();
+    expect(unreachable.status).toBe('warning');
+    expect(unreachable.problems).toEqual([expect.stringMatching(/^GitHub could not be asked about credentials creds-\S+ \(rate_limit: GitHub could not be reached\)$/)]);
   });
 
   it('warns of jobs no pool matched, machines not confirmed deleted, and schedules missing or paused by hand', async () => {

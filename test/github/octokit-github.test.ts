@@ -161,6 +161,16 @@ describe('OctokitGitHub against the simulator', () => {
     expect((error as Error).message).toMatch(/^list_runner_downloads: GitHub answered 401: Requires authentication/);
   });
 
+  it('reads its rate limit without spending a call of it, and fails as any call does on credentials GitHub refuses', async () => {
+    await env.github.findRunnerByName(repo, 'nobody');
+    const limit = await env.github.rateLimit();
+    expect(limit).toEqual({ limit: 5000, remaining: 4999, resetAt: expect.any(String) });
+    expect(Date.parse(limit.resetAt)).toBeGreaterThan(Date.now());
+    expect((await env.github.rateLimit()).remaining).toBe(4999);
+    const anonymous = new OctokitGitHub({ credentialsName: 'anon', apiUrl: env.sim.url, auth: { type: 'pat', token: '' } });
+    await expect(anonymous.rateLimit()).rejects.toMatchObject({ status: 401, retryable: false });
+  });
+
   it('records x-ratelimit-remaining and counts calls', async () => {
     const before = (await metricValue('runnerflow_github_requests_total', { operation: 'list_runners', outcome: 'ok' })) ?? 0;
     await env.github.findRunnerByName(repo, 'nobody');

@@ -2,7 +2,7 @@
  * An in-process GitHub port for lifecycle tests that need GitHub to misbehave on
  * cue (busy, failing N times, hanging). Tests of the real client use the GitHub simulator.
  */
-import type { GitHubPort, GitHubRunner, RemoveRunnerOutcome, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
+import type { GitHubPort, GitHubRateLimit, GitHubRunner, RemoveRunnerOutcome, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
 import { GitHubApiError } from '../../github/port';
 
 export interface DoubleFault {
@@ -97,5 +97,14 @@ export class GitHubDouble implements GitHubPort {
   async listRunnerDownloads() {
     this.calls.push({ op: 'downloads', at: Date.now(), outcome: 'ok' });
     return [{ os: 'linux', architecture: 'x64', download_url: 'https://example.invalid/runner.tar.gz', filename: 'runner.tar.gz' }];
+  }
+
+  /** What `rateLimit` answers; an Error is thrown instead (credentials GitHub refuses, GitHub out of reach). */
+  rateLimitAnswer: GitHubRateLimit | Error = { limit: 5_000, remaining: 5_000, resetAt: new Date(Date.now() + 3_600_000).toISOString() };
+
+  async rateLimit(): Promise<GitHubRateLimit> {
+    this.calls.push({ op: 'rate_limit', at: Date.now(), outcome: this.rateLimitAnswer instanceof Error ? 'error' : 'ok' });
+    if (this.rateLimitAnswer instanceof Error) throw this.rateLimitAnswer;
+    return this.rateLimitAnswer;
   }
 }
