@@ -89,21 +89,26 @@ async function workersCheck(services: Services): Promise<StatusCheck> {
 async function poolsCheck(services: Services): Promise<StatusCheck> {
   const { client } = services.deps;
   const unreadable: string[] = [];
+  let stuck = 0;
   const snapshots = await readPoolSnapshots(client, services.pools, services.limits.summaryPoolTimeoutMs, (pool, err) => {
+    // A pool that ended since it was listed has nothing wrong left to say.
+    if (isNotFound(err)) return;
     services.stuckPools.heard(pool, err);
-    unreadable.push(
-      isWorkflowTaskFailing(err)
-        ? `pool ${pool}: its workflow tasks are failing, so it starts no runner; its provider's liveness pass, called for now, resets it when its own code wrote what it cannot replay (its history in the Temporal Web UI says why)`
-        : `pool ${pool}: did not answer (${temporalFailureReason(err, services.deps.taskQueue)})`,
-    );
+    if (isWorkflowTaskFailing(err)) {
+      stuck += 1;
+      unreadable.push(
+        `pool ${pool}: its workflow tasks are failing, so it starts no runner; its provider's liveness pass, called for now, resets it when its own code wrote what it cannot replay (its history in the Temporal Web UI says why)`,
+      );
+    } else {
+      unreadable.push(`pool ${pool}: did not answer (${temporalFailureReason(err, services.deps.taskQueue)})`);
+    }
   });
   const listeners = snapshots
     .filter((s) => s.scaleSetListener !== undefined && s.scaleSetListener !== 'listening')
     .map((s) => `pool ${s.pool}: its scale set's listener is ${s.scaleSetListener}, so it takes no jobs (\`runnerflow pool show ${s.pool}\` says why)`);
   const problems = [...unreadable.sort(), ...listeners];
   const total = snapshots.length + unreadable.length;
-  const failing = unreadable.some((p) => p.includes('workflow tasks are failing'));
-  return check('pools', failing ? 'failing' : problems.length > 0 ? 'warning' : 'ok', `${plural(total, 'pool')}, ${snapshots.length} answering`, problems);
+  return check('pools', stuck > 0 ? 'failing' : problems.length > 0 ? 'warning' : 'ok', `${plural(total, 'pool')}, ${snapshots.length} answering`, problems);
 }
 
 /** A schedule's trouble, if any: not made yet, paused by hand, or its last run failed. */

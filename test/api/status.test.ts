@@ -10,14 +10,13 @@ import type { InstallationStatus, StatusCheck } from '../../api/installation-sta
 import { createApp, type App } from '../../api/app';
 import { parseConfig } from '../../config/load';
 import { GitHubApiError, GitHubRateLimitError, type GitHubPort } from '../../github/port';
-import { poolSettingsSchema } from '../../domain/pool';
 import { runCli } from '../../cli/run';
 import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSchedule } from '../../worker/schedules';
 import { MACHINE_CLEANUP_WORKFLOW, cleanupWorkflowId } from '../../workflows/cleanup-messages';
 import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
 import { jobsQueuedSignal, UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
-import { counterfeitPool, nondeterminismFailed } from '../liveness/counterfeit';
+import { counterfeitPool, nondeterminismFailed, poolSettingsFor } from '../liveness/counterfeit';
 import { addProvider, useLivenessRig } from '../liveness/helpers';
 import { GitHubDouble } from '../support/github-double';
 import { eventually, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
@@ -151,13 +150,7 @@ describe('the installation status', () => {
 
   it('fails on a pool whose workflow tasks keep failing, naming it', async () => {
     const provider = addProvider(rig).name;
-    const settings = poolSettingsSchema.parse({
-      name: uniqueName('status-stuck').toLowerCase().slice(0, 40),
-      github: { scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } },
-      labels: ['linux', 'status-stuck'],
-      provider,
-      maxRunners: 0,
-    });
+    const settings = poolSettingsFor(provider, 'status-stuck');
     const taskQueue = uniqueName('tq-status-stuck');
     const pool = await counterfeitPool(rig.client, taskQueue, settings);
     const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
@@ -174,6 +167,22 @@ describe('the installation status', () => {
     } finally {
       await pool.terminate('test done').catch(() => undefined);
       await worker.stop();
+    }
+  });
+
+  it('warns of a pool that does not answer, saying why', async () => {
+    const provider = addProvider(rig).name;
+    const settings = poolSettingsFor(provider, 'status-silent');
+    // Its queue's only worker made its first task and left: nothing answers for it now.
+    const taskQueue = uniqueName('tq-status-silent');
+    const pool = await counterfeitPool(rig.client, taskQueue, settings);
+    try {
+      const pools = named(await statusOf(statusApp(taskQueue, provider)), 'pools');
+      expect(pools.status).toBe('warning');
+      expect(pools.summary).toBe('1 pool, 0 answering');
+      expect(pools.problems).toEqual([expect.stringMatching(new RegExp(`^pool ${settings.name}: did not answer \\((Temporal did not answer in time|no runnerflow worker polls)`))]);
+    } finally {
+      await pool.terminate('test done').catch(() => undefined);
     }
   });
 

@@ -8,11 +8,11 @@ import { fileURLToPath } from 'node:url';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { PoolSettings } from '../../domain/pool';
+import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
 import { poolMemoOf } from '../../workflows/pool-memo';
 import { poolWorkflowId, RUNNER_POOL_WORKFLOW, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
-import { eventually, FAST_TIMINGS, temporalAddress } from '../support/temporal';
+import { eventually, FAST_TIMINGS, temporalAddress, uniqueName } from '../support/temporal';
 
 const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
 
@@ -46,6 +46,17 @@ export async function withCounterfeitFirstTask<H extends WorkflowHandle>(taskQue
     await running;
     await connection.close();
   }
+}
+
+/** A webhook pool of the provider whose name and last label come from `tag`, with no room for runners. */
+export function poolSettingsFor(provider: string, tag: string): PoolSettings {
+  return poolSettingsSchema.parse({
+    name: uniqueName(tag).toLowerCase().slice(0, 40),
+    github: { scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } },
+    labels: ['linux', tag],
+    provider,
+    maxRunners: 0,
+  });
 }
 
 /** A pool with these settings whose first task the fixture's counterfeit made. */

@@ -5,14 +5,13 @@
  * wrote (a deploy under way) is left until its failures have lasted `stuckPoolAfter`.
  */
 import { describe, expect, it } from 'vitest';
-import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
 import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
 import { jobsQueuedSignal, poolStateQuery } from '../../workflows/pool-messages';
 import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSchedule } from '../../worker/schedules';
 import { expectError, testApp } from '../api/support';
 import { eventually, startTestWorker, uniqueName } from '../support/temporal';
-import { counterfeitPool, nondeterminismFailed } from './counterfeit';
+import { counterfeitPool, nondeterminismFailed, poolSettingsFor } from './counterfeit';
 import { addProvider, runLiveness, useLivenessRig } from './helpers';
 
 // Far longer than any test: a pool reset here was reset without waiting it out.
@@ -30,16 +29,6 @@ async function ownBuildId(): Promise<string> {
   }
 }
 
-function poolSettings(provider: string, tag: string): PoolSettings {
-  return poolSettingsSchema.parse({
-    name: uniqueName(tag).toLowerCase().slice(0, 40),
-    github: { scope: { kind: 'repo', owner: 'acme', repo: 'widgets' } },
-    labels: ['linux', tag],
-    provider,
-    maxRunners: 0,
-  });
-}
-
 const JOB = 515151;
 
 /**
@@ -48,7 +37,7 @@ const JOB = 515151;
  */
 async function stuckPool(tag: string, options: { buildId?: string; beforeWorker?: (provider: string) => Promise<void> } = {}) {
   const provider = addProvider(rig).name;
-  const settings = poolSettings(provider, tag);
+  const settings = poolSettingsFor(provider, tag);
   const taskQueue = uniqueName(`tq-${tag}`);
   await options.beforeWorker?.(provider);
   const pool = await counterfeitPool(rig.client, taskQueue, settings, options.buildId ? { buildId: options.buildId } : {});
