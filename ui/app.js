@@ -13,6 +13,11 @@ import { leakedView, livenessView, poolDetailView, poolsView, redeliveriesView, 
 const POLL_MS = 1500;
 /** Sweeps, liveness and redelivery passes run every minute or few: asking for them every few polls is plenty. */
 const SWEEP_EVERY = 4;
+/**
+ * The status asks Temporal a dozen things and GitHub once per credentials (a look GitHub does not
+ * count, but traffic all the same): about every 30 s is enough for what changes in minutes.
+ */
+const STATUS_EVERY = 20;
 /** After "Sweep now", how long sweeps are asked for on every poll even before the run shows. */
 const FOLLOW_SWEEP_MS = 5000;
 
@@ -251,8 +256,7 @@ async function refresh() {
       state.sweepAskedAt !== undefined || state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/sweeps') : undefined,
       state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/liveness') : undefined,
       state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/redeliveries') : undefined,
-      // A few calls to Temporal each: every few polls, as the schedules are.
-      state.polls % SWEEP_EVERY === 0 ? api('GET', '/api/v1/status') : undefined,
+      state.polls % STATUS_EVERY === 0 ? api('GET', '/api/v1/status') : undefined,
       // One pool that does not answer must not freeze the rest of the page: its error shows in its own section.
       loadPoolDetail().catch(showPoolDetailError),
     ]);

@@ -3,6 +3,7 @@
  * works, and each problem named with what to do, from a task queue no worker polls to a pool
  * whose tasks keep failing.
  */
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -20,7 +21,7 @@ import { counterfeitPool, nondeterminismFailed, poolSettingsFor } from '../liven
 import { addProvider, useLivenessRig } from '../liveness/helpers';
 import { GitHubDouble } from '../support/github-double';
 import { eventually, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
-import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger } from './support';
+import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, WEBHOOK_SECRET, recordingLogger, testApp } from './support';
 
 const rig = useLivenessRig();
 
@@ -114,6 +115,19 @@ describe('the installation status', () => {
     const json = await cli(app, '--json');
     expect(json.code).toBe(3);
     expect((JSON.parse(json.stdout) as InstallationStatus).status).toBe('failing');
+  });
+
+  it('fails on Temporal alone when it cannot be reached, within the query deadline', async () => {
+    const unreachable = testApp(new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }), 'unused', { limits: { queryTimeoutMs: 1_000 } });
+    const started = Date.now();
+    const answer = await unreachable.call('GET', '/api/v1/status');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(answer.status).toBe(200);
+    const status = (await answer.json()) as InstallationStatus;
+    expect(status.status).toBe('failing');
+    expect(status.checks).toEqual([
+      { name: 'temporal', status: 'failing', summary: 'namespace "default" is not reachable', problems: [expect.stringMatching(/^Temporal (is not reachable|did not answer in time)/)] },
+    ]);
   });
 
   it('warns when the workers run more than one build, as during a deploy', async () => {

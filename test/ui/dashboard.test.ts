@@ -184,6 +184,13 @@ describe('dashboard', () => {
 
   it("shows the installation's status: what needs attention with what to do, and what is ok", async () => {
     stack.sim.queueJob({ repository: 'acme/nowhere', labels: ['self-hosted', 'status-nowhere'] });
+    type Status = { checks: { name: string; status: string; problems?: string[] }[] };
+    const statusNow = async () => (await (await fetch(`${stack.api.url}/api/v1/status`, { headers: { authorization: `Bearer ${stack.adminToken}` } })).json()) as Status;
+    // Recorded before the page opens: the page asks for the status when it opens, and then only every 30 s.
+    const api = await eventually(async () => {
+      const s = await statusNow();
+      return s.checks.some((c) => c.name === 'unmatched_jobs' && c.problems?.some((p) => p.includes('status-nowhere'))) ? s : undefined;
+    }, 30_000, 'the unmatched job in the status');
     const page = await openDashboard(browser, stack);
     const status = page.getByRole('region', { name: 'Status' });
     const attention = status.getByRole('list', { name: 'Checks that need attention' });
@@ -194,7 +201,6 @@ describe('dashboard', () => {
     // What is fine is said too, each in a line: the workers of the stack and Temporal.
     const ok = status.getByRole('definition');
     await expect.poll(() => ok.allTextContents()).toContainEqual('namespace "default" reachable');
-    const api = (await (await fetch(`${stack.api.url}/api/v1/status`, { headers: { authorization: `Bearer ${stack.adminToken}` } })).json()) as { checks: { name: string; status: string }[] };
     expect(api.checks.find((c) => c.name === 'workers')?.status).toBe('ok');
     await expect.poll(() => ok.allTextContents()).toContainEqual(expect.stringMatching(/^\d+ workers? on task queue ".+" \(.+\), one build$/));
     await page.close();
