@@ -68,6 +68,6 @@ export function createApp(deps: AppDeps): App {
     }
   };
   app.releaseHeld = () => services.idleReports.releaseAll();
-  app.poolReadFailed = (pool, err) => services.stuckPools.heard(pool, err);
+  app.poolReadFailed = (pool, err) => services.stuckWorkflows.heardPool(pool, err);
   return app;
 }

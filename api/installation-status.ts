@@ -93,7 +93,7 @@ async function poolsCheck(services: Services): Promise<StatusCheck> {
   const snapshots = await readPoolSnapshots(client, services.pools, services.limits.summaryPoolTimeoutMs, (pool, err) => {
     // A pool that ended since it was listed has nothing wrong left to say.
     if (isNotFound(err)) return;
-    services.stuckPools.heard(pool, err);
+    services.stuckWorkflows.heardPool(pool, err);
     if (isWorkflowTaskFailing(err)) {
       stuck += 1;
       unreadable.push(

@@ -2,10 +2,13 @@ import type { QueryDefinition } from '@temporalio/common';
 import { DEFAULT_LIMITS, type AppDeps, type AppLimits } from './deps';
 import { IdleReportHold } from './idle-report-hold';
 import { PoolDirectory } from './pool-directory';
-import { StuckPoolAlarm } from './stuck-pool-alarm';
+import { StuckWorkflowAlarm } from './stuck-workflow-alarm';
 import { TemporalJobSink } from './temporal-job-sink';
 import { orNotFound } from './temporal/running';
 import { poolNameOf } from '../workflows/pool-messages';
+import { runnerWorkflowId } from '../workflows/messages';
+
+const RUNNER_ID_PREFIX = runnerWorkflowId('');
 
 /** What route handlers use: the deps plus helpers built from them once per app. */
 export interface Services {
@@ -15,8 +18,8 @@ export interface Services {
   sink: TemporalJobSink;
   /** Agents' `idle` reports waiting briefly for their runner's job start to carry them. */
   idleReports: IdleReportHold;
-  /** Told of failed reads of pools: one whose tasks keep failing gets its liveness pass at once. */
-  stuckPools: StuckPoolAlarm;
+  /** Told of failed reads of pools and runners: one whose tasks keep failing gets its liveness pass at once. */
+  stuckWorkflows: StuckWorkflowAlarm;
   /** Runs a Temporal call bounded by the query timeout. */
   bounded<R>(fn: () => Promise<R>): Promise<R>;
   /** Queries a workflow within the query timeout; an unknown workflow is 404 naming `what`. */
@@ -27,12 +30,12 @@ export function createServices(deps: AppDeps): Services {
   const limits: AppLimits = { ...DEFAULT_LIMITS, ...deps.limits };
   const pools = new PoolDirectory(deps.client, limits.poolCacheMs, deps.taskQueue);
   const idleReports = new IdleReportHold({ holdMs: deps.config.api.idleReportHold });
-  const stuckPools = new StuckPoolAlarm({ client: deps.client, pools, logger: deps.logger, enabled: deps.config.liveness.enabled, minGapMs: limits.stuckPoolAskGapMs });
+  const stuckWorkflows = new StuckWorkflowAlarm({ client: deps.client, pools, logger: deps.logger, enabled: deps.config.liveness.enabled, minGapMs: limits.stuckPoolAskGapMs });
   const sink = new TemporalJobSink({
     client: deps.client,
     taskQueue: deps.taskQueue,
     pools,
-    stuckPools,
+    stuckWorkflows,
     logger: deps.logger,
     queryTimeoutMs: limits.queryTimeoutMs,
     paceMs: deps.config.api.intakePace,
@@ -46,14 +49,15 @@ export function createServices(deps: AppDeps): Services {
     pools,
     sink,
     idleReports,
-    stuckPools,
+    stuckWorkflows,
     bounded,
     query: async (workflowId, what, query) => {
       try {
         return await bounded(() => orNotFound(what, () => deps.client.workflow.getHandle(workflowId).query(query)));
       } catch (err) {
         const pool = poolNameOf(workflowId);
-        if (pool !== undefined) stuckPools.heard(pool, err);
+        if (pool !== undefined) stuckWorkflows.heardPool(pool, err);
+        else if (workflowId.startsWith(RUNNER_ID_PREFIX)) stuckWorkflows.heardRunner(workflowId, err);
         throw err;
       }
     },

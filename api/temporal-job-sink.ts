@@ -28,7 +28,7 @@ import {
   type UnmatchedJob,
 } from '../workflows/pool-messages';
 import type { Logger } from './deps';
-import type { StuckPoolAlarm } from './stuck-pool-alarm';
+import type { StuckWorkflowAlarm } from './stuck-workflow-alarm';
 import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
 import type { IdleReportHold } from './idle-report-hold';
 import type { PoolDirectory } from './pool-directory';
@@ -44,8 +44,8 @@ export interface TemporalJobSinkDeps {
   client: Client;
   taskQueue: string;
   pools: PoolDirectory;
-  /** Told of failed reads of pools (api/stuck-pool-alarm.ts). */
-  stuckPools?: StuckPoolAlarm;
+  /** Told of failed reads of pools (api/stuck-workflow-alarm.ts). */
+  stuckWorkflows?: StuckWorkflowAlarm;
   logger: Logger;
   /** Bound on each poolState query used to break priority ties. */
   queryTimeoutMs: number;
@@ -241,7 +241,7 @@ export class TemporalJobSink implements WorkflowJobSink {
       );
       return freeCapacity(view);
     } catch (err) {
-      this.deps.stuckPools?.heard(pool.name, err);
+      this.deps.stuckWorkflows?.heardPool(pool.name, err);
       this.deps.logger.warn('pool state unavailable while routing a job', { pool: pool.name, error: (err as Error).message });
       return undefined;
     }

@@ -38,7 +38,7 @@ export async function poolOverview(services: Services, entry: PoolEntry): Promis
     const deadline = Date.now() + Math.min(services.limits.summaryPoolTimeoutMs, services.limits.queryTimeoutMs);
     view = await client.withDeadline(deadline, () => client.workflow.getHandle(poolWorkflowId(entry.name)).query(poolStateQuery));
   } catch (err) {
-    services.stuckPools.heard(entry.name, err);
+    services.stuckWorkflows.heardPool(entry.name, err);
     return { ...base, error: temporalFailureReason(err, services.deps.taskQueue) };
   }
   const { settings } = view;

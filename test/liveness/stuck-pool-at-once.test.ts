@@ -10,8 +10,10 @@ import { jobsQueuedSignal, poolStateQuery } from '../../workflows/pool-messages'
 import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSchedule } from '../../worker/schedules';
 import { expectError, testApp } from '../api/support';
-import { eventually, startTestWorker, uniqueName } from '../support/temporal';
-import { counterfeitPool, nondeterminismFailed, poolSettingsFor } from './counterfeit';
+import { eventually, instanceInput, startTestWorker, uniqueName } from '../support/temporal';
+import { instanceStartOptions } from '../../workflows/instance-options';
+import { RUNNER_INSTANCE_WORKFLOW, runnerStatusSignal } from '../../workflows/messages';
+import { counterfeitPool, nondeterminismFailed, poolSettingsFor, withCounterfeitFirstTask } from './counterfeit';
 import { addProvider, runLiveness, useLivenessRig } from './helpers';
 
 // Far longer than any test: a pool reset here was reset without waiting it out.
@@ -30,6 +32,20 @@ async function ownBuildId(): Promise<string> {
 }
 
 const JOB = 515151;
+
+/** The provider's machine schedule, daily: it does not come round by itself during a test. */
+async function dailyMachinePass(provider: string): Promise<string> {
+  const scheduleId = livenessScheduleId(provider, 'machines');
+  await ensureSchedule(rig.client, {
+    scheduleId,
+    intervalMs: 24 * 3_600_000,
+    jitterMs: 0,
+    workflowType: LIVENESS_CHECK_WORKFLOW,
+    args: [{ provider, check: 'machines' }],
+    taskQueue: rig.worker.taskQueue,
+  });
+  return scheduleId;
+}
 
 /**
  * A pool on a provider of its own whose first task a counterfeit made, a runnerflow worker on its
@@ -98,19 +114,7 @@ describe('a pool stuck on a nondeterminism error', () => {
 
   it("is reset without waiting for the next pass once the API is asked for it: the provider's pass is called for", async () => {
     let scheduleId = '';
-    // The provider's machine schedule, daily: it does not come round by itself during the test.
-    const daily = async (provider: string) => {
-      scheduleId = livenessScheduleId(provider, 'machines');
-      await ensureSchedule(rig.client, {
-        scheduleId,
-        intervalMs: 24 * 3_600_000,
-        jitterMs: 0,
-        workflowType: LIVENESS_CHECK_WORKFLOW,
-        args: [{ provider, check: 'machines' }],
-        taskQueue: rig.worker.taskQueue,
-      });
-    };
-    const { settings, taskQueue, pool, stuckRun, done } = await stuckPool('api-ask', { buildId: await ownBuildId(), beforeWorker: daily });
+    const { settings, taskQueue, pool, stuckRun, done } = await stuckPool('api-ask', { buildId: await ownBuildId(), beforeWorker: async (p) => void (scheduleId = await dailyMachinePass(p)) });
     const api = testApp(rig.client, taskQueue);
     try {
       // The operator looks at the pool: told why it cannot answer, and it is mended behind the answer.
@@ -131,6 +135,36 @@ describe('a pool stuck on a nondeterminism error', () => {
     } finally {
       await done();
       await rig.client.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+    }
+  });
+});
+
+describe('a runner workflow stuck on a nondeterminism error', () => {
+  it("is ended without waiting for the next pass once the API is asked for it: the provider's pass is called for", async () => {
+    const provider = addProvider(rig).name;
+    const scheduleId = await dailyMachinePass(provider);
+    const taskQueue = uniqueName('tq-runner-ask');
+    const name = uniqueName('runner-ask');
+    const runner = await withCounterfeitFirstTask(taskQueue, () =>
+      rig.client.workflow.start(RUNNER_INSTANCE_WORKFLOW, { taskQueue, ...instanceStartOptions(instanceInput(name, { provider })) }),
+    );
+    const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
+    const api = testApp(rig.client, taskQueue);
+    try {
+      await runner.signal(runnerStatusSignal, { status: 'idle' });
+      await eventually(() => nondeterminismFailed(runner), 20_000, 'a task failed on nondeterminism');
+      // The operator keeps looking at the runner (as `runnerflow runner watch` does); no pass is run here.
+      await eventually(async () => {
+        const answer = await api.call('GET', `/api/v1/runners/${name}`);
+        if (answer.status === 503) await expectError(answer, 503, 'workflow_task_failing');
+        return (await runner.describe()).status.name === 'TERMINATED';
+      }, 50_000, 'the runner ended by a pass the API called for');
+      expect((await rig.client.schedule.getHandle(scheduleId).describe()).info.numActionsTaken).toBeGreaterThanOrEqual(1);
+      expect(api.logger.entries.some((e) => e.level === 'warn' && e.meta?.runner === `runner/${name}`)).toBe(true);
+    } finally {
+      await runner.terminate('test done').catch(() => undefined);
+      await rig.client.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+      await worker.stop();
     }
   });
 });
