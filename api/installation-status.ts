@@ -10,7 +10,6 @@
 import { reportErrorText } from '../activities/failures';
 import { GitHubApiError, GitHubRateLimitError } from '../github/port';
 import { MACHINE_CLEANUP_WORKFLOW } from '../workflows/cleanup-messages';
-import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../workflows/pool-messages';
 import { providerLiveness } from './dashboard/liveness-runs';
 import { credentialsRedelivery } from './dashboard/redelivery-runs';
 import type { ScheduleView } from './dashboard/schedule-runs';
@@ -19,6 +18,7 @@ import { readPoolSnapshots } from './pool-metrics';
 import type { Services } from './services';
 import { isNotFound, isWorkflowTaskFailing, temporalFailureReason } from './temporal/errors';
 import { taskQueuePollers } from './temporal/pollers';
+import { readUnmatchedJobs } from './temporal/unmatched-record';
 import { quote } from './temporal/visibility';
 
 export type CheckStatus = 'ok' | 'warning' | 'failing';
@@ -123,14 +123,14 @@ function scheduleProblem(view: ScheduleView<unknown>, offInConfig: boolean): str
 
 async function schedulesCheck(services: Services): Promise<StatusCheck> {
   const { client, config } = services.deps;
-  const views: [Promise<ScheduleView<unknown>>, boolean][] = [
-    ...config.providers.map((p): [Promise<ScheduleView<unknown>>, boolean] => [providerSweep(client, p.name, 1), !config.sweep.enabled]),
-    ...config.providers.flatMap((p) =>
-      (['machines', 'github'] as const).map((c): [Promise<ScheduleView<unknown>>, boolean] => [providerLiveness(client, p.name, c, 1), !config.liveness.enabled]),
-    ),
-    ...config.github.credentials.map((c): [Promise<ScheduleView<unknown>>, boolean] => [credentialsRedelivery(client, c.name, 1), !config.redelivery.enabled]),
+  // Each read is made inside `bounded`, so that its calls carry the deadline.
+  type Read = [() => Promise<ScheduleView<unknown>>, boolean];
+  const views: Read[] = [
+    ...config.providers.map((p): Read => [() => providerSweep(client, p.name, 1), !config.sweep.enabled]),
+    ...config.providers.flatMap((p) => (['machines', 'github'] as const).map((c): Read => [() => providerLiveness(client, p.name, c, 1), !config.liveness.enabled])),
+    ...config.github.credentials.map((c): Read => [() => credentialsRedelivery(client, c.name, 1), !config.redelivery.enabled]),
   ];
-  const read = await Promise.all(views.map(async ([view, off]) => scheduleProblem(await services.bounded(() => view), off)));
+  const read = await Promise.all(views.map(async ([view, off]) => scheduleProblem(await services.bounded(view), off)));
   const problems = read.filter((p): p is string => p !== undefined);
   const off = [!config.sweep.enabled && 'sweep', !config.liveness.enabled && 'liveness', !config.redelivery.enabled && 'redelivery'].filter(Boolean);
   const summary = `${plural(views.length, 'schedule')}${off.length > 0 ? `; off in the config: ${off.join(', ')}` : ''}`;
@@ -138,14 +138,7 @@ async function schedulesCheck(services: Services): Promise<StatusCheck> {
 }
 
 async function unmatchedCheck(services: Services): Promise<StatusCheck> {
-  const handle = services.deps.client.workflow.getHandle(unmatchedJobsWorkflowId(services.deps.taskQueue));
-  let jobs;
-  try {
-    jobs = await services.bounded(() => handle.query(unmatchedJobsQuery));
-  } catch (err) {
-    if (isNotFound(err)) return check('unmatched_jobs', 'ok', 'every job matched a pool');
-    throw err;
-  }
+  const jobs = await readUnmatchedJobs(services.deps.client, services.deps.taskQueue, services.bounded);
   if (jobs.length === 0) return check('unmatched_jobs', 'ok', 'every job matched a pool');
   const labels = [...new Set(jobs.map((j) => j.labels.join(',')))].slice(0, 5);
   return check('unmatched_jobs', 'warning', `${plural(jobs.length, 'job')} matched no pool`, [

@@ -6,9 +6,7 @@ import { StuckWorkflowAlarm } from './stuck-workflow-alarm';
 import { TemporalJobSink } from './temporal-job-sink';
 import { orNotFound } from './temporal/running';
 import { poolNameOf } from '../workflows/pool-messages';
-import { runnerWorkflowId } from '../workflows/messages';
-
-const RUNNER_ID_PREFIX = runnerWorkflowId('');
+import { instanceNameFromWorkflowId } from '../workflows/messages';
 
 /** What route handlers use: the deps plus helpers built from them once per app. */
 export interface Services {
@@ -57,7 +55,7 @@ export function createServices(deps: AppDeps): Services {
       } catch (err) {
         const pool = poolNameOf(workflowId);
         if (pool !== undefined) stuckWorkflows.heardPool(pool, err);
-        else if (workflowId.startsWith(RUNNER_ID_PREFIX)) stuckWorkflows.heardRunner(workflowId, err);
+        else if (instanceNameFromWorkflowId(workflowId) !== undefined) stuckWorkflows.heardRunner(workflowId, err);
         throw err;
       }
     },

@@ -1,8 +1,7 @@
-import { unmatchedJobsWorkflowId, unmatchedJobsQuery } from '../../workflows/pool-messages';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import type { Services } from '../services';
-import { isNotFound } from '../temporal/errors';
+import { readUnmatchedJobs } from '../temporal/unmatched-record';
 
 export const jobRoutes: Route<Services>[] = [
   {
@@ -11,14 +10,7 @@ export const jobRoutes: Route<Services>[] = [
     auth: 'admin',
     doc: { tag: 'jobs', summary: 'Queued jobs no pool could take, newest last', responses: { 200: 'The unmatched jobs' } },
     async handle({ services }) {
-      const handle = services.deps.client.workflow.getHandle(unmatchedJobsWorkflowId(services.deps.taskQueue));
-      try {
-        return json({ jobs: await services.bounded(() => handle.query(unmatchedJobsQuery)) });
-      } catch (err) {
-        // Nothing was ever unmatched: the workflow is only started by the first such job.
-        if (isNotFound(err)) return json({ jobs: [] });
-        throw err;
-      }
+      return json({ jobs: await readUnmatchedJobs(services.deps.client, services.deps.taskQueue, services.bounded) });
     },
   },
 ];

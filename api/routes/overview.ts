@@ -1,6 +1,5 @@
 /** The dashboard's views (everything at a glance, the orphan sweep, liveness, webhook redelivery) and "sweep now". */
 import { z } from 'zod';
-import { unmatchedJobsQuery, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { providerLiveness } from '../dashboard/liveness-runs';
 import { poolOverview } from '../dashboard/pool-overview';
 import { credentialsRedelivery } from '../dashboard/redelivery-runs';
@@ -11,19 +10,13 @@ import { json } from '../http/responses';
 import type { Route } from '../http/router';
 import type { Services } from '../services';
 import { installationStatus } from '../installation-status';
-import { isNotFound } from '../temporal/errors';
+import { readUnmatchedJobs } from '../temporal/unmatched-record';
 
 /** How many of a schedule's last runs to show. */
 const recentRunsQuery = z.object({ runs: queryInt(1, 20, 5) });
 
 async function unmatchedCount(services: Services): Promise<number> {
-  const handle = services.deps.client.workflow.getHandle(unmatchedJobsWorkflowId(services.deps.taskQueue));
-  try {
-    return (await services.bounded(() => handle.query(unmatchedJobsQuery))).length;
-  } catch (err) {
-    if (isNotFound(err)) return 0;
-    throw err;
-  }
+  return (await readUnmatchedJobs(services.deps.client, services.deps.taskQueue, services.bounded)).length;
 }
 
 const LIVENESS_CHECKS = ['machines', 'github'] as const;

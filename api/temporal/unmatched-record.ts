@@ -4,7 +4,8 @@
  * the webhook intake and by relays whose pool ended.
  */
 import type { Client } from '@temporalio/client';
-import { jobsUnmatchedSignal, UNMATCHED_JOBS_WORKFLOW, type UnmatchedJob } from '../../workflows/pool-messages';
+import { jobsUnmatchedSignal, UNMATCHED_JOBS_WORKFLOW, unmatchedJobsQuery, unmatchedJobsWorkflowId, type UnmatchedJob } from '../../workflows/pool-messages';
+import { isNotFound } from './errors';
 
 export async function recordUnmatchedJobs(client: Client, record: { workflowId: string; taskQueue: string }, jobs: UnmatchedJob[]): Promise<void> {
   await client.workflow.signalWithStart(UNMATCHED_JOBS_WORKFLOW, {
@@ -14,4 +15,18 @@ export async function recordUnmatchedJobs(client: Client, record: { workflowId: 
     signal: jobsUnmatchedSignal,
     signalArgs: [{ jobs }],
   });
+}
+
+/**
+ * The installation's record of jobs no pool could take, read within `bounded`'s deadline. None
+ * when there is no record: the first such job starts it.
+ */
+export async function readUnmatchedJobs(client: Client, taskQueue: string, bounded: <R>(fn: () => Promise<R>) => Promise<R>): Promise<UnmatchedJob[]> {
+  const handle = client.workflow.getHandle(unmatchedJobsWorkflowId(taskQueue));
+  try {
+    return await bounded(() => handle.query(unmatchedJobsQuery));
+  } catch (err) {
+    if (isNotFound(err)) return [];
+    throw err;
+  }
 }

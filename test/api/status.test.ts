@@ -16,8 +16,8 @@ import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSchedule } from '../../worker/schedules';
 import { MACHINE_CLEANUP_WORKFLOW, cleanupWorkflowId } from '../../workflows/cleanup-messages';
 import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
-import { jobsQueuedSignal, UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
-import { counterfeitPool, nondeterminismFailed, poolSettingsFor } from '../liveness/counterfeit';
+import { UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
+import { counterfeitPool, poolSettingsFor, stuckPool } from '../liveness/counterfeit';
 import { addProvider, useLivenessRig } from '../liveness/helpers';
 import { GitHubDouble } from '../support/github-double';
 import { eventually, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
@@ -163,14 +163,8 @@ describe('the installation status', () => {
   });
 
   it('fails on a pool whose workflow tasks keep failing, naming it', async () => {
-    const provider = addProvider(rig).name;
-    const settings = poolSettingsFor(provider, 'status-stuck');
-    const taskQueue = uniqueName('tq-status-stuck');
-    const pool = await counterfeitPool(rig.client, taskQueue, settings);
-    const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
+    const { provider, settings, taskQueue, done } = await stuckPool(rig, 'status-stuck');
     try {
-      await pool.signal(jobsQueuedSignal, { jobs: [{ jobId: 616161, labels: settings.labels, repository: 'acme/widgets' }] });
-      await eventually(() => nondeterminismFailed(pool), 20_000, 'a task failed on nondeterminism');
       const app = statusApp(taskQueue, provider);
       const pools = await eventually(async () => {
         const check = named(await statusOf(app), 'pools');
@@ -179,8 +173,7 @@ describe('the installation status', () => {
       expect(pools.summary).toBe('1 pool, 0 answering');
       expect(pools.problems).toEqual([expect.stringMatching(new RegExp(`^pool ${settings.name}: its workflow tasks are failing, so it starts no runner`))]);
     } finally {
-      await pool.terminate('test done').catch(() => undefined);
-      await worker.stop();
+      await done();
     }
   });
 

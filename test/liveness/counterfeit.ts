@@ -10,9 +10,10 @@ import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { poolSettingsSchema, type PoolSettings } from '../../domain/pool';
 import { poolMemoOf } from '../../workflows/pool-memo';
-import { poolWorkflowId, RUNNER_POOL_WORKFLOW, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { jobsQueuedSignal, poolWorkflowId, RUNNER_POOL_WORKFLOW, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
-import { eventually, FAST_TIMINGS, temporalAddress, uniqueName } from '../support/temporal';
+import { eventually, FAST_TIMINGS, startTestWorker, temporalAddress, uniqueName } from '../support/temporal';
+import { addProvider, type LivenessRig } from './helpers';
 
 const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
 
@@ -75,3 +76,31 @@ export function counterfeitPool(client: Client, taskQueue: string, settings: Poo
 
 export const nondeterminismFailed = async (handle: WorkflowHandle): Promise<boolean> =>
   (await handle.fetchHistory()).events?.some((e) => e.workflowTaskFailedEventAttributes?.cause === WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR) ?? false;
+
+/** The job each `stuckPool` is sent, which its reset run must still hold. */
+export const STUCK_JOB = 515151;
+
+/**
+ * A pool on a provider of its own whose first task a counterfeit made, a runnerflow worker on its
+ * task queue, and a job that makes the worker take a task and fail it on nondeterminism.
+ */
+export async function stuckPool(rig: LivenessRig, tag: string, options: { buildId?: string; beforeWorker?: (provider: string) => Promise<void> } = {}) {
+  const provider = addProvider(rig).name;
+  const settings = poolSettingsFor(provider, tag);
+  const taskQueue = uniqueName(`tq-${tag}`);
+  await options.beforeWorker?.(provider);
+  const pool = await counterfeitPool(rig.client, taskQueue, settings, options.buildId ? { buildId: options.buildId } : {});
+  const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
+  const done = async () => {
+    await pool.terminate('test done').catch(() => undefined);
+    await worker.stop();
+  };
+  try {
+    await pool.signal(jobsQueuedSignal, { jobs: [{ jobId: STUCK_JOB, labels: settings.labels, repository: 'acme/widgets' }] });
+    await eventually(() => nondeterminismFailed(pool), 20_000, 'a task failed on nondeterminism');
+  } catch (err) {
+    await done();
+    throw err;
+  }
+  return { provider, settings, taskQueue, pool, stuckRun: pool.firstExecutionRunId, done };
+}

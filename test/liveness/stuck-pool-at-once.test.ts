@@ -6,14 +6,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
-import { jobsQueuedSignal, poolStateQuery } from '../../workflows/pool-messages';
+import { poolStateQuery } from '../../workflows/pool-messages';
 import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSchedule } from '../../worker/schedules';
 import { expectError, testApp } from '../api/support';
 import { eventually, instanceInput, startTestWorker, uniqueName } from '../support/temporal';
 import { instanceStartOptions } from '../../workflows/instance-options';
 import { RUNNER_INSTANCE_WORKFLOW, runnerStatusSignal } from '../../workflows/messages';
-import { counterfeitPool, nondeterminismFailed, poolSettingsFor, withCounterfeitFirstTask } from './counterfeit';
+import { nondeterminismFailed, STUCK_JOB, stuckPool, withCounterfeitFirstTask } from './counterfeit';
 import { addProvider, runLiveness, useLivenessRig } from './helpers';
 
 // Far longer than any test: a pool reset here was reset without waiting it out.
@@ -31,8 +31,6 @@ async function ownBuildId(): Promise<string> {
   }
 }
 
-const JOB = 515151;
-
 /** The provider's machine schedule, daily: it does not come round by itself during a test. */
 async function dailyMachinePass(provider: string): Promise<string> {
   const scheduleId = livenessScheduleId(provider, 'machines');
@@ -47,34 +45,9 @@ async function dailyMachinePass(provider: string): Promise<string> {
   return scheduleId;
 }
 
-/**
- * A pool on a provider of its own whose first task a counterfeit made, a runnerflow worker on its
- * task queue, and a job that makes the worker take a task and fail it on nondeterminism.
- */
-async function stuckPool(tag: string, options: { buildId?: string; beforeWorker?: (provider: string) => Promise<void> } = {}) {
-  const provider = addProvider(rig).name;
-  const settings = poolSettingsFor(provider, tag);
-  const taskQueue = uniqueName(`tq-${tag}`);
-  await options.beforeWorker?.(provider);
-  const pool = await counterfeitPool(rig.client, taskQueue, settings, options.buildId ? { buildId: options.buildId } : {});
-  const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
-  const done = async () => {
-    await pool.terminate('test done').catch(() => undefined);
-    await worker.stop();
-  };
-  try {
-    await pool.signal(jobsQueuedSignal, { jobs: [{ jobId: JOB, labels: settings.labels, repository: 'acme/widgets' }] });
-    await eventually(() => nondeterminismFailed(pool), 20_000, 'a task failed on nondeterminism');
-  } catch (err) {
-    await done();
-    throw err;
-  }
-  return { provider, settings, taskQueue, pool, stuckRun: pool.firstExecutionRunId, done };
-}
-
 describe('a pool stuck on a nondeterminism error', () => {
   it('is reset at the first pass when the build that wrote its commands is the only one polling', async () => {
-    const { provider, settings, pool, stuckRun, done } = await stuckPool('own-build', { buildId: await ownBuildId() });
+    const { provider, settings, pool, stuckRun, done } = await stuckPool(rig, 'own-build', { buildId: await ownBuildId() });
     try {
       // Passes until visibility lists the pool; the first that looks at it resets it.
       const report = await eventually(async () => {
@@ -87,14 +60,14 @@ describe('a pool stuck on a nondeterminism error', () => {
         const state = await pool.query(poolStateQuery);
         return state.queuedJobCount === 1 ? state : undefined;
       }, 20_000, 'the reset pool to answer with the job');
-      expect(view.queuedJobs.map((j) => j.jobId)).toEqual([JOB]);
+      expect(view.queuedJobs.map((j) => j.jobId)).toEqual([STUCK_JOB]);
     } finally {
       await done();
     }
   });
 
   it('is left until stuckPoolAfter when other code wrote its history, as a deploy under way would', async () => {
-    const { provider, pool, stuckRun, done } = await stuckPool('other-build');
+    const { provider, pool, stuckRun, done } = await stuckPool(rig, 'other-build');
     try {
       // Visibility lists the pool under its provider: the passes below look at it.
       await eventually(async () => {
@@ -114,7 +87,7 @@ describe('a pool stuck on a nondeterminism error', () => {
 
   it("is reset without waiting for the next pass once the API is asked for it: the provider's pass is called for", async () => {
     let scheduleId = '';
-    const { settings, taskQueue, pool, stuckRun, done } = await stuckPool('api-ask', { buildId: await ownBuildId(), beforeWorker: async (p) => void (scheduleId = await dailyMachinePass(p)) });
+    const { settings, taskQueue, pool, stuckRun, done } = await stuckPool(rig, 'api-ask', { buildId: await ownBuildId(), beforeWorker: async (p) => void (scheduleId = await dailyMachinePass(p)) });
     const api = testApp(rig.client, taskQueue);
     try {
       // The operator looks at the pool: told why it cannot answer, and it is mended behind the answer.
@@ -127,7 +100,7 @@ describe('a pool stuck on a nondeterminism error', () => {
         const answer = await api.call('GET', `/api/v1/pools/${settings.name}`);
         return answer.status === 200 ? ((await answer.json()) as { queuedJobs: { jobId: number }[] }) : undefined;
       }, 45_000, 'the pool reset and answering again');
-      expect(view.queuedJobs.map((j) => j.jobId)).toEqual([JOB]);
+      expect(view.queuedJobs.map((j) => j.jobId)).toEqual([STUCK_JOB]);
       expect((await pool.describe()).runId).not.toBe(stuckRun);
       const schedule = await rig.client.schedule.getHandle(scheduleId).describe();
       expect(schedule.info.numActionsTaken).toBeGreaterThanOrEqual(1);
