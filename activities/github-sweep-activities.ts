@@ -20,11 +20,12 @@ import { Client, QueryNotRegisteredError, WorkflowNotFoundError } from '@tempora
 import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
-import { runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
+import { QUEUED_RUNS_PER_SWEEP, runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
 import type { PoolSettings } from '../domain/pool';
 import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
-import { jobProgressSignal, knownJobsQuery, poolStateQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
+import { jobProgressSignal, knownJobsQuery, poolStateQuery, recentRepositoriesQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
+import type { RecentRepository } from '../workflows/recent-repositories';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 import { reportErrorText } from './failures';
 import { activityTaskQueue } from './task-queue';
@@ -57,6 +58,12 @@ export interface GitHubSweepArgs {
   lostJobAgeMs?: number;
   /** The last sweep's `lostJobRotation`, so that this one goes on round the queued runs where it stopped. */
   lostJobRotation?: Record<string, LostJobRotation>;
+  /**
+   * For organisation pools, the repositories looked into per sweep and organisation, those most
+   * lately queued from first (`sweep.lostJobRepositories`); absent or 0: organisation pools are
+   * not looked at.
+   */
+  lostJobRepositories?: number;
   /** The last sweep's `untrackedSince`: when each registration with no workflow was first found. */
   untrackedSince?: Record<string, number>;
 }
@@ -88,7 +95,7 @@ export interface GitHubSweepDeps {
 interface ScopeGroup {
   credentials: string;
   scope: GitHubScope;
-  pools: { name: string; matches: (runner: GitHubRunner) => boolean }[];
+  pools: { name: string; workflowId?: string; matches: (runner: GitHubRunner) => boolean }[];
 }
 
 /** A pool of the swept provider as its state query answered. */
@@ -157,7 +164,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       swept.push({ workflowId: entry.workflowId, view });
       const key = `${settings.github.credentials}|${scopeKey(settings.github.scope)}`;
       const group = groups.get(key) ?? { credentials: settings.github.credentials, scope: settings.github.scope, pools: [] };
-      group.pools.push({ name: settings.name, matches: registrationMatcher(settings, deps.controllerId) });
+      group.pools.push({ name: settings.name, workflowId: entry.workflowId, matches: registrationMatcher(settings, deps.controllerId) });
       groups.set(key, group);
     }
     return { groups: [...groups.values()], poolNames, swept };
@@ -286,37 +293,57 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
   }
 
   /**
-   * A job whose `queued` webhook was lost has no runner coming. Only repository scopes can be
-   * looked at (GitHub lists queued runs per repository). A job is only handed to routing once
-   * it has waited `lostJobAgeMs` and no pool knows it, so a pool that is merely full is not
-   * given a second runner for the same job by another pool.
+   * A job whose `queued` webhook was lost has no runner coming. GitHub lists queued runs only per
+   * repository: a repository pool's own, and for an organisation pool the repositories its pools
+   * have lately had jobs queued from (`recentRepositories`), at most `lostJobRepositories` of
+   * them, most lately first. An organisation's repositories share one repository's bound on runs
+   * opened, so looking at one costs at most that many calls more than its listings. A job is only
+   * handed to routing once it has waited `lostJobAgeMs` and no pool knows it, so a pool that is
+   * merely full is not given a second runner for the same job by another pool.
    */
-  async function requeueLostJobs(groups: ScopeGroup[], lostJobAgeMs: number, rotations: Record<string, LostJobRotation>, report: GitHubSweepReport): Promise<void> {
+  async function requeueLostJobs(groups: ScopeGroup[], args: { lostJobAgeMs: number; lostJobRepositories: number }, rotations: Record<string, LostJobRotation>, report: GitHubSweepReport): Promise<void> {
     const sink = deps.jobs;
     if (!sink) return;
     const stale: QueuedJob[] = [];
     // Only repositories still swept are carried on: a removed pool's entry goes with it. One whose
     // listing failed keeps where it stood.
     report.lostJobRotation = {};
-    for (const group of groups) {
-      const scope = group.scope;
-      if (scope.kind !== 'repo') continue;
+    const lookedInto = new Set<string>();
+    async function lookInto(credentials: string, scope: RepoScope, maxRuns: number): Promise<number> {
+      const key = scopeKey(scope);
+      lookedInto.add(key.toLowerCase());
       try {
-        const gh = deps.github.get(group.credentials);
-        const key = scopeKey(scope);
+        const gh = deps.github.get(credentials);
         const before = rotations[key];
-        if (before) report.lostJobRotation[key] = before;
+        if (before) report.lostJobRotation![key] = before;
         const runs = await gh.listQueuedRuns(scope);
-        const { picked, rotation } = runsToLookInto(runs, before, now(), lostJobAgeMs);
+        const { picked, rotation } = runsToLookInto(runs, before, now(), args.lostJobAgeMs, maxRuns);
         for (const run of picked) {
           for (const job of await gh.listQueuedJobsOfRun(scope, run.id)) {
-            if (now() - Date.parse(job.createdAt) < lostJobAgeMs) continue;
+            if (now() - Date.parse(job.createdAt) < args.lostJobAgeMs) continue;
             stale.push({ jobId: job.id, runId: job.runId, labels: job.labels, repository: job.repository, queuedAt: job.createdAt });
           }
         }
-        report.lostJobRotation[key] = rotation;
+        report.lostJobRotation![key] = rotation;
+        return picked.length;
       } catch (err) {
-        report.failed.push({ target: `queued jobs of ${scopeKey(group.scope)}`, error: reportErrorText(err) });
+        report.failed.push({ target: `queued jobs of ${key}`, error: reportErrorText(err) });
+        return 0;
+      }
+    }
+    for (const group of groups) if (group.scope.kind === 'repo') await lookInto(group.credentials, group.scope, QUEUED_RUNS_PER_SWEEP);
+    if (args.lostJobRepositories > 0) {
+      for (const group of groups) {
+        if (group.scope.kind !== 'org') continue;
+        const org = group.scope.org;
+        // Repository pools of the same repositories were looked into above.
+        const repositories = (await recentRepositoriesOf(group, report)).map(repoScopeOf).filter((scope): scope is RepoScope => scope !== undefined && scope.owner.toLowerCase() === org.toLowerCase() && !lookedInto.has(scopeKey(scope).toLowerCase()));
+        const picked = repositories.slice(0, args.lostJobRepositories);
+        let runsLeft = QUEUED_RUNS_PER_SWEEP;
+        for (const [i, scope] of picked.entries()) {
+          // An equal share of what is left, so one repository's backlog cannot take every sweep's bound.
+          runsLeft -= await lookInto(group.credentials, scope, Math.max(1, Math.floor(runsLeft / (picked.length - i))));
+        }
       }
     }
     if (stale.length === 0) return;
@@ -331,6 +358,28 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         report.failed.push({ target: `job ${job.jobId}`, error: reportErrorText(err) });
       }
     }
+  }
+
+  /** The repositories the group's pools have lately had jobs queued from, most lately first, each once. */
+  async function recentRepositoriesOf(group: ScopeGroup, report: GitHubSweepReport): Promise<string[]> {
+    const latest = new Map<string, RecentRepository>();
+    await Promise.all(
+      group.pools.map(async (pool) => {
+        if (!pool.workflowId) return;
+        const handle = client.workflow.getHandle(pool.workflowId);
+        try {
+          const repositories = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(recentRepositoriesQuery));
+          for (const entry of repositories) {
+            const key = entry[0].toLowerCase();
+            if ((latest.get(key)?.[1] ?? -1) < entry[1]) latest.set(key, entry);
+          }
+        } catch (err) {
+          // A pool run by an older worker has no such query: it is known from its next run on.
+          if (!(err instanceof QueryNotRegisteredError)) report.failed.push({ target: `recent repositories of pool ${pool.name}`, error: reportErrorText(err) });
+        }
+      }),
+    );
+    return [...latest.values()].sort((a, b) => b[1] - a[1]).map(([repository]) => repository);
   }
 
   /**
@@ -410,7 +459,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         }
       }
       if (args.lostJobAgeMs !== undefined) {
-        await requeueLostJobs(groups, args.lostJobAgeMs, args.lostJobRotation ?? {}, report);
+        await requeueLostJobs(groups, { lostJobAgeMs: args.lostJobAgeMs, lostJobRepositories: args.lostJobRepositories ?? 0 }, args.lostJobRotation ?? {}, report);
         await dequeueSettledJobs(swept, args.lostJobAgeMs, report);
       }
       return report;
@@ -421,8 +470,14 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
 export type GitHubSweepActivities = ReturnType<typeof createGitHubSweepActivities>;
 
 /** The repository a queued job belongs to, as a scope to look it up in; an organisation pool's jobs name theirs. */
-function repositoryScope(repository: string | undefined, poolScope: GitHubScope): Extract<GitHubScope, { kind: 'repo' }> | undefined {
+function repositoryScope(repository: string | undefined, poolScope: GitHubScope): RepoScope | undefined {
+  return repoScopeOf(repository) ?? (poolScope.kind === 'repo' ? poolScope : undefined);
+}
+
+type RepoScope = Extract<GitHubScope, { kind: 'repo' }>;
+
+/** `owner/name` as a repository scope; anything else is none. */
+function repoScopeOf(repository: string | undefined): RepoScope | undefined {
   const [owner, repo, ...rest] = (repository ?? '').split('/');
-  if (owner && repo && rest.length === 0) return { kind: 'repo', owner, repo };
-  return poolScope.kind === 'repo' ? poolScope : undefined;
+  return owner && repo && rest.length === 0 ? { kind: 'repo', owner, repo } : undefined;
 }

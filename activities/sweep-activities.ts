@@ -33,6 +33,8 @@ export interface SweepArgs {
   githubRunners?: boolean;
   /** With githubRunners: route again jobs queued at GitHub this long that no pool knows (lost `queued` webhooks). */
   lostJobAgeMs?: number;
+  /** With lostJobAgeMs: for organisation pools, the repositories lately queued from looked into per sweep and organisation. */
+  lostJobRepositories?: number;
   /** The schedule's interval: how far back closed runners' pools are listed depends on it (5 min when absent). */
   intervalMs?: number;
 }

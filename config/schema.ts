@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { durationMs } from '../domain/duration';
 import { newPoolSettingsSchema } from '../domain/pool';
 import { timingsOverrideSchema } from '../domain/timings';
+import { RECENT_REPOSITORIES_KEPT } from '../workflows/recent-repositories';
 
 export const secretRefSchema = z.union([z.object({ env: z.string().min(1) }).strict(), z.object({ file: z.string().min(1) }).strict()], {
   // A config file is read by more people and tools than the secrets it needs: the value itself never goes in it.
@@ -234,12 +235,17 @@ export const configSchema = z
          * pool with an idle runner has held this long are looked up at GitHub; 0 disables both looks.
          */
         lostJobAge: durationMs.default(2 * 60_000),
+        /**
+         * Organisation pools: the repositories their pools have lately had jobs queued from that each sweep
+         * looks into for such jobs, most lately first (GitHub lists queued jobs only per repository); 0: none.
+         */
+        lostJobRepositories: z.number().int().min(0).max(RECENT_REPOSITORIES_KEPT).default(20),
       })
       .strict()
       .superRefine((s, ctx) => {
         if (s.interval < 1_000) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'must be at least 1s (the schedule granularity); enabled: false turns the sweep off' });
       })
-      .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true, githubRunners: true, lostJobAge: 2 * 60_000 }),
+      .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true, githubRunners: true, lostJobAge: 2 * 60_000, lostJobRepositories: 20 }),
     /**
      * Liveness reconciliation (docs/self-healing.md): per provider, a machine pass every
      * `interval` and a GitHub pass every `githubInterval`, each started up to `jitter` late.

@@ -18,7 +18,9 @@ export const QUEUED_RUNS_PER_SWEEP = 25;
 /**
  * Of that bound, the share kept for runs opened before, when there are any: a job can be queued
  * in a run long after the run itself (a job waiting on others), so old runs are opened again,
- * even while new runs keep coming.
+ * even while new runs keep coming. Never more than half the bound: an organisation's
+ * repositories share one bound, and a repository given only a few runs must still open its new
+ * ones.
  */
 const REVISITS_PER_SWEEP = 5;
 
@@ -49,7 +51,7 @@ export function runsToLookInto<R extends QueuedGitHubRun>(
   const old = runs.filter((run) => now - Date.parse(run.createdAt) >= lostJobAgeMs).sort((a, b) => a.id - b.id);
   const opened = old.filter((run) => run.id <= newest);
   const fresh = old.filter((run) => run.id > newest);
-  const revisits = Math.min(opened.length, REVISITS_PER_SWEEP, max);
+  const revisits = Math.min(opened.length, REVISITS_PER_SWEEP, Math.floor(max / 2));
   const firstTime = fresh.slice(0, max - revisits);
   const again = [...opened.filter((run) => run.id > cursor), ...opened.filter((run) => run.id <= cursor)].slice(0, max - firstTime.length);
   return {

@@ -10,6 +10,7 @@ import type { PoolSettings } from '../domain/pool';
 import { desiredRunnerCount } from '../domain/scale-set';
 import type { ScaleSetDemandArgs } from './scale-set-messages';
 import type { InstanceTimings } from '../domain/timings';
+import { RecentRepositories } from './recent-repositories';
 import type { JobProgressArgs, PoolCarriedState, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
 import { QueuedJobs } from './queued-jobs';
 
@@ -63,6 +64,8 @@ export class PoolBook {
   private readonly handledSet: Set<string>;
   /** What the scale-set listener last reported (scale-set pools only). */
   private scaleSet?: PoolCarriedState['scaleSet'];
+  /** Where the sweep looks for this pool's jobs whose queued webhook was lost, when it is an organisation's. */
+  readonly repositories: RecentRepositories;
   private readonly gone: string[] = [];
   private readonly goneSet = new Set<string>();
 
@@ -100,6 +103,7 @@ export class PoolBook {
     this.handled = [...(carried?.handledJobEvents ?? [])];
     for (const name of carried?.goneRunners ?? []) this.markGone(name);
     if (carried?.scaleSet) this.scaleSet = { ...carried.scaleSet };
+    this.repositories = new RecentRepositories(carried?.recentRepositories);
     this.handledSet = new Set(this.handled);
   }
 
@@ -113,6 +117,8 @@ export class PoolBook {
 
   /** Returns false for a redelivery or for a job already seen further along. */
   jobQueued(job: QueuedJob, now: number): boolean {
+    // A redelivery or a job not kept still says the repository queues jobs for this pool.
+    this.repositories.record(job.repository, now);
     if (this.handledSet.has(`${job.jobId}:in_progress`) || this.handledSet.has(`${job.jobId}:completed`)) return false;
     if (this.handledSet.has(`${job.jobId}:queued`)) return false;
     // A job not kept is not remembered either: told again once there is room (the sweep does), it is taken.
@@ -570,6 +576,7 @@ export class PoolBook {
       consecutiveBootstrapFailures: this.consecutiveBootstrapFailures,
       backoffUntil: this.backoffUntil,
       ...(this.scaleSet ? { scaleSet: this.scaleSet } : {}),
+      recentRepositories: this.repositories.carry(),
     };
   }
 }

@@ -6,6 +6,7 @@ import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import type { GitHubScopeSettings, PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 import type { PackedQueue } from './queued-jobs';
+import type { RecentRepository } from './recent-repositories';
 
 export const RUNNER_POOL_WORKFLOW = 'runnerPool';
 export const poolWorkflowId = (name: string): string => `pool/${name}`;
@@ -81,6 +82,8 @@ export interface PoolCarriedState {
   scaleSet?: { id: number; name: string; totalAssignedJobs: number; seq: number; listener?: string };
   /** Epoch ms of the next look for runners whose workflow ended unreported, so continuing as new does not put it off. */
   auditDueAt?: number;
+  /** Repositories lately queued from, least lately first (workflows/recent-repositories.ts). */
+  recentRepositories?: RecentRepository[];
 }
 
 export interface PoolView {
@@ -140,6 +143,8 @@ export interface KnownJobsArgs {
 }
 /** Which of the given jobs the pool counts as queued or has a runner on (its view lists only the oldest queued). */
 export const knownJobsQuery = defineQuery<number[], [KnownJobsArgs]>('knownJobs');
+/** The repositories the pool has lately had jobs queued from, most lately first: `[owner/name, epoch ms]`. */
+export const recentRepositoriesQuery = defineQuery<RecentRepository[]>('recentRepositories');
 /** Names of the runners the pool counts whose workflows are known to exist: started, or heard from. */
 export const startedRunnersQuery = defineQuery<string[]>('startedRunners');
 /** Names of the runners the pool counts, known to exist, that it has not heard come online or leave: starting, as far as it knows. */
@@ -159,6 +164,7 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   runnersChanged: 'Runner instances of this pool changed status (sent by the instance workflows, batched). Input: {"reports": [...]}',
   poolState: 'Settings, runners with their statuses, the oldest queued jobs with their count, and the current target size.',
   knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
+  recentRepositories: 'The repositories the pool has lately had jobs queued from (at most 100), most lately first, each as [owner/name, epoch ms]: where the sweep looks for jobs of an organisation pool whose queued webhook was lost.',
   startedRunners: 'Names of the runners the pool counts whose workflows are known to exist (started, or heard from).',
   unheardRunners: 'Names of the runners the pool counts as starting: known to exist, not yet heard come online or leave.',
   countedRunners: 'Names of every runner the pool counts, started or still starting.',

@@ -32,6 +32,7 @@ export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
     provider: input.provider,
     gracePeriodMs: input.gracePeriodMs,
     ...(input.lostJobAgeMs !== undefined ? { lostJobAgeMs: input.lostJobAgeMs } : {}),
+    ...(input.lostJobRepositories !== undefined ? { lostJobRepositories: input.lostJobRepositories } : {}),
     ...(lostJobRotation ? { lostJobRotation } : {}),
     ...(untrackedSince ? { untrackedSince } : {}),
   });

@@ -38,6 +38,7 @@ import {
   jobsQueuedSignal,
   knownJobsQuery,
   POOL_MESSAGE_DESCRIPTIONS,
+  recentRepositoriesQuery,
   poolStateQuery,
   RUNNER_POOL_WORKFLOW,
   startedRunnersQuery,
@@ -209,6 +210,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   setHandler(countedRunnersQuery, () => book.countedRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.countedRunners });
   setHandler(registeredRunnersQuery, () => book.registeredRunners(), { description: POOL_MESSAGE_DESCRIPTIONS.registeredRunners });
   setHandler(knownJobsQuery, ({ jobIds }) => book.knownJobs(Array.isArray(jobIds) ? jobIds : []), { description: POOL_MESSAGE_DESCRIPTIONS.knownJobs });
+  setHandler(recentRepositoriesQuery, () => book.repositories.newestFirst(), { description: POOL_MESSAGE_DESCRIPTIONS.recentRepositories });
   setHandler(updatePoolSignal, (args) => {
     // A signal sent by hand is held to what the API holds new settings to: extra specs, labels or
     // an image past their caps would make every batch of runner starts too large for the server,

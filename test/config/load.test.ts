@@ -148,6 +148,14 @@ describe('start-up settings checked at load', () => {
     expect(parseConfig({ sweep: { interval: '1s' } }).sweep.interval).toBe(1_000);
   });
 
+  it('takes the organisation repositories a sweep looks into for lost jobs, 20 unless told, and refuses what is no count of them', () => {
+    expect(parseConfig({}).sweep.lostJobRepositories).toBe(20);
+    expect(parseConfig({ sweep: { lostJobRepositories: 0 } }).sweep.lostJobRepositories).toBe(0);
+    expect(() => parseConfig({ sweep: { lostJobRepositories: -1 } })).toThrow('sweep.lostJobRepositories');
+    expect(() => parseConfig({ sweep: { lostJobRepositories: 2.5 } })).toThrow('sweep.lostJobRepositories');
+    expect(() => parseConfig({ sweep: { lostJobRepositories: 101 } })).toThrow('sweep.lostJobRepositories');
+  });
+
   it('says how to give a secret that was written inline', () => {
     const credentials = [{ auth: { type: 'pat', token: 'ghp_x' } }];
     expect(() => parseConfig({ github: { credentials } })).toThrow(

@@ -17,7 +17,7 @@ import { instanceStartOptions } from '../../workflows/instance-options';
 import { PROVIDER_SWEEP_WORKFLOW, providerSweep } from '../../workflows/provider-sweep';
 import type { SweepArgs, SweepReport } from '../../activities/sweep-activities';
 import { runnerInstance } from '../../workflows/runner-instance';
-import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
+import { poolStateQuery, poolWorkflowId, recentRepositoriesQuery } from '../../workflows/pool-messages';
 import { sweepScheduleId } from '../../worker/sweep-schedule';
 import { waitForStatus } from '../instance/helpers';
 import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/temporal';
@@ -28,11 +28,11 @@ const stack = useE2EStack({ jobDurationMs: 300 }, { simulatedProvider: PROVIDER 
 
 const hex10 = (): string => Array.from({ length: 10 }, () => Math.floor(Math.random() * 16).toString(16)).join('');
 
-async function sweep(gracePeriodMs: number, lostJobAgeMs?: number) {
+async function sweep(gracePeriodMs: number, lostJobAgeMs?: number, lostJobRepositories?: number) {
   return stack.client.workflow.execute(providerSweep, {
     taskQueue: stack.loaded.config.temporal.taskQueue,
     workflowId: uniqueName(`sweep/${PROVIDER}`),
-    args: [{ provider: PROVIDER, gracePeriodMs, githubRunners: true, ...(lostJobAgeMs !== undefined ? { lostJobAgeMs } : {}) }],
+    args: [{ provider: PROVIDER, gracePeriodMs, githubRunners: true, ...(lostJobAgeMs !== undefined ? { lostJobAgeMs } : {}), ...(lostJobRepositories !== undefined ? { lostJobRepositories } : {}) }],
   });
 }
 
@@ -306,6 +306,53 @@ describe('jobs whose queued webhook was lost', () => {
     } finally {
       await sweeps.delete();
     }
+  });
+});
+
+describe('jobs of an organisation pool whose queued webhook was lost', () => {
+  it('are found in the repositories its pools lately had jobs from, the most lately first, a bounded number a sweep', async () => {
+    const org = uniqueName('lost-org').toLowerCase().slice(0, 30);
+    const pool = e2ePool(org, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 1, github: { credentials: 'default', scope: { kind: 'org', org } } });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const [quiet, busy, unheard] = ['quiet', 'busy', 'unheard'].map((name) => `${org}/${name}`) as [string, string, string];
+    // A job from each of two repositories reaches the pool as usual: it learns where its jobs come from.
+    for (const repository of [quiet, busy]) {
+      const job = stack.sim.queueJob({ repository, labels: pool.labels });
+      await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, `the job of ${repository} to run`);
+    }
+    const recent = await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).query(recentRepositoriesQuery);
+    expect(recent.map(([repository]) => repository)).toEqual([busy, quiet]);
+
+    // No runner while the sweeps look: one would take any of the org's queued jobs, found or not.
+    expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 0 })).status).toBe(202);
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: 3 });
+    const lost: Record<string, number> = Object.fromEntries([quiet, busy, unheard].map((repository) => [repository, stack.sim.queueJob({ repository, labels: pool.labels }).id]));
+    await stack.sim.webhooksIdle();
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(stack.sim.jobs().filter((j) => Object.values(lost).includes(j.id)).map((j) => j.status)).toEqual(['queued', 'queued', 'queued']);
+    const directory = new PoolDirectory(stack.client, 0);
+    await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
+
+    const ofOrg = (report: SweepReport) => (report.github?.requeued ?? []).filter((j) => j.repository.startsWith(`${org}/`)).map((j) => j.repository);
+    const looked = (report: SweepReport) => Object.keys(report.github?.lostJobRotation ?? {}).filter((key) => key.startsWith(`repo:${org}/`));
+    // Organisation pools looked at only when the sweep is given repositories to look into.
+    const none = await sweep(3_600_000, 0);
+    expect(ofOrg(none)).toEqual([]);
+    expect(looked(none)).toEqual([]);
+    // One repository a sweep: the one most lately queued from.
+    const one = await sweep(3_600_000, 0, 1);
+    expect(ofOrg(one)).toEqual([busy]);
+    expect(looked(one)).toEqual([`repo:${busy}`]);
+    // More: every repository the pool has heard from, and never one it has not.
+    const all = await sweep(3_600_000, 0, 20);
+    expect(ofOrg(all), JSON.stringify(all.github)).toEqual([quiet]);
+    expect(looked(all).sort()).toEqual([`repo:${busy}`, `repo:${quiet}`].sort());
+    expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 1 })).status).toBe(202);
+    for (const repository of [busy, quiet]) {
+      await eventually(() => stack.sim.jobs().find((j) => j.id === lost[repository] && j.status === 'completed'), 30_000, `the lost job of ${repository} to run`);
+    }
+    // Not covered: a repository whose first job was the lost one.
+    expect(stack.sim.jobs().find((j) => j.id === lost[unheard])?.status).toBe('queued');
   });
 });
 

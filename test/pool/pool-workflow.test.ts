@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { controllerLabel } from '../../github/port';
 import { forceDeleteSignal, jobCompletedSignal, jobStartedSignal, runnerWorkflowId, stateQuery } from '../../workflows/messages';
-import { deletePoolSignal, jobProgressSignal, jobQueuedSignal, poolStateQuery, updatePoolSignal } from '../../workflows/pool-messages';
+import { deletePoolSignal, jobProgressSignal, jobQueuedSignal, poolStateQuery, recentRepositoriesQuery, updatePoolSignal } from '../../workflows/pool-messages';
 import { eventually, FAST_TIMINGS, useTestWorker } from '../support/temporal';
 import { autoRegister, idleRunners, poolSettings, startPool } from './helpers';
 
@@ -103,7 +103,7 @@ describe('runnerPool', () => {
     const agents = autoRegister(env.client, pool);
     try {
       const firstRunId = (await pool.describe()).runId;
-      await pool.signal(jobQueuedSignal, { jobId: 100, labels: ['linux'] });
+      await pool.signal(jobQueuedSignal, { jobId: 100, labels: ['linux'], repository: 'acme/carried' });
       await pool.signal(jobProgressSignal, { jobId: 100, action: 'in_progress' });
       // Job events grow the history until it passes the limit; how many that takes depends on how the server batches them.
       let jobId = 1000;
@@ -123,6 +123,8 @@ describe('runnerPool', () => {
       expect(after.queuedJobs).toEqual([]);
       expect(after.runners.map((r) => r.name).sort()).toEqual(view.runners.map((r) => r.name).sort());
       expect(env.w.fake.instances().filter((m) => m.poolId === settings.name)).toHaveLength(view.runners.length);
+      // Where its jobs came from, for the sweep's look for lost ones.
+      expect((await pool.query(recentRepositoriesQuery)).map(([repository]) => repository)).toEqual(['acme/carried']);
     } finally {
       agents.stop();
       await pool.signal(deletePoolSignal, {});

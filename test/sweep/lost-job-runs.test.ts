@@ -90,4 +90,14 @@ describe('runsToLookInto', () => {
       expect(rotation.newest).toBe(1_003);
     }
   });
+
+  it('opens new runs even under a bound of a few, as an organisation repository\'s share is', () => {
+    const opened = backlogOf(20);
+    const rotation: LostJobRotation = { newest: 1_019, cursor: 1_010 };
+    const withNew = [...opened, run(2_000, 3_600_000), run(2_001, 3_600_000)];
+    expect(runsToLookInto(withNew, rotation, NOW, AGE, 1).picked.map((r) => r.id)).toEqual([2_000]);
+    expect(runsToLookInto(withNew, rotation, NOW, AGE, 3).picked.map((r) => r.id)).toEqual([2_000, 2_001, 1_011]);
+    // With nothing new, the bound goes round the old ones.
+    expect(runsToLookInto(opened, rotation, NOW, AGE, 3).picked.map((r) => r.id)).toEqual([1_011, 1_012, 1_013]);
+  });
 });
