@@ -19,12 +19,13 @@
 import { Client, QueryNotRegisteredError, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
+import { poolsKnowingJobs } from '../api/temporal/known-jobs';
 import { andQuery, quote } from '../api/temporal/visibility';
 import { QUEUED_RUNS_PER_SWEEP, runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
 import type { PoolSettings } from '../domain/pool';
 import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
-import { jobProgressSignal, knownJobsQuery, poolStateQuery, recentRepositoriesQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
+import { jobProgressSignal, poolStateQuery, recentRepositoriesQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
 import type { RecentRepository } from '../workflows/recent-repositories';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 import { reportErrorText } from './failures';
@@ -116,7 +117,6 @@ const emptyReport = (): GitHubSweepReport => ({ scopes: 0, ours: 0, owned: 0, re
 const untrackedKey = (scope: string, name: string): string => `${scope} ${name.toLowerCase()}`;
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NAMES_PER_QUERY = 100;
-const QUERIES_AT_ONCE = 16;
 
 /**
  * The pool workflow names its runners `<prefix or pool name, first 50 characters>-<10 hex>`
@@ -265,31 +265,8 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
 
   /** Which of `jobIds` some running pool still counts as queued (or has seen start): they need no second routing. */
   async function jobsPoolsKnow(jobIds: number[]): Promise<Set<number>> {
-    const known = new Set<number>();
     const entries = (await pools.fetch()).filter((entry) => entry.memo);
-    // Side by side, each bounded: one pool whose worker is gone must not hold up the rest.
-    for (let i = 0; i < entries.length; i += QUERIES_AT_ONCE) {
-      await Promise.all(
-        entries.slice(i, i + QUERIES_AT_ONCE).map(async (entry) => {
-          try {
-            // A pool's view lists only its oldest queued jobs: it is asked about these ones.
-            const handle = client.workflow.getHandle(entry.workflowId);
-            const ids = await client
-              .withDeadline(Date.now() + queryTimeoutMs, () => handle.query(knownJobsQuery, { jobIds }))
-              .catch(async (err: unknown) => {
-                // A pool run by an older worker has no such query; its view lists every queued job.
-                if (!(err instanceof QueryNotRegisteredError)) throw err;
-                const view = await poolState(entry.workflowId);
-                return [...view.queuedJobs.map((j) => j.jobId), ...view.runners.flatMap((r) => (r.jobId !== undefined ? [r.jobId] : []))];
-              });
-            for (const id of ids) known.add(id);
-          } catch {
-            // A pool that does not answer cannot claim the job; routing asks the pools again anyway.
-          }
-        }),
-      );
-    }
-    return known;
+    return new Set((await poolsKnowingJobs(client, entries, jobIds, queryTimeoutMs)).keys());
   }
 
   /**

@@ -1,5 +1,5 @@
 import { printJson, type Command } from '../command';
-import { formatTable } from '../table';
+import { formatFields, formatTable } from '../table';
 
 interface UnmatchedJob {
   jobId: number;
@@ -9,7 +9,41 @@ interface UnmatchedJob {
   recordedAt?: string;
 }
 
+type JobWhereabouts =
+  | { jobId: number; state: 'running'; pool: string; runner: { name: string; status: string; runnerStatus: string } }
+  | { jobId: number; state: 'queued'; pool: string; labels?: string[]; repository?: string; queuedAt?: string; ahead?: number; waitingFor: string[] }
+  | { jobId: number; state: 'unmatched'; labels: string[]; repository?: string; reason: string; recordedAt?: string };
+
 export const jobCommands: Record<string, Command> = {
+  show: {
+    usage: 'show JOB_ID',
+    summary: 'Where a GitHub job is: on a runner, queued in a pool with what it waits for, or unmatched with why',
+    options: {},
+    arity: 1,
+    async run(ctx) {
+      const job = await ctx.api.get<JobWhereabouts>(`/api/v1/jobs/${encodeURIComponent(ctx.positionals[0]!)}`);
+      if (ctx.json) return printJson(ctx, job);
+      if (job.state === 'running') {
+        return ctx.out(formatFields([['Job', job.jobId], ['State', 'running'], ['Pool', job.pool], ['Runner', job.runner.name], ['Runner status', `${job.runner.status} / ${job.runner.runnerStatus}`]]));
+      }
+      if (job.state === 'unmatched') {
+        return ctx.out(formatFields([['Job', job.jobId], ['State', 'unmatched: no pool took it'], ['Repository', job.repository], ['Labels', job.labels], ['Reason', job.reason], ['Recorded', job.recordedAt]]));
+      }
+      ctx.out(
+        formatFields([
+          ['Job', job.jobId],
+          ['State', 'queued'],
+          ['Pool', job.pool],
+          ['Repository', job.repository],
+          ['Labels', job.labels],
+          ['Queued at', job.queuedAt],
+          ['Ahead of it', job.ahead === undefined ? undefined : `${job.ahead} job${job.ahead === 1 ? '' : 's'} queued earlier in the pool`],
+        ]),
+      );
+      ctx.out('Waiting for:');
+      for (const reason of job.waitingFor) ctx.out(`  - ${reason}`);
+    },
+  },
   unmatched: {
     usage: 'unmatched',
     summary: 'Queued jobs no pool could take, with the reason (newest last)',
