@@ -44,6 +44,17 @@ async function main(): Promise<void> {
       await page.getByRole('group', { name: 'Sweep of provider simulated' }).getByRole('row').nth(1).waitFor();
       await shoot(page, 'overview');
 
+      // A job no pool took (its pool is disabled), looked up by its id.
+      const finder = page.getByRole('region', { name: 'Where is a job?' });
+      const train = scene.stack.sim.jobs().find((j) => j.repository === 'acme/models');
+      if (train) {
+        await finder.getByLabel('GitHub job id').fill(String(train.id));
+        await finder.getByRole('button', { name: 'Find' }).click();
+        await finder.getByText(`No pool took job ${train.id}`).waitFor();
+        await finder.screenshot({ path: join(DOCS, 'dashboard-find-job.png') });
+        log(`wrote ${join(DOCS, 'dashboard-find-job.png')}`);
+      }
+
       const status = page.getByRole('region', { name: 'Status' });
       await status.getByRole('definition').first().waitFor();
       await status.screenshot({ path: join(DOCS, 'dashboard-status.png') });

@@ -7,7 +7,7 @@ import { ApiError, api, enc, session } from './api.js';
 import { confirmAction } from './confirm.js';
 import { h, mount, tickAges } from './dom.js';
 import { setTemporalTarget, workflowsUrl } from './temporal-links.js';
-import { leakedView, livenessView, poolDetailView, poolsView, redeliveriesView, statusView, sweepsView, unmatchedView } from './views.js';
+import { jobFoundView, leakedView, livenessView, poolDetailView, poolsView, redeliveriesView, statusView, sweepsView, unmatchedView } from './views.js';
 
 /** How often the page asks again; the views are live within about this long. */
 const POLL_MS = 1500;
@@ -336,6 +336,21 @@ $('login-form').addEventListener('submit', (event) => {
       start();
     },
     (/** @type {unknown} */ err) => showLogin(err instanceof Error ? err.message : String(err)),
+  );
+});
+
+$('find-job-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const id = /** @type {HTMLInputElement} */ ($('job-id')).value.trim();
+  const found = $('job-found');
+  mount(found, h('p', { class: 'muted' }, `Looking for job ${id}…`));
+  api('GET', `/api/v1/jobs/${enc(id)}`).then(
+    (job) => mount(found, ...jobFoundView(job, selectPool)),
+    (/** @type {unknown} */ err) => {
+      if (err instanceof ApiError && err.unauthorized) return showLogin(err.message);
+      // The API's own words: what was wrong with the id, or what may have become of the job.
+      mount(found, h('p', { class: 'error', role: 'alert' }, err instanceof Error ? err.message : String(err)));
+    },
   );
 });
 

@@ -225,6 +225,35 @@ export function leakedView(runners) {
   );
 }
 
+/**
+ * Where a job is (`GET /api/v1/jobs/:id`): on a runner, queued with what it waits for, or unmatched with why.
+ * @param {any} job
+ * @param {(pool: string) => void} showPool
+ */
+export function jobFoundView(job, showPool) {
+  const poolLink = (/** @type {string} */ name) => h('button', { type: 'button', class: 'link', 'aria-label': `Show runners of pool ${name}`, onclick: () => showPool(name) }, name);
+  const facts = (/** @type {[string, Node | string | undefined][]} */ rows) =>
+    h('dl', { class: 'generic' }, ...rows.filter(([, v]) => v !== undefined && v !== '').flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, /** @type {Node | string} */ (v))]));
+  if (job.state === 'running') {
+    return [
+      h('p', {}, h('span', { class: 'badge phase-busy' }, 'running'), ` Job ${job.jobId} runs on `, h('code', {}, job.runner.name), ' of pool ', poolLink(job.pool), '.'),
+      facts([['Runner status', `${job.runner.status} / ${job.runner.runnerStatus}`]]),
+    ];
+  }
+  if (job.state === 'unmatched') {
+    return [
+      h('p', {}, h('span', { class: 'badge check-warning' }, 'unmatched'), ` No pool took job ${job.jobId}: ${job.reason}.`),
+      facts([['Repository', job.repository], ['Labels', job.labels.join(', ')], ['Recorded', clock(job.recordedAt)]]),
+    ];
+  }
+  return [
+    h('p', {}, h('span', { class: 'badge phase-starting' }, 'queued'), ` Job ${job.jobId} waits in pool `, poolLink(job.pool), job.ahead !== undefined ? `, behind ${job.ahead} job${job.ahead === 1 ? '' : 's'} queued earlier.` : '.'),
+    facts([['Repository', job.repository], ['Labels', job.labels?.join(', ')], ['Queued', job.queuedAt ? clock(job.queuedAt) : undefined]]),
+    h('p', { class: 'small' }, 'Waiting for:'),
+    h('ul', { class: 'waiting-for' }, ...job.waitingFor.map((/** @type {string} */ reason) => h('li', {}, reason))),
+  ];
+}
+
 /** @param {{ jobId: number, labels: string[], repository?: string, reason: string, recordedAt?: string }[]} jobs */
 export function unmatchedView(jobs) {
   if (jobs.length === 0) return empty('Every queued job found a pool.');

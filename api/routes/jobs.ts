@@ -1,4 +1,8 @@
+import { z } from 'zod';
+import { MAX_LABEL_LENGTH, MAX_POOL_LABELS } from '../../domain/pool';
 import { findJob } from '../job-whereabouts';
+import { candidatePools } from '../job-routing';
+import { parseQuery } from '../http/query';
 import { badRequest, notFound } from '../http/errors';
 import { json } from '../http/responses';
 import type { Route } from '../http/router';
@@ -8,6 +12,22 @@ import { readUnmatchedJobs } from '../temporal/unmatched-record';
 /** GitHub's job ids are positive integers, well within a double's exact range. */
 const JOB_ID = /^[1-9][0-9]{0,15}$/;
 
+const routeQuery = z.object({
+  labels: z
+    .string()
+    .transform((text) => text.split(',').map((l) => l.trim()).filter((l) => l !== ''))
+    .pipe(
+      z
+        .array(z.string().max(MAX_LABEL_LENGTH, `a label is at most ${MAX_LABEL_LENGTH} characters`))
+        .min(1, 'give the labels of the job\'s runs-on, separated by commas')
+        .max(MAX_POOL_LABELS, `a pool has at most ${MAX_POOL_LABELS} labels, so no pool could take more`),
+    ),
+  repository: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'must be owner/name')
+    .optional(),
+});
+
 export const jobRoutes: Route<Services>[] = [
   {
     method: 'GET',
@@ -16,6 +36,25 @@ export const jobRoutes: Route<Services>[] = [
     doc: { tag: 'jobs', summary: 'Queued jobs no pool could take, newest last', responses: { 200: 'The unmatched jobs' } },
     async handle({ services }) {
       return json({ jobs: await readUnmatchedJobs(services.deps.client, services.deps.taskQueue, services.bounded) });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/jobs/route',
+    auth: 'admin',
+    doc: {
+      tag: 'jobs',
+      summary:
+        "Which pool a job with these labels (its `runs-on`, `self-hosted` implied) from this repository would go to now: `pools` are the enabled matching pools of the top priority (the job goes to the one with the most free capacity when it arrives), or `reason` says why none would take it",
+      query: routeQuery,
+      responses: { 200: 'Where such a job would go', 400: 'No labels, or a repository not written owner/name' },
+    },
+    async handle({ url, services }) {
+      const { labels, repository } = parseQuery(url, routeQuery);
+      const candidates = candidatePools(await services.pools.list(), labels, repository);
+      const asked = { labels, ...(repository ? { repository } : {}) };
+      if (candidates.kind === 'none') return json({ ...asked, pools: [], reason: candidates.reason });
+      return json({ ...asked, pools: candidates.pools.map((p) => p.name), priority: candidates.pools[0]!.memo.priority });
     },
   },
   {

@@ -1,4 +1,5 @@
 import { printJson, type Command } from '../command';
+import { CliError } from '../errors';
 import { formatFields, formatTable } from '../table';
 
 interface UnmatchedJob {
@@ -42,6 +43,24 @@ export const jobCommands: Record<string, Command> = {
       );
       ctx.out('Waiting for:');
       for (const reason of job.waitingFor) ctx.out(`  - ${reason}`);
+    },
+  },
+  route: {
+    usage: 'route --labels LABELS [--repository OWNER/NAME]',
+    summary: "Which pool a job with these runs-on labels would go to now, or why none would take it",
+    options: { labels: { type: 'string' }, repository: { type: 'string' } },
+    optionHelp: ['--labels LABELS             the job\'s runs-on labels, separated by commas (self-hosted implied)', '--repository OWNER/NAME     the job\'s repository: pools of other repositories are left out'],
+    arity: 0,
+    async run(ctx) {
+      const labels = ctx.values.labels;
+      if (typeof labels !== 'string' || labels.trim() === '') throw new CliError('jobs route needs --labels, e.g. --labels self-hosted,linux,x64', 2);
+      const query = new URLSearchParams({ labels });
+      if (typeof ctx.values.repository === 'string') query.set('repository', ctx.values.repository);
+      const route = await ctx.api.get<{ pools: string[]; priority?: number; reason?: string }>(`/api/v1/jobs/route?${query}`);
+      if (ctx.json) return printJson(ctx, route);
+      if (route.pools.length === 0) return ctx.out(`no pool would take it: ${route.reason}`);
+      if (route.pools.length === 1) return ctx.out(`pool ${route.pools[0]} (priority ${route.priority})`);
+      ctx.out(`one of ${route.pools.join(', ')} (priority ${route.priority}): the one with the most free capacity when the job arrives`);
     },
   },
   unmatched: {

@@ -268,6 +268,7 @@ describe('open routes', () => {
         'PUT /api/v1/pools/:name',
         'DELETE /api/v1/pools/:name',
         'GET /api/v1/jobs/unmatched',
+        'GET /api/v1/jobs/route',
         'GET /api/v1/jobs/:id',
         'GET /api/v1/runners',
         'GET /api/v1/runners/:name',

@@ -5,17 +5,21 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually } from '../support/temporal';
+import { eventually, uniqueName } from '../support/temporal';
 import { api, e2ePool, useE2EStack, type E2EStack } from '../e2e/stack';
 
 // Long enough for a job to be seen running, and the next one waiting behind it.
 const stack = useE2EStack({ jobDurationMs: 8_000 });
 
 function jobsShow(s: E2EStack, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return jobsCli(s, 'show', ...args);
+}
+
+function jobsCli(s: E2EStack, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) =>
     execFile(
       process.execPath,
-      [resolve(import.meta.dirname, '../../bin/runnerflow.js'), 'jobs', 'show', ...args],
+      [resolve(import.meta.dirname, '../../bin/runnerflow.js'), 'jobs', ...args],
       { env: { PATH: process.env.PATH ?? '', RUNNERFLOW_URL: s.api.url, RUNNERFLOW_ADMIN_TOKEN: s.adminToken }, timeout: 30_000 },
       (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     ),
@@ -92,5 +96,52 @@ describe('where a job is', () => {
     const shown = await jobsShow(stack, '77777777777');
     expect(shown.code).toBe(1);
     expect(shown.stderr).toContain('no pool counts job 77777777777');
+  });
+});
+
+describe('where a job would go', () => {
+  it('names the matching pools of the top priority, or why none would take the job', async () => {
+    const tag = uniqueName('route').toLowerCase();
+    const low = e2ePool(`${tag}-a`, { labels: ['self-hosted', 'linux', tag, 'twin'], priority: 1 });
+    const twin = e2ePool(`${tag}-b`, { labels: ['self-hosted', 'linux', tag, 'twin'], priority: 1, github: { credentials: 'default', scope: { kind: 'org', org: 'acme' } } });
+    const high = e2ePool(`${tag}-c`, { labels: ['self-hosted', 'linux', tag, 'gpu'], priority: 5 });
+    const off = e2ePool(`${tag}-d`, { labels: ['self-hosted', `${tag}-off`], enabled: false });
+    for (const pool of [low, twin, high, off]) expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const route = async (query: string) => {
+      const { status, body } = await api(stack, 'GET', `/api/v1/jobs/route?${query}`);
+      expect(status, JSON.stringify(body)).toBe(200);
+      return body as { pools: string[]; priority?: number; reason?: string };
+    };
+    // Visibility lists new pools with their memo within seconds.
+    await eventually(async () => ((await route(`labels=${tag}-off`)).reason?.includes('disabled') ? true : undefined), 30_000, 'the new pools to be listed');
+    await eventually(async () => ((await route(`labels=${tag},twin`)).pools.length === 2 ? true : undefined), 30_000, 'both twins to be listed');
+
+    const twins = await route(`labels=${tag},twin`);
+    expect({ ...twins, pools: [...twins.pools].sort() }).toEqual({ labels: [tag, 'twin'], pools: [low.name, twin.name].sort(), priority: 1 });
+    expect((await route(`labels=${tag},gpu`)).pools).toEqual([high.name]);
+    // Every pool has these: the highest priority takes the job.
+    expect(await route(`labels=linux,${tag}`)).toEqual({ labels: ['linux', tag], pools: [high.name], priority: 5 });
+    // A repository that only the organisation's pool serves.
+    expect((await route(`labels=${tag},twin&repository=acme/elsewhere`)).pools).toEqual([twin.name]);
+    expect((await route(`labels=${tag}-off`)).reason).toBe(`the pools with the labels ${tag}-off are disabled: ${off.name}`);
+    expect((await route(`labels=${tag},windows`)).reason).toBe(`no pool has the labels ${tag}, windows`);
+
+    for (const [query, message] of [
+      ['', 'query.labels'],
+      ['labels=,', "give the labels of the job's runs-on"],
+      [`labels=${tag}&repository=acme`, 'query.repository: must be owner/name'],
+    ] as const) {
+      const { status, body } = await api(stack, 'GET', `/api/v1/jobs/route?${query}`);
+      expect(status, query).toBe(400);
+      expect(JSON.stringify(body), query).toContain(message);
+    }
+
+    const cli = await jobsCli(stack, 'route', '--labels', `${tag},gpu`);
+    expect(cli.stdout.trim()).toBe(`pool ${high.name} (priority 5)`);
+    expect((await jobsCli(stack, 'route', '--labels', `${tag},twin`)).stdout).toContain('the one with the most free capacity when the job arrives');
+    expect((await jobsCli(stack, 'route', '--labels', `${tag},windows`)).stdout.trim()).toBe(`no pool would take it: no pool has the labels ${tag}, windows`);
+    const usage = await jobsCli(stack, 'route');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('jobs route needs --labels');
   });
 });

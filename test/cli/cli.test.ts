@@ -402,7 +402,7 @@ describe('runnerflow CLI', () => {
     expect(await complete(['runnerflow', 'redelivery', ''])).toBe('list');
     expect(await complete(['runnerflow', 'runner', 'w'])).toBe('watch');
     expect(await complete(['runnerflow', '--url', 'http://x', 'runner', 'delete', 'r1', '--b'])).toBe('--bypass-busy');
-    expect(await complete(['runnerflow', 'jobs', ''])).toBe('show unmatched');
+    expect(await complete(['runnerflow', 'jobs', ''])).toBe('show route unmatched');
 
     const help = await cli(['--help']);
     expect(help.stdout).toContain('runnerflow runner watch NAME [--interval SECONDS]');

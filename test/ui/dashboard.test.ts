@@ -182,6 +182,37 @@ describe('dashboard', () => {
     await leaked.getByRole('row', { name: new RegExp(runner) }).waitFor({ state: 'detached', timeout: 30_000 });
   });
 
+  it('finds a job: waiting behind a pool at its maximum, then on its runner; and says why for an id it cannot find', async () => {
+    const repo = 'find-job';
+    const pool = await createPool(repo, { maxRunners: 1 });
+    const runner = await busyRunner(stack, repo);
+    const running = stack.sim.jobs().find((j) => j.runnerName === runner)!;
+    const waiting = stack.sim.queueJob({ repository: `acme/${repo}`, labels: ['self-hosted', 'linux', repo] });
+    // The page asks only when told to: the test waits for the pool to count the job first.
+    await eventually(async () => ((await api(stack, 'GET', `/api/v1/jobs/${waiting.id}`)).status === 200 ? true : undefined), 30_000, 'the pool to count the job');
+
+    const page = await openDashboard(browser, stack);
+    const finder = page.getByRole('region', { name: 'Where is a job?' });
+    const find = async (id: string) => {
+      await finder.getByLabel('GitHub job id').fill(id);
+      await finder.getByRole('button', { name: 'Find' }).click();
+    };
+    await find(String(waiting.id));
+    await finder.getByText(`Job ${waiting.id} waits in pool ${pool}, behind 0 jobs queued earlier.`).waitFor();
+    await finder.getByRole('listitem').filter({ hasText: `pool ${pool} is at its maximum: 1 of 1 machines (1 busy, 0 leaving)` }).waitFor();
+
+    await find(String(running.id));
+    await finder.getByText(`Job ${running.id} runs on ${runner} of pool ${pool}.`).waitFor();
+    // The pool's name shows its runners.
+    await finder.getByRole('button', { name: `Show runners of pool ${pool}` }).click();
+    await runnerRow(page, runner).waitFor();
+
+    await find('12ab');
+    await expect.poll(() => finder.getByRole('alert').textContent()).toContain(`job id must be GitHub's numeric job id`);
+    await find('77777777777');
+    await expect.poll(() => finder.getByRole('alert').textContent()).toContain('no pool counts job 77777777777');
+  });
+
   it("shows the installation's status: what needs attention with what to do, and what is ok", async () => {
     stack.sim.queueJob({ repository: 'acme/nowhere', labels: ['self-hosted', 'status-nowhere'] });
     type Status = { checks: { name: string; status: string; problems?: string[] }[] };
