@@ -339,6 +339,17 @@ describe('jobs of an organisation pool whose queued webhook was lost', () => {
     const none = await sweep(3_600_000, 0);
     expect(ofOrg(none)).toEqual([]);
     expect(looked(none)).toEqual([]);
+    // GitHub failing the listings: each repository's failure is named, and nothing is routed.
+    stack.sim.setFault({ kind: 'server-error', status: 502, operation: 'list-workflow-runs', times: 40 });
+    let failing: SweepReport;
+    try {
+      failing = await sweep(3_600_000, 0, 20);
+    } finally {
+      stack.sim.clearFaults();
+    }
+    expect(ofOrg(failing)).toEqual([]);
+    expect(failing.github?.failed).toContainEqual({ target: `queued jobs of repo:${busy}`, error: expect.any(String) });
+    expect(failing.github?.failed).toContainEqual({ target: `queued jobs of repo:${quiet}`, error: expect.any(String) });
     // One repository a sweep: the one most lately queued from.
     const one = await sweep(3_600_000, 0, 1);
     expect(ofOrg(one)).toEqual([busy]);
