@@ -284,7 +284,8 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     const stale: QueuedJob[] = [];
     // Only repositories still swept are carried on: a removed pool's entry goes with it. One whose
     // listing failed keeps where it stood.
-    report.lostJobRotation = {};
+    const carriedOn: Record<string, LostJobRotation> = {};
+    report.lostJobRotation = carriedOn;
     const lookedInto = new Set<string>();
     async function lookInto(credentials: string, scope: RepoScope, maxRuns: number): Promise<number> {
       const key = scopeKey(scope);
@@ -292,7 +293,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       try {
         const gh = deps.github.get(credentials);
         const before = rotations[key];
-        if (before) report.lostJobRotation![key] = before;
+        if (before) carriedOn[key] = before;
         const runs = await gh.listQueuedRuns(scope);
         const { picked, rotation } = runsToLookInto(runs, before, now(), args.lostJobAgeMs, maxRuns);
         for (const run of picked) {
@@ -301,7 +302,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
             stale.push({ jobId: job.id, runId: job.runId, labels: job.labels, repository: job.repository, queuedAt: job.createdAt });
           }
         }
-        report.lostJobRotation![key] = rotation;
+        carriedOn[key] = rotation;
         return picked.length;
       } catch (err) {
         report.failed.push({ target: `queued jobs of ${key}`, error: reportErrorText(err) });
@@ -312,12 +313,22 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     if (args.lostJobRepositories > 0) {
       for (const group of groups) {
         if (group.scope.kind !== 'org') continue;
-        const org = group.scope.org;
+        const org = group.scope.org.toLowerCase();
+        const ofOrg = (scope: RepoScope | undefined): scope is RepoScope => scope !== undefined && scope.owner.toLowerCase() === org;
         // Repository pools of the same repositories were looked into above.
-        const repositories = (await recentRepositoriesOf(group, report)).map(repoScopeOf).filter((scope): scope is RepoScope => scope !== undefined && scope.owner.toLowerCase() === org.toLowerCase() && !lookedInto.has(scopeKey(scope).toLowerCase()));
-        const picked = repositories.slice(0, args.lostJobRepositories);
+        const picked = (await recentRepositoriesOf(group, report))
+          .map(repoScopeOf)
+          .filter(ofOrg)
+          .filter((scope) => !lookedInto.has(scopeKey(scope).toLowerCase()))
+          .slice(0, args.lostJobRepositories);
         let runsLeft = QUEUED_RUNS_PER_SWEEP;
         for (const [i, scope] of picked.entries()) {
+          if (runsLeft <= 0) {
+            // The bound is spent: the rest keep where they stood for the next sweep.
+            const key = scopeKey(scope);
+            if (rotations[key]) carriedOn[key] = rotations[key];
+            continue;
+          }
           // An equal share of what is left, so one repository's backlog cannot take every sweep's bound.
           runsLeft -= await lookInto(group.credentials, scope, Math.max(1, Math.floor(runsLeft / (picked.length - i))));
         }

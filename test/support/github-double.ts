@@ -2,7 +2,7 @@
  * An in-process GitHub port for lifecycle tests that need GitHub to misbehave on
  * cue (busy, failing N times, hanging). Tests of the real client use the GitHub simulator.
  */
-import type { GitHubPort, GitHubRateLimit, GitHubRunner, RemoveRunnerOutcome, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
+import type { GitHubPort, GitHubRateLimit, GitHubRunner, GitHubScope, QueuedGitHubJob, QueuedGitHubRun, RemoveRunnerOutcome, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
 import { GitHubApiError } from '../../github/port';
 
 export interface DoubleFault {
@@ -82,11 +82,11 @@ export class GitHubDouble implements GitHubPort {
     return [...this.runners.values()].map((r) => ({ ...r, busy: r.busy || this.busy.has(r.name) }));
   }
 
-  async listQueuedRuns() {
+  async listQueuedRuns(_scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubRun[]> {
     return [];
   }
 
-  async listQueuedJobsOfRun() {
+  async listQueuedJobsOfRun(_scope: Extract<GitHubScope, { kind: 'repo' }>, _runId: number): Promise<QueuedGitHubJob[]> {
     return [];
   }
 
