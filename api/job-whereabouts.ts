@@ -12,7 +12,8 @@ import { poolsKnowingJobs } from './temporal/known-jobs';
 
 
 export type JobWhereabouts =
-  | { jobId: number; state: 'running'; pool: string; runner: { name: string; status: InstanceStatus; runnerStatus: RunnerStatus } }
+  /** `finished`: the runner that took it is done with it (idle again, or leaving), as its pool last heard. */
+  | { jobId: number; state: 'running' | 'finished'; pool: string; runner: { name: string; status: InstanceStatus; runnerStatus: RunnerStatus } }
   | {
       jobId: number;
       state: 'queued';
@@ -47,7 +48,8 @@ export async function findJob(deps: JobLookupDeps, jobId: number): Promise<JobWh
     }
     const pool = poolNameOf(workflowId) ?? view.settings.name;
     const runner = view.runners.find((r) => r.jobId === jobId);
-    if (runner) return { jobId, state: 'running', pool, runner: { name: runner.name, status: runner.status, runnerStatus: runner.runnerStatus } };
+    // A runner keeps naming its last job once it is done with it: a static one idle again, an ephemeral one on its way out.
+    if (runner) return { jobId, state: runner.runnerStatus === 'active' ? 'running' : 'finished', pool, runner: { name: runner.name, status: runner.status, runnerStatus: runner.runnerStatus } };
     const at = view.queuedJobs.findIndex((j) => j.jobId === jobId);
     const listed = at >= 0 ? view.queuedJobs[at] : undefined;
     return {

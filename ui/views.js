@@ -234,9 +234,10 @@ export function jobFoundView(job, showPool) {
   const poolLink = (/** @type {string} */ name) => h('button', { type: 'button', class: 'link', 'aria-label': `Show runners of pool ${name}`, onclick: () => showPool(name) }, name);
   const facts = (/** @type {[string, Node | string | undefined][]} */ rows) =>
     h('dl', { class: 'generic' }, ...rows.filter(([, v]) => v !== undefined && v !== '').flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, /** @type {Node | string} */ (v))]));
-  if (job.state === 'running') {
+  if (job.state === 'running' || job.state === 'finished') {
+    const running = job.state === 'running';
     return [
-      h('p', {}, h('span', { class: 'badge phase-busy' }, 'running'), ` Job ${job.jobId} runs on `, h('code', {}, job.runner.name), ' of pool ', poolLink(job.pool), '.'),
+      h('p', {}, h('span', { class: `badge ${running ? 'phase-busy' : 'phase-idle'}` }, job.state), ` Job ${job.jobId} ${running ? 'runs' : 'ran'} on `, h('code', {}, job.runner.name), ' of pool ', poolLink(job.pool), '.'),
       facts([['Runner status', `${job.runner.status} / ${job.runner.runnerStatus}`]]),
     ];
   }

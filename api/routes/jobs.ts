@@ -64,7 +64,7 @@ export const jobRoutes: Route<Services>[] = [
     doc: {
       tag: 'jobs',
       summary:
-        'Where a GitHub job is: `running` on a runner of a pool, `queued` in a pool with what it waits for (`waitingFor`: the pool at its maximum, runners starting, the pool disabled), or `unmatched` with the reason no pool took it',
+        'Where a GitHub job is: `running` on a runner of a pool (`finished` once that runner is done with it), `queued` in a pool with what it waits for (`waitingFor`: the pool at its maximum, runners starting, the pool disabled), or `unmatched` with the reason no pool took it',
       responses: { 200: 'The job', 400: 'Not a job id', 404: 'No pool counts the job and it is not among the unmatched jobs' },
     },
     async handle({ params, services }) {

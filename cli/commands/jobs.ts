@@ -11,7 +11,7 @@ interface UnmatchedJob {
 }
 
 type JobWhereabouts =
-  | { jobId: number; state: 'running'; pool: string; runner: { name: string; status: string; runnerStatus: string } }
+  | { jobId: number; state: 'running' | 'finished'; pool: string; runner: { name: string; status: string; runnerStatus: string } }
   | { jobId: number; state: 'queued'; pool: string; labels?: string[]; repository?: string; queuedAt?: string; ahead?: number; waitingFor: string[] }
   | { jobId: number; state: 'unmatched'; labels: string[]; repository?: string; reason: string; recordedAt?: string };
 
@@ -24,8 +24,8 @@ export const jobCommands: Record<string, Command> = {
     async run(ctx) {
       const job = await ctx.api.get<JobWhereabouts>(`/api/v1/jobs/${encodeURIComponent(ctx.positionals[0]!)}`);
       if (ctx.json) return printJson(ctx, job);
-      if (job.state === 'running') {
-        return ctx.out(formatFields([['Job', job.jobId], ['State', 'running'], ['Pool', job.pool], ['Runner', job.runner.name], ['Runner status', `${job.runner.status} / ${job.runner.runnerStatus}`]]));
+      if ('runner' in job) {
+        return ctx.out(formatFields([['Job', job.jobId], ['State', job.state === 'running' ? 'running' : 'finished: its runner is done with it'], ['Pool', job.pool], ['Runner', job.runner.name], ['Runner status', `${job.runner.status} / ${job.runner.runnerStatus}`]]));
       }
       if (job.state === 'unmatched') {
         return ctx.out(formatFields([['Job', job.jobId], ['State', 'unmatched: no pool took it'], ['Repository', job.repository], ['Labels', job.labels], ['Reason', job.reason], ['Recorded', job.recordedAt]]));
