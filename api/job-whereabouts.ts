@@ -10,7 +10,6 @@ import { countRunners } from './dashboard/pool-counts';
 import type { PoolEntry } from './pool-directory';
 import { poolsKnowingJobs } from './temporal/known-jobs';
 
-
 export type JobWhereabouts =
   /** `finished`: the runner that took it is done with it (idle again, or leaving), as its pool last heard. */
   | { jobId: number; state: 'running' | 'finished'; pool: string; runner: { name: string; status: InstanceStatus; runnerStatus: RunnerStatus } }
@@ -78,7 +77,7 @@ export async function findJob(deps: JobLookupDeps, jobId: number): Promise<JobWh
 export function waitingFor(view: PoolView): string[] {
   const name = view.settings.name;
   if (view.deleting) return [`pool ${name} is being deleted: it takes no new jobs and passes its queue on to other pools`];
-  if (!view.settings.enabled) return [`pool ${name} is disabled: it makes no runners (runnerflow pool update ${name} --enabled true)`];
+  if (!view.settings.enabled) return [`pool ${name} is disabled: it makes no runners and passes its queue on to other pools (runnerflow pool update ${name} --enabled true)`];
   const counts = countRunners(view.runners);
   const machines = view.runners.length;
   const queued = queuedJobCount(view);
