@@ -28,6 +28,7 @@ import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/message
 import { jobProgressSignal, poolStateQuery, recentRepositoriesQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
 import type { RecentRepository } from '../workflows/recent-repositories';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
+import { sweepLostWebhookJobs } from '../observability/metrics';
 import { reportErrorText } from './failures';
 import { activityTaskQueue } from './task-queue';
 
@@ -449,6 +450,9 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       if (args.lostJobAgeMs !== undefined) {
         await requeueLostJobs(groups, { lostJobAgeMs: args.lostJobAgeMs, lostJobRepositories: args.lostJobRepositories ?? 0 }, args.lostJobRotation ?? {}, report);
         await dequeueSettledJobs(swept, args.lostJobAgeMs, report);
+        // What operators alert on: webhooks that keep going missing (a proxy dropping them, GitHub's own trouble).
+        sweepLostWebhookJobs.inc({ provider: args.provider, webhook: 'queued' }, report.requeued.length);
+        sweepLostWebhookJobs.inc({ provider: args.provider, webhook: 'in_progress_or_completed' }, report.dequeued?.length ?? 0);
       }
       return report;
     },

@@ -123,6 +123,13 @@ export const sweepMachines = new Counter({
   registers: [registry],
 });
 
+export const sweepLostWebhookJobs = new Counter({
+  name: 'runnerflow_sweep_lost_webhook_jobs_total',
+  help: "Jobs the sweep found GitHub's webhooks had not told runnerflow of, by provider and webhook: queued (still queued at GitHub, unknown to every pool: routed again), in_progress_or_completed (run at GitHub while a pool still held it as queued: taken out)",
+  labelNames: ['provider', 'webhook'],
+  registers: [registry],
+});
+
 export const sweepLastRun = new Gauge({
   name: 'runnerflow_sweep_last_run_timestamp_seconds',
   help: 'When the sweep of a provider last completed (Unix time)',

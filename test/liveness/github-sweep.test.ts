@@ -22,6 +22,7 @@ import { sweepScheduleId } from '../../worker/sweep-schedule';
 import { waitForStatus } from '../instance/helpers';
 import { eventually, FAST_TIMINGS, instanceInput, uniqueName } from '../support/temporal';
 import { api, e2ePool, useE2EStack } from '../e2e/stack';
+import { sampleSum, scrape } from '../support/prometheus-text';
 
 const PROVIDER = uniqueName('simulated');
 const stack = useE2EStack({ jobDurationMs: 300 }, { simulatedProvider: PROVIDER });
@@ -350,6 +351,9 @@ describe('jobs of an organisation pool whose queued webhook was lost', () => {
     expect(ofOrg(failing)).toEqual([]);
     expect(failing.github?.failed).toContainEqual({ target: `queued jobs of repo:${busy}`, error: expect.any(String) });
     expect(failing.github?.failed).toContainEqual({ target: `queued jobs of repo:${quiet}`, error: expect.any(String) });
+    // What operators alert on: every job found so is counted.
+    const lostCounted = async () => sampleSum((await scrape(`${stack.api.url}/metrics`)).get('runnerflow_sweep_lost_webhook_jobs_total'), { provider: PROVIDER, webhook: 'queued' });
+    const countedBefore = await lostCounted();
     // One repository a sweep: the one most lately queued from.
     const one = await sweep(3_600_000, 0, 1);
     expect(ofOrg(one)).toEqual([busy]);
@@ -358,6 +362,7 @@ describe('jobs of an organisation pool whose queued webhook was lost', () => {
     const all = await sweep(3_600_000, 0, 20);
     expect(ofOrg(all), JSON.stringify(all.github)).toEqual([quiet]);
     expect(looked(all).sort()).toEqual([`repo:${busy}`, `repo:${quiet}`].sort());
+    expect((await lostCounted()) - countedBefore).toBe((one.github?.requeued.length ?? 0) + (all.github?.requeued.length ?? 0));
     expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 1 })).status).toBe(202);
     for (const repository of [busy, quiet]) {
       await eventually(() => stack.sim.jobs().find((j) => j.id === lost[repository] && j.status === 'completed'), 30_000, `the lost job of ${repository} to run`);

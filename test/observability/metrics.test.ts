@@ -23,6 +23,7 @@ const EXPECTED_LABELS: Record<string, string[]> = {
   runnerflow_sweep_runs_total: ['provider', 'status'],
   runnerflow_sweep_machines_total: ['provider', 'status'],
   runnerflow_sweep_last_run_timestamp_seconds: ['provider'],
+  runnerflow_sweep_lost_webhook_jobs_total: ['provider', 'webhook'],
   runnerflow_sweep_deleted_total: ['provider', 'reason'],
   runnerflow_provider_operation_seconds: ['provider', 'operation', 'outcome'],
   runnerflow_webhook_deliveries_total: ['event', 'result'],
