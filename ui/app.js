@@ -339,15 +339,22 @@ $('login-form').addEventListener('submit', (event) => {
   );
 });
 
+/** The newest lookup asked for: an older one that answers later must not replace its answer. */
+let jobLookups = 0;
+
 $('find-job-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const id = /** @type {HTMLInputElement} */ ($('job-id')).value.trim();
   const found = $('job-found');
+  const lookup = ++jobLookups;
   mount(found, h('p', { class: 'muted' }, `Looking for job ${id}…`));
   api('GET', `/api/v1/jobs/${enc(id)}`).then(
-    (job) => mount(found, ...jobFoundView(job, selectPool)),
+    (job) => {
+      if (lookup === jobLookups) mount(found, ...jobFoundView(job, selectPool));
+    },
     (/** @type {unknown} */ err) => {
       if (err instanceof ApiError && err.unauthorized) return showLogin(err.message);
+      if (lookup !== jobLookups) return;
       // The API's own words: what was wrong with the id, or what may have become of the job.
       mount(found, h('p', { class: 'error', role: 'alert' }, err instanceof Error ? err.message : String(err)));
     },
