@@ -211,6 +211,21 @@ describe('dashboard', () => {
     await expect.poll(() => finder.getByRole('alert').textContent()).toContain(`job id must be GitHub's numeric job id`);
     await find('77777777777');
     await expect.poll(() => finder.getByRole('alert').textContent()).toContain('no pool counts job 77777777777');
+
+    // A slow answer to an earlier lookup does not replace the answer to a later one.
+    let released = false;
+    await page.route('**/api/v1/jobs/77777777777', async (route) => {
+      await new Promise((r) => setTimeout(r, 1_500));
+      released = true;
+      await route.continue();
+    });
+    await find('77777777777');
+    await find(String(running.id));
+    await finder.getByText(`Job ${running.id} runs on ${runner} of pool ${pool}.`).waitFor();
+    await expect.poll(() => released, { timeout: 10_000 }).toBe(true);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await finder.getByRole('alert').count()).toBe(0);
+    await finder.getByText(`Job ${running.id} runs on ${runner} of pool ${pool}.`).waitFor();
   });
 
   it("shows the installation's status: what needs attention with what to do, and what is ok", async () => {
