@@ -28,6 +28,16 @@ const routeQuery = z.object({
     .optional(),
 });
 
+/** What `GET /api/v1/jobs/route` answers. */
+export interface JobRoute {
+  labels: string[];
+  repository?: string;
+  /** The enabled matching pools of the top priority: empty when none would take the job. */
+  pools: string[];
+  priority?: number;
+  reason?: string;
+}
+
 export const jobRoutes: Route<Services>[] = [
   {
     method: 'GET',
@@ -53,8 +63,9 @@ export const jobRoutes: Route<Services>[] = [
       const { labels, repository } = parseQuery(url, routeQuery);
       const candidates = candidatePools(await services.pools.list(), labels, repository);
       const asked = { labels, ...(repository ? { repository } : {}) };
-      if (candidates.kind === 'none') return json({ ...asked, pools: [], reason: candidates.reason });
-      return json({ ...asked, pools: candidates.pools.map((p) => p.name), priority: candidates.pools[0]!.memo.priority });
+      const route: JobRoute =
+        candidates.kind === 'none' ? { ...asked, pools: [], reason: candidates.reason } : { ...asked, pools: candidates.pools.map((p) => p.name), priority: candidates.pools[0]!.memo.priority };
+      return json(route);
     },
   },
   {

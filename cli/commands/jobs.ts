@@ -1,3 +1,5 @@
+import type { JobWhereabouts } from '../../api/job-whereabouts';
+import type { JobRoute } from '../../api/routes/jobs';
 import { printJson, type Command } from '../command';
 import { CliError } from '../errors';
 import { formatFields, formatTable } from '../table';
@@ -9,11 +11,6 @@ interface UnmatchedJob {
   reason: string;
   recordedAt?: string;
 }
-
-type JobWhereabouts =
-  | { jobId: number; state: 'running' | 'finished'; pool: string; runner: { name: string; status: string; runnerStatus: string } }
-  | { jobId: number; state: 'queued'; pool: string; labels?: string[]; repository?: string; queuedAt?: string; ahead?: number; waitingFor: string[] }
-  | { jobId: number; state: 'unmatched'; labels: string[]; repository?: string; reason: string; recordedAt?: string };
 
 export const jobCommands: Record<string, Command> = {
   show: {
@@ -56,7 +53,7 @@ export const jobCommands: Record<string, Command> = {
       if (typeof labels !== 'string' || labels.trim() === '') throw new CliError('jobs route needs --labels, e.g. --labels self-hosted,linux,x64', 2);
       const query = new URLSearchParams({ labels });
       if (typeof ctx.values.repository === 'string') query.set('repository', ctx.values.repository);
-      const route = await ctx.api.get<{ pools: string[]; priority?: number; reason?: string }>(`/api/v1/jobs/route?${query}`);
+      const route = await ctx.api.get<JobRoute>(`/api/v1/jobs/route?${query}`);
       if (ctx.json) return printJson(ctx, route);
       if (route.pools.length === 0) return ctx.out(`no pool would take it: ${route.reason}`);
       if (route.pools.length === 1) return ctx.out(`pool ${route.pools[0]} (priority ${route.priority})`);
