@@ -13,7 +13,8 @@
  * provider, one visibility listing of their running runners, one paginated
  * list-runners per GitHub scope, and a describe and a delete per orphan only. Looking
  * for lost jobs adds, per repository, one listing of its queued runs and the jobs of
- * at most QUEUED_RUNS_PER_SWEEP of them (domain/lost-job-rotation.ts), and, per pool with
+ * at most QUEUED_RUNS_PER_SWEEP of them (domain/lost-job-rotation.ts); per organisation, one
+ * listing of its repositories most lately pushed to; and, per pool with
  * an idle runner beside old queued jobs, a look at at most SETTLED_CHECKS_PER_POOL of them.
  */
 import { Client, QueryNotRegisteredError, WorkflowNotFoundError } from '@temporalio/client';
@@ -21,9 +22,10 @@ import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
 import { poolsKnowingJobs } from '../api/temporal/known-jobs';
 import { andQuery, quote } from '../api/temporal/visibility';
+import { repositoriesToLookInto } from '../domain/lost-job-repositories';
 import { QUEUED_RUNS_PER_SWEEP, runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
 import type { PoolSettings } from '../domain/pool';
-import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
+import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type PushedRepository } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { jobProgressSignal, poolStateQuery, recentRepositoriesQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
 import type { RecentRepository } from '../workflows/recent-repositories';
@@ -62,8 +64,9 @@ export interface GitHubSweepArgs {
   lostJobRotation?: Record<string, LostJobRotation>;
   /**
    * For organisation pools, the repositories looked into per sweep and organisation, those most
-   * lately queued from first (`sweep.lostJobRepositories`); absent or 0: organisation pools are
-   * not looked at.
+   * lately active first: queued from, as the pools heard, or pushed to, as GitHub lists them
+   * (`sweep.lostJobRepositories`; domain/lost-job-repositories.ts); absent or 0: organisation
+   * pools are not looked at.
    */
   lostJobRepositories?: number;
   /** The last sweep's `untrackedSince`: when each registration with no workflow was first found. */
@@ -273,8 +276,8 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
   /**
    * A job whose `queued` webhook was lost has no runner coming. GitHub lists queued runs only per
    * repository: a repository pool's own, and for an organisation pool the repositories its pools
-   * have lately had jobs queued from (`recentRepositories`), at most `lostJobRepositories` of
-   * them, most lately first. An organisation's repositories share one repository's bound on runs
+   * have lately had jobs queued from (`recentRepositories`) or that were lately pushed to, at most
+   * `lostJobRepositories` of them, most lately active first. An organisation's repositories share one repository's bound on runs
    * opened, so looking at one costs at most that many calls more than its listings. A job is only
    * handed to routing once it has waited `lostJobAgeMs` and no pool knows it, so a pool that is
    * merely full is not given a second runner for the same job by another pool.
@@ -316,12 +319,18 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         if (group.scope.kind !== 'org') continue;
         const org = group.scope.org.toLowerCase();
         const ofOrg = (scope: RepoScope | undefined): scope is RepoScope => scope !== undefined && scope.owner.toLowerCase() === org;
+        const [heard, pushed] = await Promise.all([recentRepositoriesOf(group, report), pushedRepositoriesOf(group, args.lostJobRepositories, report)]);
         // Repository pools of the same repositories were looked into above.
-        const picked = (await recentRepositoriesOf(group, report))
+        const picked = repositoriesToLookInto({
+          org,
+          heard,
+          pushed,
+          lookedInto: new Set([...lookedInto].map((key) => key.replace(/^repo:/, ''))),
+          now: now(),
+          count: args.lostJobRepositories,
+        })
           .map(repoScopeOf)
-          .filter(ofOrg)
-          .filter((scope) => !lookedInto.has(scopeKey(scope).toLowerCase()))
-          .slice(0, args.lostJobRepositories);
+          .filter(ofOrg);
         let runsLeft = QUEUED_RUNS_PER_SWEEP;
         for (const [i, scope] of picked.entries()) {
           if (runsLeft <= 0) {
@@ -349,8 +358,23 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     }
   }
 
+  /**
+   * The organisation's repositories most lately pushed to: where a repository's first job for
+   * these pools, lost, is found. A listing GitHub refuses is named in the report; the
+   * repositories the pools know are looked into all the same.
+   */
+  async function pushedRepositoriesOf(group: ScopeGroup, count: number, report: GitHubSweepReport): Promise<PushedRepository[]> {
+    if (group.scope.kind !== 'org') return [];
+    try {
+      return await deps.github.get(group.credentials).listRecentlyPushedRepositories(group.scope, count);
+    } catch (err) {
+      report.failed.push({ target: `repositories pushed to in org:${group.scope.org}`, error: reportErrorText(err) });
+      return [];
+    }
+  }
+
   /** The repositories the group's pools have lately had jobs queued from, most lately first, each once. */
-  async function recentRepositoriesOf(group: ScopeGroup, report: GitHubSweepReport): Promise<string[]> {
+  async function recentRepositoriesOf(group: ScopeGroup, report: GitHubSweepReport): Promise<RecentRepository[]> {
     const latest = new Map<string, RecentRepository>();
     await Promise.all(
       group.pools.map(async (pool) => {
@@ -368,7 +392,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         }
       }),
     );
-    return [...latest.values()].sort((a, b) => b[1] - a[1]).map(([repository]) => repository);
+    return [...latest.values()].sort((a, b) => b[1] - a[1]);
   }
 
   /**

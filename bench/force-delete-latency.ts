@@ -60,6 +60,7 @@ const instantGitHub: GitHubPort = {
   findRunnerByName: async () => undefined,
   listRunners: async () => [],
   listQueuedRuns: async () => [],
+  listRecentlyPushedRepositories: async () => [],
   listQueuedJobsOfRun: async () => [],
   getJobStatus: async () => undefined,
   listRunnerDownloads: async () => [],

@@ -21,6 +21,7 @@ import {
   type GitHubJobStatus,
   type GitHubScope,
   type QueuedGitHubJob,
+  type PushedRepository,
   type QueuedGitHubRun,
   type RemoveRunnerOutcome,
   type RunnerCredential,
@@ -175,6 +176,13 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
   async listQueuedRuns(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubRun[]> {
     const runs = await this.pages<{ id: number; created_at: string }>('list_workflow_runs', scope, '/actions/runs', { status: 'queued' }, 'workflow_runs');
     return runs.map((run) => ({ id: run.id, createdAt: run.created_at }));
+  }
+
+  async listRecentlyPushedRepositories(scope: Extract<GitHubScope, { kind: 'org' }>, count: number): Promise<PushedRepository[]> {
+    const perPage = Math.max(1, Math.min(PAGE_SIZE, Math.floor(count)));
+    const res = await this.request('list_org_repositories', 'GET /orgs/{org}/repos', { org: scope.org, sort: 'pushed', direction: 'desc', per_page: perPage });
+    const repos = res.data as { full_name: string; pushed_at?: string | null; archived?: boolean; disabled?: boolean }[];
+    return repos.filter((r) => !r.archived && !r.disabled && r.pushed_at).map((r) => ({ repository: r.full_name, pushedAt: r.pushed_at! }));
   }
 
   async listQueuedJobsOfRun(scope: Extract<GitHubScope, { kind: 'repo' }>, runId: number): Promise<QueuedGitHubJob[]> {

@@ -64,6 +64,13 @@ export interface QueuedGitHubRun {
   createdAt: string;
 }
 
+/** An organisation's repository and when something was last pushed to it. */
+export interface PushedRepository {
+  /** owner/repo */
+  repository: string;
+  pushedAt: string;
+}
+
 /** A job GitHub still has queued, from a repository's queued workflow runs. */
 export interface QueuedGitHubJob {
   id: number;
@@ -94,6 +101,13 @@ export interface GitHubPort {
    * listing for an organisation or enterprise, nor one of queued jobs across runs.
    */
   listQueuedRuns(scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubRun[]>;
+  /**
+   * The organisation's repositories most lately pushed to, most lately first: one call for at
+   * most 100. Most workflow runs start from a push, so a repository with a job whose `queued`
+   * webhook was lost is mostly among them. Archived and disabled repositories run nothing and
+   * are left out.
+   */
+  listRecentlyPushedRepositories(scope: Extract<GitHubScope, { kind: 'org' }>, count: number): Promise<PushedRepository[]>;
   /** The jobs of one run still queued: a call (per page) for each run looked into. */
   listQueuedJobsOfRun(scope: Extract<GitHubScope, { kind: 'repo' }>, runId: number): Promise<QueuedGitHubJob[]>;
   /** Where one job stands now (one call); undefined when GitHub no longer has it. */

@@ -263,6 +263,8 @@ export class SimGitHubApi {
         return this.generateJitConfig(scope, req.body);
       case 'installation-access-token':
         return githubError(404, 'Not Found');
+      case 'list-org-repositories':
+        return this.runs.listOrgRepositories(req.params.org ?? '', req.query, req.url);
       case 'list-workflow-runs':
         return this.runs.listRuns(req.params.owner ?? '', req.params.repo ?? '', req.query, req.url);
       case 'list-jobs-for-workflow-run':

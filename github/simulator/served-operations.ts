@@ -15,6 +15,7 @@ export type OperationName =
   | 'generate-jitconfig'
   | 'runner-downloads'
   | 'installation-access-token'
+  | 'list-org-repositories'
   | 'list-workflow-runs'
   | 'list-jobs-for-workflow-run'
   | 'get-job-for-workflow-run'
@@ -61,6 +62,8 @@ export const SERVED_OPERATIONS: readonly ServedOperation[] = [
       description: scope === 'enterprise' ? ('ghec' as const) : ('api.github.com' as const),
     })),
   ),
+  // An organisation's repositories, most lately pushed first: where its pools' lost jobs are looked for.
+  { name: 'list-org-repositories', scope: 'org', method: 'GET', template: '/orgs/{org}/repos', description: 'api.github.com' },
   // Only a repository has a listing of its queued runs and their jobs; GitHub has none per organisation.
   { name: 'list-workflow-runs', scope: 'repo', method: 'GET', template: '/repos/{owner}/{repo}/actions/runs', description: 'api.github.com' },
   { name: 'list-jobs-for-workflow-run', scope: 'repo', method: 'GET', template: '/repos/{owner}/{repo}/actions/runs/{run_id}/jobs', description: 'api.github.com' },

@@ -91,6 +91,30 @@ export class SimWorkflowRuns {
     };
   }
 
+  /**
+   * The organisation's repositories as `GET /orgs/{org}/repos` lists them: every repository a job
+   * was queued in, pushed when its latest run was made (runs start from pushes here). Sorted by
+   * `pushed` or by name (GitHub's other orders, by creation and update, are by name here: every
+   * simulated repository was made at once).
+   */
+  listOrgRepositories(org: string, query: URLSearchParams, url: URL): SimResponse {
+    const pushedAt = new Map<string, string>();
+    for (const job of this.state.jobs.values()) {
+      if (job.repository.split('/')[0]?.toLowerCase() !== org.toLowerCase()) continue;
+      const at = pushedAt.get(job.repository);
+      if (at === undefined || Date.parse(job.createdAt) > Date.parse(at)) pushedAt.set(job.repository, job.createdAt);
+    }
+    const byPush = query.get('sort') === 'pushed';
+    const ascending = (query.get('direction') ?? (byPush ? 'desc' : 'asc')) === 'asc';
+    const repos = [...pushedAt.entries()].sort(([a, at], [b, bt]) => {
+      const order = byPush ? Date.parse(at) - Date.parse(bt) || a.localeCompare(b) : a.localeCompare(b);
+      return ascending ? order : -order;
+    });
+    const shown = page(repos, query);
+    const link = this.link(url, shown.page, shown.lastPage);
+    return { status: 200, body: shown.items.map(([fullName, at]) => ({ ...repository(fullName), pushed_at: at, updated_at: at })), headers: link ? { link } : undefined };
+  }
+
   /** One job as the REST API shows it now; undefined when the repository has no such job. */
   getJob(owner: string, repo: string, jobId: number): SimResponse | undefined {
     const job = this.state.jobs.get(jobId);

@@ -64,6 +64,10 @@ async function scriptedRun(sim: GitHubSimulator): Promise<void> {
   await call('GET', pathOf('repo', `/actions/jobs/${queued.id}`));
   if (running) await call('GET', pathOf('repo', `/actions/jobs/${running.id}`));
   await call('GET', pathOf('repo', '/actions/jobs/999999')); // 404
+  // The organisation's repositories, most lately pushed first, a page at a time.
+  sim.queueJob({ repository: 'octo-org/other-repo', labels: ['no-runner-has-this'] });
+  await call('GET', pathOf('org', '/repos?sort=pushed&direction=desc&per_page=1'));
+  await call('GET', pathOf('org', '/repos?per_page=100'));
   await call('POST', '/app/installations/1/access_tokens');
   await call('GET', '/rate_limit');
   // The App's webhook deliveries: two that found no receiver, listed a page of one at a time, one sent again.
@@ -152,7 +156,7 @@ describe("simulator answers against GitHub's OpenAPI description", () => {
   });
 
   it('every body served validates against its documented schema (or Basic Error for undocumented errors)', () => {
-    expect(served.length).toBe(72);
+    expect(served.length).toBe(74);
     const failures: string[] = [];
     for (const answer of served) {
       const documented = subset.operations[answer.key]?.responses;

@@ -311,7 +311,7 @@ describe('jobs whose queued webhook was lost', () => {
 });
 
 describe('jobs of an organisation pool whose queued webhook was lost', () => {
-  it('are found in the repositories its pools lately had jobs from, the most lately first, a bounded number a sweep', async () => {
+  it('are found in the repositories its pools lately had jobs from or that were lately pushed to, the most lately active first, a bounded number a sweep', async () => {
     const org = uniqueName('lost-org').toLowerCase().slice(0, 30);
     const pool = e2ePool(org, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 1, github: { credentials: 'default', scope: { kind: 'org', org } } });
     expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
@@ -327,13 +327,27 @@ describe('jobs of an organisation pool whose queued webhook was lost', () => {
     // No runner while the sweeps look: one would take any of the org's queued jobs, found or not.
     expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 0 })).status).toBe(202);
     stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: 3 });
-    const lost: Record<string, number> = Object.fromEntries([quiet, busy, unheard].map((repository) => [repository, stack.sim.queueJob({ repository, labels: pool.labels }).id]));
+    // Queued (pushed) a few milliseconds apart, so that their order is that of their pushes.
+    const lost: Record<string, number> = {};
+    for (const repository of [quiet, busy, unheard]) {
+      lost[repository] = stack.sim.queueJob({ repository, labels: pool.labels }).id;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     await stack.sim.webhooksIdle();
     await new Promise((r) => setTimeout(r, 1_000));
     expect(stack.sim.jobs().filter((j) => Object.values(lost).includes(j.id)).map((j) => j.status)).toEqual(['queued', 'queued', 'queued']);
     const directory = new PoolDirectory(stack.client, 0);
     await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
 
+    /** A sweep looking into `repositories` while GitHub answers every call of `operation` with a 502. */
+    const sweepWhileGitHubFails = async (operation: 'list-workflow-runs' | 'list-org-repositories', repositories: number) => {
+      stack.sim.setFault({ kind: 'server-error', status: 502, operation, times: 40 });
+      try {
+        return await sweep(3_600_000, 0, repositories);
+      } finally {
+        stack.sim.clearFaults();
+      }
+    };
     const ofOrg = (report: SweepReport) => (report.github?.requeued ?? []).filter((j) => j.repository.startsWith(`${org}/`)).map((j) => j.repository);
     const looked = (report: SweepReport) => Object.keys(report.github?.lostJobRotation ?? {}).filter((key) => key.startsWith(`repo:${org}/`));
     // Organisation pools looked at only when the sweep is given repositories to look into.
@@ -341,34 +355,37 @@ describe('jobs of an organisation pool whose queued webhook was lost', () => {
     expect(ofOrg(none)).toEqual([]);
     expect(looked(none)).toEqual([]);
     // GitHub failing the listings: each repository's failure is named, and nothing is routed.
-    stack.sim.setFault({ kind: 'server-error', status: 502, operation: 'list-workflow-runs', times: 40 });
-    let failing: SweepReport;
-    try {
-      failing = await sweep(3_600_000, 0, 20);
-    } finally {
-      stack.sim.clearFaults();
-    }
+    const failing = await sweepWhileGitHubFails('list-workflow-runs', 20);
     expect(ofOrg(failing)).toEqual([]);
     expect(failing.github?.failed).toContainEqual({ target: `queued jobs of repo:${busy}`, error: expect.any(String) });
     expect(failing.github?.failed).toContainEqual({ target: `queued jobs of repo:${quiet}`, error: expect.any(String) });
+    expect(failing.github?.failed).toContainEqual({ target: `queued jobs of repo:${unheard}`, error: expect.any(String) });
     // What operators alert on: every job found so is counted.
     const lostCounted = async () => sampleSum((await scrape(`${stack.api.url}/metrics`)).get('runnerflow_sweep_lost_webhook_jobs_total'), { provider: PROVIDER, webhook: 'queued' });
     const countedBefore = await lostCounted();
-    // One repository a sweep: the one most lately queued from.
-    const one = await sweep(3_600_000, 0, 1);
-    expect(ofOrg(one)).toEqual([busy]);
-    expect(looked(one)).toEqual([`repo:${busy}`]);
-    // More: every repository the pool has heard from, and never one it has not.
+    // GitHub failing the listing of pushes: named, and the repositories the pools know are looked
+    // into all the same, the one most lately queued from first.
+    const withoutPushes = await sweepWhileGitHubFails('list-org-repositories', 1);
+    expect(withoutPushes.github?.failed).toContainEqual({ target: `repositories pushed to in org:${org}`, error: expect.any(String) });
+    expect(ofOrg(withoutPushes)).toEqual([busy]);
+    expect(looked(withoutPushes)).toEqual([`repo:${busy}`]);
+    // Two repositories a sweep: the two most lately active. The pool heard of busy's job as the
+    // sweep routed it, and unheard, the repository whose first job was the lost one, was pushed to
+    // after anything else; quiet waits.
+    const two = await sweep(3_600_000, 0, 2);
+    expect(ofOrg(two), JSON.stringify(two.github)).toEqual([unheard]);
+    expect(looked(two).sort()).toEqual([`repo:${busy}`, `repo:${unheard}`].sort());
+    // More: every repository heard from or pushed to; the jobs routed before are known now.
     const all = await sweep(3_600_000, 0, 20);
     expect(ofOrg(all), JSON.stringify(all.github)).toEqual([quiet]);
-    expect(looked(all).sort()).toEqual([`repo:${busy}`, `repo:${quiet}`].sort());
-    expect((await lostCounted()) - countedBefore).toBe((one.github?.requeued.length ?? 0) + (all.github?.requeued.length ?? 0));
+    expect(looked(all).sort()).toEqual([`repo:${busy}`, `repo:${quiet}`, `repo:${unheard}`].sort());
+    const sweeps = [withoutPushes, two, all];
+    expect(sweeps.flatMap(ofOrg).sort()).toEqual([busy, quiet, unheard].sort());
+    expect((await lostCounted()) - countedBefore).toBe(sweeps.reduce((sum, report) => sum + (report.github?.requeued.length ?? 0), 0));
     expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 1 })).status).toBe(202);
-    for (const repository of [busy, quiet]) {
+    for (const repository of [busy, quiet, unheard]) {
       await eventually(() => stack.sim.jobs().find((j) => j.id === lost[repository] && j.status === 'completed'), 30_000, `the lost job of ${repository} to run`);
     }
-    // Not covered: a repository whose first job was the lost one.
-    expect(stack.sim.jobs().find((j) => j.id === lost[unheard])?.status).toBe('queued');
   });
 });
 

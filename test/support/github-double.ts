@@ -2,7 +2,7 @@
  * An in-process GitHub port for lifecycle tests that need GitHub to misbehave on
  * cue (busy, failing N times, hanging). Tests of the real client use the GitHub simulator.
  */
-import type { GitHubPort, GitHubRateLimit, GitHubRunner, GitHubScope, QueuedGitHubJob, QueuedGitHubRun, RemoveRunnerOutcome, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
+import type { GitHubPort, GitHubRateLimit, GitHubRunner, GitHubScope, PushedRepository, QueuedGitHubJob, QueuedGitHubRun, RemoveRunnerOutcome, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
 import { GitHubApiError } from '../../github/port';
 
 export interface DoubleFault {
@@ -83,6 +83,10 @@ export class GitHubDouble implements GitHubPort {
   }
 
   async listQueuedRuns(_scope: Extract<GitHubScope, { kind: 'repo' }>): Promise<QueuedGitHubRun[]> {
+    return [];
+  }
+
+  async listRecentlyPushedRepositories(_scope: Extract<GitHubScope, { kind: 'org' }>, _count: number): Promise<PushedRepository[]> {
     return [];
   }
 
