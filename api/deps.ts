@@ -21,6 +21,8 @@ export interface ApiSecrets {
   adminToken?: string;
   /** Shared secret of the GitHub webhook (X-Hub-Signature-256). */
   webhookSecret?: string;
+  /** The webhook's secret before a rotation, accepted beside `webhookSecret` until GitHub has the new one. */
+  previousWebhookSecret?: string;
   /** Key that signs and verifies instance callback tokens. */
   instanceTokenKey: string;
 }

@@ -11,6 +11,7 @@ import type { ApiSecrets, Logger } from './deps';
 export function resolveApiSecrets(config: RunnerflowConfig, env: NodeJS.ProcessEnv, logger: Logger): ApiSecrets {
   const adminToken = resolveSecret(config.api.adminToken, env);
   const webhookSecret = resolveSecret(config.api.webhookSecret, env);
+  const previousWebhookSecret = resolveSecret(config.api.previousWebhookSecret, env);
   let instanceTokenKey = resolveSecret(config.api.instanceTokenSecret, env);
   if (!instanceTokenKey) {
     instanceTokenKey = randomBytes(32).toString('base64url');
@@ -18,5 +19,7 @@ export function resolveApiSecrets(config: RunnerflowConfig, env: NodeJS.ProcessE
   }
   if (!adminToken) logger.warn('no admin token configured (RUNNERFLOW_ADMIN_TOKEN or api.adminToken): /api/v1 refuses every caller');
   if (!webhookSecret) logger.warn('no webhook secret configured (RUNNERFLOW_WEBHOOK_SECRET or api.webhookSecret): /webhooks/github is disabled');
-  return { adminToken, webhookSecret, instanceTokenKey };
+  if (previousWebhookSecret && !webhookSecret) logger.warn('api.previousWebhookSecret is set without api.webhookSecret: /webhooks/github is disabled until the new secret is configured');
+  if (previousWebhookSecret && previousWebhookSecret === webhookSecret) logger.warn('api.previousWebhookSecret is the same as api.webhookSecret: remove it, or give webhookSecret the new secret');
+  return { adminToken, webhookSecret, instanceTokenKey, ...(previousWebhookSecret ? { previousWebhookSecret } : {}) };
 }

@@ -108,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
     config.api.listen = env.RUNNERFLOW_LISTEN;
   }
   if (env.RUNNERFLOW_WEBHOOK_SECRET) config.api.webhookSecret = { env: 'RUNNERFLOW_WEBHOOK_SECRET' };
+  if (env.RUNNERFLOW_PREVIOUS_WEBHOOK_SECRET) config.api.previousWebhookSecret = { env: 'RUNNERFLOW_PREVIOUS_WEBHOOK_SECRET' };
   if (env.RUNNERFLOW_ADMIN_TOKEN) config.api.adminToken = { env: 'RUNNERFLOW_ADMIN_TOKEN' };
   checkInstanceTokenSecret(config, env);
   return { config, source, env };

@@ -196,6 +196,11 @@ export const configSchema = z
         publicUrl: z.string().url().optional(),
         adminToken: secretRefSchema.optional(),
         webhookSecret: secretRefSchema.optional(),
+        /**
+         * While the webhook's secret is rotated: the old one, accepted beside `webhookSecret`
+         * until GitHub has been given the new one (deliveries in flight carry either).
+         */
+        previousWebhookSecret: secretRefSchema.optional(),
         /** Key that signs instance callback tokens; a random one per process when unset. */
         instanceTokenSecret: secretRefSchema.optional(),
         /**

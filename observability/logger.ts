@@ -38,6 +38,7 @@ const SECRET_FIELDS = [
   'privateKey',
   'private_key',
   'webhookSecret',
+  'previousWebhookSecret',
   'instanceTokenSecret',
   'secret',
   'password',

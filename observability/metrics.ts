@@ -28,6 +28,12 @@ export const webhookDeliveries = new Counter({
   registers: [registry],
 });
 
+export const webhookPreviousSecretDeliveries = new Counter({
+  name: 'runnerflow_webhook_previous_secret_deliveries_total',
+  help: 'GitHub webhook deliveries signed with api.previousWebhookSecret: while it rises, GitHub has not been given the new secret',
+  registers: [registry],
+});
+
 export const providerOperations = new Histogram({
   name: 'runnerflow_provider_operation_seconds',
   help: 'Provider operation duration, by provider, operation and outcome',

@@ -26,7 +26,8 @@ export const webhookRoutes: Route<Services>[] = [
       if (!secret) {
         throw new HttpError(503, 'webhooks_disabled', 'no webhook secret is configured (set RUNNERFLOW_WEBHOOK_SECRET or api.webhookSecret)');
       }
-      return handleGitHubWebhook(request, { secret, sink: services.sink, logger: services.deps.logger });
+      const previousSecret = services.deps.secrets.previousWebhookSecret;
+      return handleGitHubWebhook(request, { secret, ...(previousSecret ? { previousSecret } : {}), sink: services.sink, logger: services.deps.logger });
     },
   },
 ];

@@ -20,7 +20,7 @@
  * | the sink failed                            | 500 (GitHub shows the failed delivery for redelivery) |
  */
 import { Webhooks } from '@octokit/webhooks';
-import { webhookDeliveries } from '../../observability/metrics';
+import { webhookDeliveries, webhookPreviousSecretDeliveries } from '../../observability/metrics';
 import { isReadableTime, type QueuedJob } from '../../workflows/pool-messages';
 import type { JobCompletedArgs, JobStartedArgs } from '../../workflows/messages';
 import { BodyTooLargeError, readBoundedBody } from './bounded-body';
@@ -63,6 +63,11 @@ export interface WebhookLogger {
 
 export interface GitHubWebhookDeps {
   secret: string;
+  /**
+   * The secret GitHub signed with before a rotation, accepted beside `secret` until GitHub has
+   * the new one: during a rotation some deliveries (in flight, or sent again) carry either.
+   */
+  previousSecret?: string;
   sink: WorkflowJobSink;
   logger?: WebhookLogger;
   /** Largest delivery accepted; GitHub caps payloads at 25 MB. */
@@ -73,7 +78,8 @@ export interface GitHubWebhookDeps {
 
 export const MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024;
 const sharedDeliveries = new RecentDeliveries();
-let verifier: { secret: string; webhooks: Webhooks } | undefined;
+/** Verifiers by secret: the current one, and during a rotation the previous one. */
+const verifiers = new Map<string, Webhooks>();
 
 type Result = 'pong' | 'ignored' | 'duplicate' | 'queued' | 'signalled' | 'not_owned' | 'no_runner';
 
@@ -85,13 +91,33 @@ const failure = (status: number, code: string, message: string): Response => jso
 /** Constant-time HMAC comparison by @octokit/webhooks. */
 async function signatureValid(secret: string, payload: string, signature: string): Promise<boolean> {
   try {
-    // Inside the try: an empty secret makes the constructor throw, which must read as "not verified".
-    if (verifier?.secret !== secret) verifier = { secret, webhooks: new Webhooks({ secret }) };
-    return await verifier.webhooks.verify(payload, signature);
+    let webhooks = verifiers.get(secret);
+    if (!webhooks) {
+      // Inside the try: an empty secret makes the constructor throw, which must read as "not verified".
+      webhooks = new Webhooks({ secret });
+      // Secrets change only with the configuration: a few entries at most, but never a growing map.
+      if (verifiers.size >= 4) verifiers.clear();
+      verifiers.set(secret, webhooks);
+    }
+    return await webhooks.verify(payload, signature);
   } catch {
     return false;
   }
 }
+
+/** Which configured secret signed the delivery, if any. */
+async function signedWith(deps: GitHubWebhookDeps, payload: string, signature: string): Promise<'current' | 'previous' | undefined> {
+  if (await signatureValid(deps.secret, payload, signature)) return 'current';
+  if (deps.previousSecret && (await signatureValid(deps.previousSecret, payload, signature))) return 'previous';
+  return undefined;
+}
+
+/**
+ * A delivery signed with the previous secret is said in the log at most once a minute: enough to
+ * show that GitHub still has it, without a line per delivery while a rotation is under way.
+ */
+const PREVIOUS_SECRET_LOG_INTERVAL_MS = 60_000;
+let previousSecretLoggedAt = Number.NEGATIVE_INFINITY;
 
 /**
  * The events a delivery is counted under by name. The header is the sender's to write, read
@@ -119,10 +145,21 @@ export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookD
     count('unauthorized');
     return failure(401, 'missing_signature', 'X-Hub-Signature-256 header is required');
   }
-  if (!(await signatureValid(deps.secret, payload, signature))) {
+  const signer = await signedWith(deps, payload, signature);
+  if (!signer) {
     count('unauthorized');
     deps.logger?.warn('webhook signature mismatch', { event, deliveryId: request.headers.get('x-github-delivery') ?? undefined });
     return failure(401, 'invalid_signature', 'X-Hub-Signature-256 does not match the body');
+  }
+  if (signer === 'previous') {
+    webhookPreviousSecretDeliveries.inc();
+    if (Date.now() - previousSecretLoggedAt >= PREVIOUS_SECRET_LOG_INTERVAL_MS) {
+      previousSecretLoggedAt = Date.now();
+      deps.logger?.info('webhook delivery signed with the previous secret: GitHub still has it; remove api.previousWebhookSecret once deliveries stop using it', {
+        event,
+        deliveryId: request.headers.get('x-github-delivery') ?? undefined,
+      });
+    }
   }
   const deliveryId = request.headers.get('x-github-delivery');
   const missing = !event ? 'X-GitHub-Event' : !deliveryId ? 'X-GitHub-Delivery' : undefined;

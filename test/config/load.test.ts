@@ -156,6 +156,13 @@ describe('start-up settings checked at load', () => {
     expect(() => parseConfig({ sweep: { lostJobRepositories: 101 } })).toThrow('sweep.lostJobRepositories');
   });
 
+  it('takes the previous webhook secret of a rotation from the file or RUNNERFLOW_PREVIOUS_WEBHOOK_SECRET, never inline', () => {
+    expect(parseConfig({ api: { previousWebhookSecret: { env: 'OLD_HOOK_SECRET' } } }).api.previousWebhookSecret).toEqual({ env: 'OLD_HOOK_SECRET' });
+    expect(loadConfig({ RUNNERFLOW_PREVIOUS_WEBHOOK_SECRET: 'old' }).config.api.previousWebhookSecret).toEqual({ env: 'RUNNERFLOW_PREVIOUS_WEBHOOK_SECRET' });
+    expect(loadConfig({}).config.api.previousWebhookSecret).toBeUndefined();
+    expect(() => parseConfig({ api: { previousWebhookSecret: 'old' } })).toThrow('api.previousWebhookSecret: a secret is never written in the config');
+  });
+
   it('says how to give a secret that was written inline', () => {
     const credentials = [{ auth: { type: 'pat', token: 'ghp_x' } }];
     expect(() => parseConfig({ github: { credentials } })).toThrow(

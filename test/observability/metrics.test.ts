@@ -27,6 +27,7 @@ const EXPECTED_LABELS: Record<string, string[]> = {
   runnerflow_sweep_deleted_total: ['provider', 'reason'],
   runnerflow_provider_operation_seconds: ['provider', 'operation', 'outcome'],
   runnerflow_webhook_deliveries_total: ['event', 'result'],
+  runnerflow_webhook_previous_secret_deliveries_total: [],
   runnerflow_github_requests_total: ['operation', 'outcome'],
   runnerflow_github_rate_limit_remaining: ['credentials', 'resource'],
   runnerflow_webhook_redeliveries_total: ['credentials', 'outcome'],
