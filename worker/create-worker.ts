@@ -8,7 +8,7 @@ import { createPoolAuditActivities } from '../activities/pool-audit-activities';
 import { createRelayActivities } from '../activities/relay-activities';
 import { createScaleSetActivities } from '../activities/scale-set-activities';
 import { lifecycleSinks } from './lifecycle-metrics';
-import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflow-bundle';
+import { bundleWorkflowsApart, WORKFLOWS_PATH, workflowBundlerOptions, type BundleFile } from './workflow-bundle';
 
 export interface RunnerflowWorkerOptions {
   /** The worker's own connection; runner workflows are started eagerly over it, which needs the worker's. */
@@ -28,6 +28,9 @@ export interface RunnerflowWorkerOptions {
   workflowBundlePath?: string;
   /** Stack traces in workflow code (`temporal.workflowStackTraces`) when bundling from source; a prebuilt bundle carries its own choice. */
   workflowStackTraces?: boolean;
+  /** Told how the workflows were bundled from source, and when they could not be in a process of their own. */
+  log?: (message: string) => void;
+  warn?: (message: string) => void;
   shutdownGraceTimeMs?: number;
   /** Extra activities (pool and sweep steps) registered next to the instance ones. */
   extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
@@ -84,9 +87,21 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     ...(options.extraActivities ?? {}),
   };
   const runsWorkflows = options.roles?.workflows ?? true;
-  const workflows = options.workflowBundlePath
-    ? { workflowBundle: { codePath: options.workflowBundlePath } }
-    : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions(options.workflowStackTraces ?? false) };
+  const stackTraces = options.workflowStackTraces ?? false;
+  // Bundled from source in a process of its own (worker/workflow-bundle.ts says why), read by
+  // Worker.create and removed after. Should that process not run, the worker bundles itself.
+  let bundle: BundleFile | undefined;
+  if (runsWorkflows && !options.workflowBundlePath) {
+    const startedAt = Date.now();
+    try {
+      bundle = await bundleWorkflowsApart({ stackTraces });
+      options.log?.(`workflows bundled from source in a process of their own in ${Date.now() - startedAt} ms`);
+    } catch (err) {
+      options.warn?.(`${(err as Error).message}; bundling in the worker's own process instead`);
+    }
+  }
+  const codePath = options.workflowBundlePath ?? bundle?.path;
+  const workflows = codePath ? { workflowBundle: { codePath } } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions(stackTraces) };
   const workerOptions: WorkerOptions = {
     connection: options.connection,
     namespace: options.namespace,
@@ -98,5 +113,9 @@ export async function createRunnerflowWorker(options: RunnerflowWorkerOptions): 
     enableNonLocalActivities: options.roles?.activities ?? true,
     ...(runsWorkflows ? { sinks: lifecycleSinks, ...workflows } : {}),
   };
-  return Worker.create(workerOptions);
+  try {
+    return await Worker.create(workerOptions);
+  } finally {
+    bundle?.remove();
+  }
 }

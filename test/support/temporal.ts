@@ -90,6 +90,8 @@ export interface TestWorkerOptions {
   workflowStackTraces?: boolean;
   /** What the worker takes from its task queue (both by default). */
   roles?: RunnerflowWorkerOptions['roles'];
+  /** What the worker says as it starts (how it bundled its workflows). */
+  log?: (message: string) => void;
 }
 
 let runtimeInstalled = false;
@@ -120,6 +122,7 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
     activities: { ...testInstanceDeps(providers, { get: () => options.github ?? github }), ...options.activities },
     ...(options.extraActivities ? { extraActivities: options.extraActivities } : {}),
     ...(options.roles ? { roles: options.roles } : {}),
+    ...(options.log ? { log: options.log, warn: options.log } : {}),
   });
   const running = worker.run();
   let stopped: Promise<void> | undefined;

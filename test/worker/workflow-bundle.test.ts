@@ -1,0 +1,57 @@
+/**
+ * A worker that bundles its workflows from source does it in a short-lived process of its own:
+ * webpack's memory then leaves with that process instead of staying in the worker's for good.
+ */
+import type { Client } from '@temporalio/client';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleWorkflowsApart } from '../../worker/workflow-bundle';
+import { startInstance, waitForStatus } from '../instance/helpers';
+import { connectClient, instanceInput, startTestWorker, uniqueName } from '../support/temporal';
+
+const bundleDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('runnerflow-bundle-'));
+
+/** A temporary directory of this file's own, so that other test files bundling meanwhile are not counted. */
+const ownTmp = mkdtempSync(join(tmpdir(), 'bundle-test-'));
+const sharedTmp = process.env.TMPDIR;
+process.env.TMPDIR = ownTmp;
+afterAll(() => {
+  if (sharedTmp === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = sharedTmp;
+});
+
+let client: Client;
+let closeClient: () => Promise<void>;
+beforeAll(async () => {
+  const connected = await connectClient();
+  client = connected.client;
+  closeClient = () => connected.connection.close();
+});
+afterAll(async () => closeClient());
+
+describe('a worker bundling its workflows from source', () => {
+  it('bundles them in a process of its own, runs runners on the bundle, and keeps no file of it', async () => {
+    expect(tmpdir()).toBe(ownTmp);
+    const before = bundleDirs();
+    const said: string[] = [];
+    const worker = await startTestWorker({ workflowStackTraces: false, log: (message) => said.push(message) });
+    try {
+      expect(said).toEqual([expect.stringMatching(/^workflows bundled from source in a process of their own in \d+ ms$/)]);
+      expect(bundleDirs()).toEqual(before);
+      const handle = await startInstance(client, worker.taskQueue, instanceInput(uniqueName('bundled')));
+      await waitForStatus(handle, 'running');
+      await handle.signal('forceDelete', { reason: 'test done' });
+      expect((await handle.result()).status).toBe('deleted');
+    } finally {
+      await worker.stop();
+    }
+  }, 120_000);
+
+  it('says why when the bundling process fails, and leaves nothing behind', async () => {
+    const before = bundleDirs();
+    await expect(bundleWorkflowsApart({ timeoutMs: 1 })).rejects.toThrow(/^bundling the workflows in a process of their own failed/);
+    expect(bundleDirs()).toEqual(before);
+  });
+});
