@@ -24,7 +24,7 @@ import { quote } from './temporal/visibility';
 export type CheckStatus = 'ok' | 'warning' | 'failing';
 
 export interface StatusCheck {
-  name: 'temporal' | 'github' | 'workers' | 'pools' | 'schedules' | 'unmatched_jobs' | 'machine_cleanups';
+  name: 'temporal' | 'github' | 'webhooks' | 'workers' | 'pools' | 'schedules' | 'unmatched_jobs' | 'machine_cleanups';
   status: CheckStatus;
   summary: string;
   /** One line per thing wrong, each saying what to do. */
@@ -200,6 +200,31 @@ async function githubCheck(services: Services): Promise<StatusCheck> {
   );
 }
 
+/**
+ * Whether GitHub's deliveries can be taken, and whether a secret rotation is left half done: an
+ * old secret still accepted is one more that can sign deliveries. What this process has taken
+ * signed with it says whether GitHub still has it (each API process counts its own).
+ */
+async function webhooksCheck(services: Services): Promise<StatusCheck> {
+  const { secrets } = services.deps;
+  if (!secrets.webhookSecret) {
+    const webhookPools = (await services.pools.list()).filter((p) => p.memo && p.memo.mode !== 'scaleSet' && !p.memo.deleting);
+    if (webhookPools.length === 0) return check('webhooks', 'ok', 'no webhook secret configured; no pool takes jobs from webhooks');
+    return check('webhooks', 'warning', 'no webhook secret configured: every delivery is refused', [
+      `${plural(webhookPools.length, 'pool')} in webhook mode: each hears of queued jobs only through the sweep's look at GitHub's queue; set RUNNERFLOW_WEBHOOK_SECRET or api.webhookSecret to the secret of GitHub's webhook`,
+    ]);
+  }
+  if (!secrets.previousWebhookSecret) return check('webhooks', 'ok', 'deliveries verified with api.webhookSecret');
+  const use = services.previousSecretUse;
+  const seen =
+    use.count > 0 && use.lastAt !== undefined
+      ? `${plural(use.count, 'delivery', 'deliveries')} signed with it since this API process started, the last at ${clockUtc(new Date(use.lastAt).toISOString())}: GitHub still has the old secret; give it the new one`
+      : `no delivery signed with it since this API process started (${clockUtc(new Date(use.since).toISOString())})`;
+  return check('webhooks', 'warning', 'a secret rotation is under way: api.previousWebhookSecret is still accepted', [
+    `${seen}; once GitHub signs with the new secret only, remove api.previousWebhookSecret: an old secret left accepted can still sign deliveries`,
+  ]);
+}
+
 /** A check that could not be made: a warning saying why, so the others still stand. */
 async function made(name: StatusCheck['name'], services: Services, run: () => Promise<StatusCheck>): Promise<StatusCheck> {
   try {
@@ -224,6 +249,7 @@ export async function installationStatus(services: Services): Promise<Installati
     check('temporal', 'ok', `namespace "${namespace}" reachable`),
     ...(await Promise.all([
       made('github', services, () => githubCheck(services)),
+      made('webhooks', services, () => webhooksCheck(services)),
       made('workers', services, () => workersCheck(services)),
       made('pools', services, () => poolsCheck(services)),
       made('schedules', services, () => schedulesCheck(services)),

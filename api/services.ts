@@ -4,6 +4,7 @@ import { IdleReportHold } from './idle-report-hold';
 import { PoolDirectory } from './pool-directory';
 import { StuckWorkflowAlarm } from './stuck-workflow-alarm';
 import { TemporalJobSink } from './temporal-job-sink';
+import { PreviousSecretUse } from './webhooks/github';
 import { orNotFound } from './temporal/running';
 import { poolNameOf } from '../workflows/pool-messages';
 import { instanceNameFromWorkflowId } from '../workflows/messages';
@@ -18,6 +19,8 @@ export interface Services {
   idleReports: IdleReportHold;
   /** Told of failed reads of pools and runners: one whose tasks keep failing gets its liveness pass at once. */
   stuckWorkflows: StuckWorkflowAlarm;
+  /** Webhook deliveries this process took signed with the previous secret of a rotation. */
+  previousSecretUse: PreviousSecretUse;
   /** Runs a Temporal call bounded by the query timeout. */
   bounded<R>(fn: () => Promise<R>): Promise<R>;
   /** Queries a workflow within the query timeout; an unknown workflow is 404 naming `what`. */
@@ -48,6 +51,7 @@ export function createServices(deps: AppDeps): Services {
     sink,
     idleReports,
     stuckWorkflows,
+    previousSecretUse: new PreviousSecretUse(),
     bounded,
     query: async (workflowId, what, query) => {
       try {

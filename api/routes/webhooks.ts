@@ -27,7 +27,12 @@ export const webhookRoutes: Route<Services>[] = [
         throw new HttpError(503, 'webhooks_disabled', 'no webhook secret is configured (set RUNNERFLOW_WEBHOOK_SECRET or api.webhookSecret)');
       }
       const previousSecret = services.deps.secrets.previousWebhookSecret;
-      return handleGitHubWebhook(request, { secret, ...(previousSecret ? { previousSecret } : {}), sink: services.sink, logger: services.deps.logger });
+      return handleGitHubWebhook(request, {
+        secret,
+        ...(previousSecret ? { previousSecret, previousSecretUse: services.previousSecretUse } : {}),
+        sink: services.sink,
+        logger: services.deps.logger,
+      });
     },
   },
 ];

@@ -68,6 +68,8 @@ export interface GitHubWebhookDeps {
    * the new one: during a rotation some deliveries (in flight, or sent again) carry either.
    */
   previousSecret?: string;
+  /** Where deliveries signed with `previousSecret` are counted; one shared by the process by default. */
+  previousSecretUse?: PreviousSecretUse;
   sink: WorkflowJobSink;
   logger?: WebhookLogger;
   /** Largest delivery accepted; GitHub caps payloads at 25 MB. */
@@ -113,11 +115,28 @@ async function signedWith(deps: GitHubWebhookDeps, payload: string, signature: s
 }
 
 /**
- * A delivery signed with the previous secret is said in the log at most once a minute: enough to
- * show that GitHub still has it, without a line per delivery while a rotation is under way.
+ * Deliveries signed with the previous secret of a rotation, as this process has taken them: for
+ * the installation's status to say whether GitHub still signs with it, and for the log to say so
+ * at most once a minute (enough to show it, without a line per delivery).
  */
+export class PreviousSecretUse {
+  count = 0;
+  lastAt: number | undefined;
+  readonly since = Date.now();
+  private loggedAt = Number.NEGATIVE_INFINITY;
+
+  /** Records one; true when it is time to say so in the log. */
+  record(now = Date.now()): boolean {
+    this.count += 1;
+    this.lastAt = now;
+    if (now - this.loggedAt < PREVIOUS_SECRET_LOG_INTERVAL_MS) return false;
+    this.loggedAt = now;
+    return true;
+  }
+}
+
 const PREVIOUS_SECRET_LOG_INTERVAL_MS = 60_000;
-let previousSecretLoggedAt = Number.NEGATIVE_INFINITY;
+const sharedPreviousSecretUse = new PreviousSecretUse();
 
 /**
  * The events a delivery is counted under by name. The header is the sender's to write, read
@@ -153,8 +172,7 @@ export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookD
   }
   if (signer === 'previous') {
     webhookPreviousSecretDeliveries.inc();
-    if (Date.now() - previousSecretLoggedAt >= PREVIOUS_SECRET_LOG_INTERVAL_MS) {
-      previousSecretLoggedAt = Date.now();
+    if ((deps.previousSecretUse ?? sharedPreviousSecretUse).record()) {
       deps.logger?.info('webhook delivery signed with the previous secret: GitHub still has it; remove api.previousWebhookSecret once deliveries stop using it', {
         event,
         deliveryId: request.headers.get('x-github-delivery') ?? undefined,

@@ -28,7 +28,7 @@ export function statusText(status: InstallationStatus): string {
 export const statusCommands: Record<string, Command> = {
   '': {
     usage: '',
-    summary: 'Whether the installation works: Temporal, GitHub credentials, workers, pools, schedules, unmatched jobs, unconfirmed deletes (exit 3 when a check fails)',
+    summary: 'Whether the installation works: Temporal, GitHub credentials, webhooks, workers, pools, schedules, unmatched jobs, unconfirmed deletes (exit 3 when a check fails)',
     options: {},
     arity: 0,
     async run(ctx) {

@@ -9,6 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { InstallationStatus, StatusCheck } from '../../api/installation-status';
 import { createApp, type App } from '../../api/app';
+import type { ApiSecrets } from '../../api/deps';
+import { startPool } from '../../api/pool-settings';
+import { signedRequest } from '../github/support/signed-request';
 import { parseConfig } from '../../config/load';
 import { GitHubApiError, GitHubRateLimitError, type GitHubPort } from '../../github/port';
 import { runCli } from '../../cli/run';
@@ -16,7 +19,7 @@ import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSchedule } from '../../worker/schedules';
 import { MACHINE_CLEANUP_WORKFLOW, cleanupWorkflowId } from '../../workflows/cleanup-messages';
 import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
-import { UNMATCHED_JOBS_WORKFLOW, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
+import { UNMATCHED_JOBS_WORKFLOW, poolWorkflowId, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
 import { counterfeitPool, poolSettingsFor, stuckPool } from '../liveness/counterfeit';
 import { addProvider, useLivenessRig } from '../liveness/helpers';
 import { GitHubDouble } from '../support/github-double';
@@ -28,7 +31,7 @@ const rig = useLivenessRig();
 type Switches = { sweep?: boolean; liveness?: boolean; redelivery?: boolean };
 
 /** The API for a task queue, with a provider and credentials of its own and the schedules switched as given (all off by default). */
-function statusApp(taskQueue: string, provider: string, on: Switches = {}, github: GitHubPort = rig.github): App {
+function statusApp(taskQueue: string, provider: string, on: Switches = {}, github: GitHubPort = rig.github, secrets: Partial<ApiSecrets> = {}): App {
   const config = parseConfig({
     temporal: { taskQueue },
     providers: [{ type: 'fake', name: provider, stateDir: '/tmp/runnerflow-status-test-unused' }],
@@ -42,7 +45,7 @@ function statusApp(taskQueue: string, provider: string, on: Switches = {}, githu
     taskQueue,
     config,
     github: { get: () => github },
-    secrets: { adminToken: ADMIN_TOKEN, webhookSecret: WEBHOOK_SECRET, instanceTokenKey: INSTANCE_TOKEN_KEY },
+    secrets: { adminToken: ADMIN_TOKEN, webhookSecret: WEBHOOK_SECRET, instanceTokenKey: INSTANCE_TOKEN_KEY, ...secrets },
     logger: recordingLogger(),
   });
 }
@@ -79,6 +82,7 @@ describe('the installation status', () => {
     expect(status.checks.map((c) => [c.name, c.status])).toEqual([
       ['temporal', 'ok'],
       ['github', 'ok'],
+      ['webhooks', 'ok'],
       ['workers', 'ok'],
       ['pools', 'ok'],
       ['schedules', 'ok'],
@@ -94,6 +98,50 @@ describe('the installation status', () => {
     expect(shown.stdout).toMatch(/^Status:\s+ok$/m);
     expect(shown.stdout).toMatch(/^CHECK\s+STATUS\s+WHAT$/m);
     expect(shown.stdout).toMatch(/^machine cleanups\s+ok\s+no machine waits for its delete to be confirmed$/m);
+  });
+
+  it('warns while a webhook secret rotation is under way, saying whether GitHub still signs with the old secret', async () => {
+    const previous = 'the-secret-before-the-rotation';
+    const app = statusApp(uniqueName('tq-rotation'), addProvider(rig).name, {}, rig.github, { previousWebhookSecret: previous });
+    const waiting = named(await statusOf(app), 'webhooks');
+    expect(waiting).toEqual({
+      name: 'webhooks',
+      status: 'warning',
+      summary: 'a secret rotation is under way: api.previousWebhookSecret is still accepted',
+      problems: [expect.stringMatching(/^no delivery signed with it since this API process started \(\d\d:\d\d UTC\); once GitHub signs with the new secret only, remove api\.previousWebhookSecret/)],
+    });
+    for (const deliveryId of ['rotation-1', 'rotation-2']) {
+      expect((await app(signedRequest('{}', { event: 'ping', secret: previous, deliveryId }))).status).toBe(200);
+    }
+    expect((await app(signedRequest('{}', { event: 'ping', secret: WEBHOOK_SECRET }))).status).toBe(200);
+    const signed = named(await statusOf(app), 'webhooks');
+    expect(signed.status).toBe('warning');
+    expect(signed.problems).toEqual([expect.stringMatching(/^2 deliveries signed with it since this API process started, the last at \d\d:\d\d UTC: GitHub still has the old secret; give it the new one; /)]);
+    // Done: the old secret is no longer configured.
+    expect(named(await statusOf(statusApp(uniqueName('tq-rotated'), addProvider(rig).name)), 'webhooks')).toEqual({ name: 'webhooks', status: 'ok', summary: 'deliveries verified with api.webhookSecret' });
+  });
+
+  it('warns of no webhook secret only where a pool takes its jobs from webhooks', async () => {
+    const taskQueue = uniqueName('tq-no-secret');
+    const provider = addProvider(rig).name;
+    const app = statusApp(taskQueue, provider, {}, rig.github, { webhookSecret: undefined });
+    expect(named(await statusOf(app), 'webhooks')).toEqual({ name: 'webhooks', status: 'ok', summary: 'no webhook secret configured; no pool takes jobs from webhooks' });
+    const settings = poolSettingsFor(provider, 'no-secret');
+    await startPool(rig.client, taskQueue, parseConfig({}), settings);
+    try {
+      const warned = await eventually(async () => {
+        const check = named(await statusOf(statusApp(taskQueue, provider, {}, rig.github, { webhookSecret: undefined })), 'webhooks');
+        return check.status === 'warning' ? check : undefined;
+      }, 20_000, 'the pool to be listed');
+      expect(warned).toEqual({
+        name: 'webhooks',
+        status: 'warning',
+        summary: 'no webhook secret configured: every delivery is refused',
+        problems: [expect.stringMatching(/^1 pool in webhook mode: each hears of queued jobs only through the sweep's look at GitHub's queue; set RUNNERFLOW_WEBHOOK_SECRET/)],
+      });
+    } finally {
+      await rig.client.workflow.getHandle(poolWorkflowId(settings.name)).terminate('test done');
+    }
   });
 
   it('fails when no worker polls the task queue, naming it and what to start, and the CLI exits 3', async () => {
