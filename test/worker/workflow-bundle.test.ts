@@ -3,13 +3,15 @@
  * webpack's memory then leaves with that process instead of staying in the worker's for good.
  */
 import type { Client } from '@temporalio/client';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleWorkflowsApart } from '../../worker/workflow-bundle';
 import { startInstance, waitForStatus } from '../instance/helpers';
-import { connectClient, instanceInput, startTestWorker, uniqueName } from '../support/temporal';
+import { connectClient, eventually, instanceInput, startTestWorker, uniqueName } from '../support/temporal';
 
 const bundleDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('runnerflow-bundle-'));
 
@@ -48,6 +50,17 @@ describe('a worker bundling its workflows from source', () => {
       await worker.stop();
     }
   }, 120_000);
+
+  it('ends its bundling process when the worker dies at start, and leaves nothing behind', async () => {
+    const before = bundleDirs();
+    const worker = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./support/bundling-worker.ts', import.meta.url))], { env: { ...process.env, TMPDIR: ownTmp }, stdio: 'ignore' });
+    const started = await eventually(() => bundleDirs().find((dir) => !before.includes(dir)), 30_000, 'the bundling process to start');
+    const bundler = () => execFileSync('ps', ['-eo', 'args']).toString().split('\n').filter((line) => line.includes(started));
+    expect(bundler()).toHaveLength(1);
+    worker.kill('SIGKILL');
+    await eventually(() => bundler().length === 0 && !bundleDirs().includes(started), 15_000, 'the bundling process to end and remove its directory');
+    expect(bundleDirs()).toEqual(before);
+  }, 60_000);
 
   it('says why when the bundling process fails, and leaves nothing behind', async () => {
     const before = bundleDirs();
