@@ -241,8 +241,9 @@ export const configSchema = z
          */
         lostJobAge: durationMs.default(2 * 60_000),
         /**
-         * Organisation pools: the repositories their pools have lately had jobs queued from that each sweep
-         * looks into for such jobs, most lately first (GitHub lists queued jobs only per repository); 0: none.
+         * Organisation pools: the repositories, of those their pools have lately had jobs queued from and those
+         * lately pushed to, that each sweep looks into for such jobs, most lately active first (GitHub lists
+         * queued jobs only per repository); 0: none.
          */
         lostJobRepositories: z.number().int().min(0).max(RECENT_REPOSITORIES_KEPT).default(20),
       })
