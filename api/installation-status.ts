@@ -200,10 +200,13 @@ async function githubCheck(services: Services): Promise<StatusCheck> {
   );
 }
 
+/** A delivery refused for its signature this recently still says GitHub's secret is not runnerflow's. */
+export const REFUSED_SIGNATURE_RECENT_MS = 15 * 60_000;
+
 /**
- * Whether GitHub's deliveries can be taken, and whether a secret rotation is left half done: an
- * old secret still accepted is one more that can sign deliveries. What this process has taken
- * signed with it says whether GitHub still has it (each API process counts its own).
+ * Whether GitHub's deliveries can be taken: a secret that GitHub's webhook does not have fails
+ * every delivery, and a rotation left half done keeps an old secret able to sign them. What this
+ * process has seen of signatures says which (each API process counts its own).
  */
 async function webhooksCheck(services: Services): Promise<StatusCheck> {
   const { secrets } = services.deps;
@@ -214,15 +217,26 @@ async function webhooksCheck(services: Services): Promise<StatusCheck> {
       `${plural(webhookPools.length, 'pool')} in webhook mode: each hears of queued jobs only through the sweep's look at GitHub's queue; set RUNNERFLOW_WEBHOOK_SECRET or api.webhookSecret to the secret of GitHub's webhook`,
     ]);
   }
-  if (!secrets.previousWebhookSecret) return check('webhooks', 'ok', 'deliveries verified with api.webhookSecret');
-  const use = services.previousSecretUse;
-  const seen =
-    use.count > 0 && use.lastAt !== undefined
-      ? `${plural(use.count, 'delivery', 'deliveries')} signed with it since this API process started, the last at ${clockUtc(new Date(use.lastAt).toISOString())}: GitHub still has the old secret; give it the new one`
-      : `no delivery signed with it since this API process started (${clockUtc(new Date(use.since).toISOString())})`;
-  return check('webhooks', 'warning', 'a secret rotation is under way: api.previousWebhookSecret is still accepted', [
-    `${seen}; once GitHub signs with the new secret only, remove api.previousWebhookSecret: an old secret left accepted can still sign deliveries`,
-  ]);
+  const seen = services.signatures;
+  const at = (ms: number) => clockUtc(new Date(ms).toISOString());
+  const problems: string[] = [];
+  const summaries: string[] = [];
+  if (seen.lastRefusedAt !== undefined && Date.now() - seen.lastRefusedAt <= REFUSED_SIGNATURE_RECENT_MS) {
+    summaries.push('deliveries refused for their signature');
+    problems.push(
+      `${plural(seen.refused, 'delivery', 'deliveries')} refused since this API process started, the last at ${at(seen.lastRefusedAt)}, for a signature that matches no configured secret: if they are GitHub's, its webhook has a secret runnerflow does not (api.webhookSecret${secrets.previousWebhookSecret ? ' nor api.previousWebhookSecret' : ''}); its deliveries fail and are asked for again in vain until the two agree`,
+    );
+  }
+  if (secrets.previousWebhookSecret) {
+    summaries.push('a secret rotation is under way: api.previousWebhookSecret is still accepted');
+    const signed =
+      seen.previous > 0 && seen.lastPreviousAt !== undefined
+        ? `${plural(seen.previous, 'delivery', 'deliveries')} signed with it since this API process started, the last at ${at(seen.lastPreviousAt)}: GitHub still has the old secret; give it the new one`
+        : `no delivery signed with it since this API process started (${at(seen.since)})`;
+    problems.push(`${signed}; once GitHub signs with the new secret only, remove api.previousWebhookSecret: an old secret left accepted can still sign deliveries`);
+  }
+  if (problems.length === 0) return check('webhooks', 'ok', 'deliveries verified with api.webhookSecret');
+  return check('webhooks', 'warning', summaries.join('; '), problems);
 }
 
 /** A check that could not be made: a warning saying why, so the others still stand. */

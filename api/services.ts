@@ -4,7 +4,7 @@ import { IdleReportHold } from './idle-report-hold';
 import { PoolDirectory } from './pool-directory';
 import { StuckWorkflowAlarm } from './stuck-workflow-alarm';
 import { TemporalJobSink } from './temporal-job-sink';
-import { PreviousSecretUse } from './webhooks/github';
+import { WebhookSignatures } from './webhooks/github';
 import { orNotFound } from './temporal/running';
 import { poolNameOf } from '../workflows/pool-messages';
 import { instanceNameFromWorkflowId } from '../workflows/messages';
@@ -19,8 +19,8 @@ export interface Services {
   idleReports: IdleReportHold;
   /** Told of failed reads of pools and runners: one whose tasks keep failing gets its liveness pass at once. */
   stuckWorkflows: StuckWorkflowAlarm;
-  /** Webhook deliveries this process took signed with the previous secret of a rotation. */
-  previousSecretUse: PreviousSecretUse;
+  /** Deliveries' signatures as this process saw them: the previous secret of a rotation, or none. */
+  signatures: WebhookSignatures;
   /** Runs a Temporal call bounded by the query timeout. */
   bounded<R>(fn: () => Promise<R>): Promise<R>;
   /** Queries a workflow within the query timeout; an unknown workflow is 404 naming `what`. */
@@ -51,7 +51,7 @@ export function createServices(deps: AppDeps): Services {
     sink,
     idleReports,
     stuckWorkflows,
-    previousSecretUse: new PreviousSecretUse(),
+    signatures: new WebhookSignatures(),
     bounded,
     query: async (workflowId, what, query) => {
       try {

@@ -29,7 +29,8 @@ export const webhookRoutes: Route<Services>[] = [
       const previousSecret = services.deps.secrets.previousWebhookSecret;
       return handleGitHubWebhook(request, {
         secret,
-        ...(previousSecret ? { previousSecret, previousSecretUse: services.previousSecretUse } : {}),
+        ...(previousSecret ? { previousSecret } : {}),
+        signatures: services.signatures,
         sink: services.sink,
         logger: services.deps.logger,
       });

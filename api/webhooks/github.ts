@@ -68,8 +68,8 @@ export interface GitHubWebhookDeps {
    * the new one: during a rotation some deliveries (in flight, or sent again) carry either.
    */
   previousSecret?: string;
-  /** Where deliveries signed with `previousSecret` are counted; one shared by the process by default. */
-  previousSecretUse?: PreviousSecretUse;
+  /** Where signatures seen are counted (previous secret, none); one shared by the process by default. */
+  signatures?: WebhookSignatures;
   sink: WorkflowJobSink;
   logger?: WebhookLogger;
   /** Largest delivery accepted; GitHub caps payloads at 25 MB. */
@@ -115,28 +115,43 @@ async function signedWith(deps: GitHubWebhookDeps, payload: string, signature: s
 }
 
 /**
- * Deliveries signed with the previous secret of a rotation, as this process has taken them: for
- * the installation's status to say whether GitHub still signs with it, and for the log to say so
- * at most once a minute (enough to show it, without a line per delivery).
+ * What this process has seen of deliveries' signatures, for the installation's status: those
+ * signed with the previous secret of a rotation (GitHub still has it) and those refused because
+ * they matched no secret (GitHub's webhook has a secret runnerflow does not: every delivery fails,
+ * and is asked for again in vain until the two agree). Said in the log at most once a minute
+ * each: enough to show it, without a line per delivery.
  */
-export class PreviousSecretUse {
-  count = 0;
-  lastAt: number | undefined;
+export class WebhookSignatures {
   readonly since = Date.now();
-  private loggedAt = Number.NEGATIVE_INFINITY;
+  previous = 0;
+  lastPreviousAt: number | undefined;
+  refused = 0;
+  lastRefusedAt: number | undefined;
+  private readonly saidAt = { previous: Number.NEGATIVE_INFINITY, refused: Number.NEGATIVE_INFINITY };
 
-  /** Records one; true when it is time to say so in the log. */
-  record(now = Date.now()): boolean {
-    this.count += 1;
-    this.lastAt = now;
-    if (now - this.loggedAt < PREVIOUS_SECRET_LOG_INTERVAL_MS) return false;
-    this.loggedAt = now;
+  /** Records a delivery signed with the previous secret; true when it is time to say so in the log. */
+  signedWithPrevious(now = Date.now()): boolean {
+    this.previous += 1;
+    this.lastPreviousAt = now;
+    return this.timeToSay('previous', now);
+  }
+
+  /** Records a delivery whose signature matched no secret; true when it is time to say so in the log. */
+  signedWithNone(now = Date.now()): boolean {
+    this.refused += 1;
+    this.lastRefusedAt = now;
+    return this.timeToSay('refused', now);
+  }
+
+  private timeToSay(kind: keyof WebhookSignatures['saidAt'], now: number): boolean {
+    if (now - this.saidAt[kind] < SIGNATURE_LOG_INTERVAL_MS) return false;
+    this.saidAt[kind] = now;
     return true;
   }
 }
 
-const PREVIOUS_SECRET_LOG_INTERVAL_MS = 60_000;
-const sharedPreviousSecretUse = new PreviousSecretUse();
+const SIGNATURE_LOG_INTERVAL_MS = 60_000;
+const sharedSignatures = new WebhookSignatures();
 
 /**
  * The events a delivery is counted under by name. The header is the sender's to write, read
@@ -164,15 +179,21 @@ export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookD
     count('unauthorized');
     return failure(401, 'missing_signature', 'X-Hub-Signature-256 header is required');
   }
+  const signatures = deps.signatures ?? sharedSignatures;
   const signer = await signedWith(deps, payload, signature);
   if (!signer) {
     count('unauthorized');
-    deps.logger?.warn('webhook signature mismatch', { event, deliveryId: request.headers.get('x-github-delivery') ?? undefined });
+    if (signatures.signedWithNone()) {
+      deps.logger?.warn('webhook signature mismatch: the delivery matches no configured secret (said at most once a minute)', {
+        event,
+        deliveryId: request.headers.get('x-github-delivery') ?? undefined,
+      });
+    }
     return failure(401, 'invalid_signature', 'X-Hub-Signature-256 does not match the body');
   }
   if (signer === 'previous') {
     webhookPreviousSecretDeliveries.inc();
-    if ((deps.previousSecretUse ?? sharedPreviousSecretUse).record()) {
+    if (signatures.signedWithPrevious()) {
       deps.logger?.info('webhook delivery signed with the previous secret: GitHub still has it; remove api.previousWebhookSecret once deliveries stop using it', {
         event,
         deliveryId: request.headers.get('x-github-delivery') ?? undefined,

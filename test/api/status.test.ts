@@ -100,7 +100,7 @@ describe('the installation status', () => {
     expect(shown.stdout).toMatch(/^machine cleanups\s+ok\s+no machine waits for its delete to be confirmed$/m);
   });
 
-  it('warns while a webhook secret rotation is under way, saying whether GitHub still signs with the old secret', async () => {
+  it('warns while a webhook secret rotation is under way, saying whether GitHub still signs with the old secret, and of deliveries no secret signed', async () => {
     const previous = 'the-secret-before-the-rotation';
     const app = statusApp(uniqueName('tq-rotation'), addProvider(rig).name, {}, rig.github, { previousWebhookSecret: previous });
     const waiting = named(await statusOf(app), 'webhooks');
@@ -117,6 +117,14 @@ describe('the installation status', () => {
     const signed = named(await statusOf(app), 'webhooks');
     expect(signed.status).toBe('warning');
     expect(signed.problems).toEqual([expect.stringMatching(/^2 deliveries signed with it since this API process started, the last at \d\d:\d\d UTC: GitHub still has the old secret; give it the new one; /)]);
+    // A delivery signed with neither: GitHub's webhook may have a secret runnerflow does not.
+    expect((await app(signedRequest('{}', { event: 'ping', secret: 'a-secret-runnerflow-never-had' }))).status).toBe(401);
+    const refused = named(await statusOf(app), 'webhooks');
+    expect(refused.summary).toBe('deliveries refused for their signature; a secret rotation is under way: api.previousWebhookSecret is still accepted');
+    expect(refused.problems).toEqual([
+      expect.stringMatching(/^1 delivery refused since this API process started, the last at \d\d:\d\d UTC, for a signature that matches no configured secret: if they are GitHub's, its webhook has a secret runnerflow does not \(api\.webhookSecret nor api\.previousWebhookSecret\)/),
+      expect.stringMatching(/^2 deliveries signed with it since this API process started/),
+    ]);
     // Done: the old secret is no longer configured.
     expect(named(await statusOf(statusApp(uniqueName('tq-rotated'), addProvider(rig).name)), 'webhooks')).toEqual({ name: 'webhooks', status: 'ok', summary: 'deliveries verified with api.webhookSecret' });
   });
