@@ -19,7 +19,8 @@
  * --idle-report-hold sets `api.idleReportHold` (0 signals agents' `idle` at once).
  */
 import { completionRate, exitAfter, intArg, ms, percentile, printTable, quietTemporal, runBench, sleep, temporalServer, until, type Figure } from './common';
-import { cpuBetween, cpuSnapshot } from './cpu';
+import { cpus } from 'node:os';
+import { cpuBetween, cpuSnapshot, type CpuRow } from './cpu';
 import { breakdownFigures, jobPathBreakdown } from './job-path';
 import { completedJobs, createPool, removePool, startBenchStack, startProcessBenchStack, stopBenchStack } from './stack';
 import { poolWorkflowId } from '../workflows/pool-messages';
@@ -102,6 +103,7 @@ async function main(): Promise<void> {
       ...(breakdown ? breakdownFigures(breakdown) : []),
       // Core-milliseconds per completed lifecycle, from queueing the first job until the last one completed.
       ...cpu.map(({ what, seconds }) => ({ figure: `CPU per lifecycle: ${what}`, value: `${((seconds * 1000) / Math.max(1, completedJobs(stack, ids))).toFixed(1)} core-ms` })),
+      ...(processes ? [withoutStandIns(cpu, completedJobs(stack, ids))] : []),
     ];
     printTable(`Queue-to-start: ${rate} jobs/s for ${seconds} s, pool max ${maxRunners}, ${jobMs} ms jobs (simulated machines${processes ? '; worker and API in their own processes' : ''})`, figures);
   } finally {
@@ -109,6 +111,23 @@ async function main(): Promise<void> {
     else await stopBenchStack(stack);
     temporal.release();
   }
+}
+
+/**
+ * With the worker and the API in processes of their own, what runnerflow and the server alone cost
+ * a lifecycle, and how many a second the machine's cores could carry at that cost: the GitHub
+ * simulator and its runner agents, which a real installation does not run, left out. The
+ * simulated machines' bookkeeping runs in the worker and stays counted, as a cloud's API calls
+ * would be. A figure to read beside the measured rate, not a target.
+ */
+function withoutStandIns(cpu: CpuRow[], completed: number): Figure {
+  const seconds = (what: string) => cpu.find((row) => row.what === what)?.seconds ?? 0;
+  const coreMs = ((seconds('worker process') + seconds('API process') + seconds('rest of the machine (Temporal server, its database)')) * 1000) / Math.max(1, completed);
+  const cores = cpus().length;
+  return {
+    figure: `lifecycles/s the worker, API and server could carry on ${cores} cores at their ${coreMs.toFixed(1)} core-ms, the stand-ins elsewhere`,
+    value: coreMs > 0 ? ((cores * 1000) / coreMs).toFixed(1) : 'n/a',
+  };
 }
 
 runBench('queue-to-start', main);
