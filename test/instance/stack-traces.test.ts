@@ -3,23 +3,15 @@
  * on (workflows/stack-traces-off.ts says why). Read through what an operator sees: the
  * Temporal UI's stack trace query on a runner waiting for its job.
  */
-import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../config/schema';
-import { connectClient, instanceInput, startTestWorker, uniqueName, type TestWorker } from '../support/temporal';
+import { instanceInput, startTestWorker, uniqueName, useClient, type TestWorker } from '../support/temporal';
 import { startInstance, waitForStatus } from './helpers';
 
-let client: Client;
-let closeClient: () => Promise<void>;
-beforeAll(async () => {
-  const connected = await connectClient();
-  client = connected.client;
-  closeClient = () => connected.connection.close();
-});
-afterAll(async () => closeClient());
+const temporal = useClient();
 
 async function stackOfARunningRunner(worker: TestWorker): Promise<string> {
-  const handle = await startInstance(client, worker.taskQueue, instanceInput(uniqueName('stack')));
+  const handle = await startInstance(temporal.client, worker.taskQueue, instanceInput(uniqueName('stack')));
   await waitForStatus(handle, 'running');
   const stack = await handle.query<string>('__stack_trace');
   await handle.terminate('test done');

@@ -195,6 +195,19 @@ export function useTestWorker(options: TestWorkerOptions = {}): TemporalTestEnv 
 }
 
 /** A client for a file's tests that make schedules: the schedules named in `created` are deleted after them. */
+/** A client for the whole file (for tests that start their own workers), closed after its last test. */
+export function useClient(): { client: Client } {
+  const env = {} as { client: Client };
+  let connection: Connection | undefined;
+  beforeAll(async () => {
+    ({ client: env.client, connection } = await connectClient());
+  });
+  afterAll(async () => {
+    await connection?.close();
+  });
+  return env;
+}
+
 export function useScheduleClient(): { client: Client; created: string[] } {
   const env = { created: [] as string[] } as { client: Client; created: string[] };
   let connection: Connection | undefined;

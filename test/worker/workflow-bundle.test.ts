@@ -2,16 +2,15 @@
  * A worker that bundles its workflows from source does it in a short-lived process of its own:
  * webpack's memory then leaves with that process instead of staying in the worker's for good.
  */
-import type { Client } from '@temporalio/client';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { bundleWorkflowsApart } from '../../worker/workflow-bundle';
 import { startInstance, waitForStatus } from '../instance/helpers';
-import { connectClient, eventually, instanceInput, startTestWorker, uniqueName } from '../support/temporal';
+import { eventually, instanceInput, startTestWorker, uniqueName, useClient } from '../support/temporal';
 
 const bundleDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('runnerflow-bundle-'));
 
@@ -24,14 +23,7 @@ afterAll(() => {
   else process.env.TMPDIR = sharedTmp;
 });
 
-let client: Client;
-let closeClient: () => Promise<void>;
-beforeAll(async () => {
-  const connected = await connectClient();
-  client = connected.client;
-  closeClient = () => connected.connection.close();
-});
-afterAll(async () => closeClient());
+const temporal = useClient();
 
 describe('a worker bundling its workflows from source', () => {
   it('bundles them in a process of its own, runs runners on the bundle, and keeps no file of it', async () => {
@@ -42,7 +34,7 @@ describe('a worker bundling its workflows from source', () => {
     try {
       expect(said).toEqual([expect.stringMatching(/^workflows bundled from source in a process of their own in \d+ ms$/)]);
       expect(bundleDirs()).toEqual(before);
-      const handle = await startInstance(client, worker.taskQueue, instanceInput(uniqueName('bundled')));
+      const handle = await startInstance(temporal.client, worker.taskQueue, instanceInput(uniqueName('bundled')));
       await waitForStatus(handle, 'running');
       await handle.signal('forceDelete', { reason: 'test done' });
       expect((await handle.result()).status).toBe('deleted');
