@@ -54,6 +54,27 @@ describe('a worker bundling its workflows from source', () => {
     expect(bundleDirs()).toEqual(before);
   }, 60_000);
 
+  it('bundles in its own process when a process of their own cannot be had, and says why', async () => {
+    const fakeDir = mkdtempSync(join(ownTmp, 'fake-'));
+    // No directory can be made for the bundle: the bundling process cannot be given one.
+    process.env.TMPDIR = join(ownTmp, 'not-there');
+    const said: string[] = [];
+    try {
+      const worker = await startTestWorker({ fakeDir, workflowStackTraces: false, log: (message) => said.push(message) });
+      try {
+        const handle = await startInstance(temporal.client, worker.taskQueue, instanceInput(uniqueName('fallback')));
+        await waitForStatus(handle, 'running');
+        await handle.signal('forceDelete', { reason: 'test done' });
+        expect((await handle.result()).status).toBe('deleted');
+      } finally {
+        await worker.stop();
+      }
+    } finally {
+      process.env.TMPDIR = ownTmp;
+    }
+    expect(said).toEqual([expect.stringMatching(/^ENOENT: .*; bundling in the worker's own process instead$/)]);
+  }, 120_000);
+
   it('says why when the bundling process fails, and leaves nothing behind', async () => {
     const before = bundleDirs();
     await expect(bundleWorkflowsApart({ timeoutMs: 1 })).rejects.toThrow(/^bundling the workflows in a process of their own failed/);
