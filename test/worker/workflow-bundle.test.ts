@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bundleWorkflowsApart } from '../../worker/workflow-bundle';
 import { startInstance, waitForStatus } from '../instance/helpers';
-import { eventually, instanceInput, startTestWorker, uniqueName, useClient } from '../support/temporal';
+import { eventually, instanceInput, startTestWorker, uniqueName, useClient, type TestWorker } from '../support/temporal';
 
 const bundleDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('runnerflow-bundle-'));
 
@@ -25,6 +25,14 @@ afterAll(() => {
 
 const temporal = useClient();
 
+/** A runner made and force-deleted on the worker: its workflows run from the bundle it loaded. */
+async function aRunnerRunsAndGoes(worker: TestWorker, tag: string): Promise<void> {
+  const handle = await startInstance(temporal.client, worker.taskQueue, instanceInput(uniqueName(tag)));
+  await waitForStatus(handle, 'running');
+  await handle.signal('forceDelete', { reason: 'test done' });
+  expect((await handle.result()).status).toBe('deleted');
+}
+
 describe('a worker bundling its workflows from source', () => {
   it('bundles them in a process of its own, runs runners on the bundle, and keeps no file of it', async () => {
     expect(tmpdir()).toBe(ownTmp);
@@ -34,10 +42,7 @@ describe('a worker bundling its workflows from source', () => {
     try {
       expect(said).toEqual([expect.stringMatching(/^workflows bundled from source in a process of their own in \d+ ms$/)]);
       expect(bundleDirs()).toEqual(before);
-      const handle = await startInstance(temporal.client, worker.taskQueue, instanceInput(uniqueName('bundled')));
-      await waitForStatus(handle, 'running');
-      await handle.signal('forceDelete', { reason: 'test done' });
-      expect((await handle.result()).status).toBe('deleted');
+      await aRunnerRunsAndGoes(worker, 'bundled');
     } finally {
       await worker.stop();
     }
@@ -62,10 +67,7 @@ describe('a worker bundling its workflows from source', () => {
     try {
       const worker = await startTestWorker({ fakeDir, workflowStackTraces: false, log: (message) => said.push(message) });
       try {
-        const handle = await startInstance(temporal.client, worker.taskQueue, instanceInput(uniqueName('fallback')));
-        await waitForStatus(handle, 'running');
-        await handle.signal('forceDelete', { reason: 'test done' });
-        expect((await handle.result()).status).toBe('deleted');
+        await aRunnerRunsAndGoes(worker, 'fallback');
       } finally {
         await worker.stop();
       }
