@@ -44,6 +44,20 @@ export type PollResult =
 
 /** A refusal is an answer, not a failure: the listener keeps listening and asks again later. */
 export type MoveScaleSetResult = { outcome: 'moved' | 'unchanged' | 'scale_set_gone' } | { outcome: 'refused'; message: string };
+export type RenameScaleSetResult = { outcome: 'renamed' | 'unchanged' | 'scale_set_gone' } | { outcome: 'refused'; message: string };
+
+/**
+ * A change to the scale set, with GitHub's answer that no retry changes (no such group, a scale
+ * set of that name in the way) returned as a refusal: the operator's to act on, not a failure.
+ */
+async function refusedOr<T extends string>(change: () => Promise<T>): Promise<{ outcome: T } | { outcome: 'refused'; message: string }> {
+  try {
+    return { outcome: await change() };
+  } catch (err) {
+    if (err instanceof GitHubApiError && !err.retryable) return { outcome: 'refused', message: err.message.slice(0, 500) };
+    throw err;
+  }
+}
 
 export const SCALE_SET_FAILURES = { notConfigured: 'ScaleSetsNotConfigured' } as const;
 
@@ -152,15 +166,12 @@ export function createScaleSetActivities(deps: ScaleSetActivityDeps) {
 
     /** Puts the scale set in the pool's runner group; idempotent (a retry after a lost answer finds it `unchanged`). */
     async moveScaleSet(args: { target: ScaleSetTarget; scaleSetId: number; runnerGroup: string }): Promise<MoveScaleSetResult> {
-      return guarded(async () => {
-        try {
-          return { outcome: await actions(args.target).moveScaleSet(args.scaleSetId, args.runnerGroup) };
-        } catch (err) {
-          // No such group, or a scale set of this name in it already: the operator's to change.
-          if (err instanceof GitHubApiError && !err.retryable) return { outcome: 'refused', message: err.message.slice(0, 500) };
-          throw err;
-        }
-      });
+      return guarded(() => refusedOr(() => actions(args.target).moveScaleSet(args.scaleSetId, args.runnerGroup)));
+    },
+
+    /** Gives the scale set the pool's name; idempotent (a retry after a lost answer finds it `unchanged`). */
+    async renameScaleSet(args: { target: ScaleSetTarget; scaleSetId: number; name: string }): Promise<RenameScaleSetResult> {
+      return guarded(() => refusedOr(() => actions(args.target).renameScaleSet(args.scaleSetId, args.name)));
     },
 
     async deleteScaleSet(args: { target: ScaleSetTarget; scaleSetId: number }): Promise<'deleted' | 'not_found'> {

@@ -1,6 +1,7 @@
 import { jsonBytes } from './json-size';
 import { z } from 'zod';
 import { durationMs, durationMsWithFractions } from './duration';
+import { SCALE_SET_NAME } from './scale-set';
 
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -10,8 +11,6 @@ export const githubScopeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('enterprise'), enterprise: z.string().min(1) }).strict(),
 ]);
 
-/** GitHub's limits on a scale set name: what `runs-on` uses, so no spaces or slashes. */
-const SCALE_SET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 /** What a pool in `scaleSet` mode adds: the scale set it registers and how many runners it keeps without jobs. */
 export const scaleSetSettingsSchema = z

@@ -4,6 +4,9 @@
  */
 import type { PoolSettings } from './pool';
 
+/** GitHub's limits on a scale set name: what `runs-on` uses, so no spaces or slashes. */
+export const SCALE_SET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
 /**
  * The labels a scale set is created with: its name first, then the extra labels, each once, as
  * actions-runner-controller makes them. Jobs reach a scale set through its labels, so without its
@@ -32,14 +35,24 @@ export function foreignLabels(found: readonly string[] | undefined, name: string
   return labelSet(found) === labelSet(scaleSetLabels(name, poolLabels)) ? undefined : [...found];
 }
 
+export type ScaleSetDifference = 'runner_group' | 'name' | 'labels';
+
 /**
  * What of a scale set at GitHub is not as its pool says, from its listener's view: `runner_group`
- * while a move is not done (a group not known, from a listener that predates keeping it, is not
- * counted), `labels` when it was found with labels other than the pool's.
+ * while a move is not done, `name` while a rename is not done (a group or name not known, from a
+ * listener that predates keeping it, is not counted), `labels` when it was found with labels
+ * other than the pool's.
  */
-export function scaleSetDifferences(view: { runnerGroup?: string; runnerGroupAtGitHub?: string; labelsAtGitHub?: string[] }): ('runner_group' | 'labels')[] {
-  const differs: ('runner_group' | 'labels')[] = [];
+export function scaleSetDifferences(view: {
+  runnerGroup?: string;
+  runnerGroupAtGitHub?: string;
+  name?: string;
+  nameAtGitHub?: string;
+  labelsAtGitHub?: string[];
+}): ScaleSetDifference[] {
+  const differs: ScaleSetDifference[] = [];
   if (view.runnerGroup !== undefined && view.runnerGroupAtGitHub !== undefined && view.runnerGroup !== view.runnerGroupAtGitHub) differs.push('runner_group');
+  if (view.name !== undefined && view.nameAtGitHub !== undefined && view.name !== view.nameAtGitHub) differs.push('name');
   if (view.labelsAtGitHub !== undefined) differs.push('labels');
   return differs;
 }
@@ -59,7 +72,7 @@ export function desiredRunnerCount(minRunners: number, maxRunners: number, total
 /** Owner name of our sessions: tells operators (and GitHub's UI) which installation and pool listens. */
 export const sessionOwnerName = (controllerId: string, pool: string): string => `runnerflow/${controllerId}/${pool}`;
 
-/** What names a pool's scale set at GitHub. All but the runner group are fixed under a running pool. */
+/** What names a pool's scale set at GitHub. All but the runner group and the name are fixed under a running pool. */
 export interface ScaleSetIdentity {
   name: string;
   runnerGroup: string;
@@ -89,16 +102,15 @@ const sameScope = (a: ScaleSetIdentity['scope'], b: ScaleSetIdentity['scope']): 
 /**
  * What `next` would change of the scale set a pool registered (`current`) that cannot change in
  * place. The listener holds a session on that scale set, and its runners are registered to it: a
- * scale set of another scope or credentials is another scale set, GitHub sets a scale set's labels
- * only when it creates it, and its name is among them (`runs-on` names it). The runner group is
- * not among these: the listener moves the scale set to a new one, as actions-runner-controller
- * does, keeping its id, session and runners. Every other setting changes in place too.
+ * scale set of another scope or credentials is another scale set, and GitHub sets a scale set's
+ * labels only when it creates it. Neither the runner group nor the name is among these: the
+ * listener moves and renames the scale set, as actions-runner-controller does, keeping its id,
+ * session and runners. Every other setting changes in place too.
  */
 export function scaleSetChanges(current: ScaleSetIdentity, next: PoolSettings): ScaleSetFieldChange[] {
   if (next.mode !== 'scaleSet') return [];
   const to = scaleSetIdentityOf(next);
   const changes: ScaleSetFieldChange[] = [];
-  if (to.name !== current.name) changes.push({ path: 'scaleSet.name', message: `is "${to.name}"; the pool's scale set is "${current.name}"` });
   if (to.credentials !== current.credentials) changes.push({ path: 'github.credentials', message: `is "${to.credentials}"; the scale set is reached with "${current.credentials}"` });
   if (!sameScope(to.scope, current.scope)) changes.push({ path: 'github.scope', message: 'differs from the scope the scale set is registered in' });
   if (labelSet(to.labels) !== labelSet(current.labels)) changes.push({ path: 'labels', message: 'differ from the labels GitHub gave the scale set when it was created' });

@@ -100,7 +100,7 @@ new Gauge({
 
 new Gauge({
   name: 'runnerflow_scale_set_differs',
-  help: "1 while a scale-set pool's scale set at GitHub is not as the pool's settings say: runner_group (a move GitHub refused or could not be asked for yet) or labels (found with labels other than the pool's)",
+  help: "1 while a scale-set pool's scale set at GitHub is not as the pool's settings say: runner_group (a move GitHub refused or could not be asked for yet), name (a rename likewise) or labels (found with labels other than the pool's)",
   labelNames: ['pool', 'field'],
   registers: [registry],
   async collect() {

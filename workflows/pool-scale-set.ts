@@ -119,6 +119,7 @@ export class PoolScaleSet {
       labels: listener.labels,
       takesJobs: listener.takesJobs !== false,
       runnerGroup: listener.runnerGroup,
+      name: listener.name,
     };
     await getExternalWorkflowHandle(scaleSetListenerId(listener.pool))
       .signal(updateListenerSignal, args)

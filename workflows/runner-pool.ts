@@ -26,7 +26,7 @@ import type { PoolActivities } from '../activities/pool-activities';
 import type { PoolAuditActivities } from '../activities/pool-audit-activities';
 import type { RelayActivities } from '../activities/relay-activities';
 import type { PoolSettings } from '../domain/pool';
-import { scaleSetChanges, scaleSetIdentityOf } from '../domain/scale-set';
+import { scaleSetChanges, scaleSetIdentityOf, scaleSetNameOf } from '../domain/scale-set';
 import type { InstanceTimings } from '../domain/timings';
 import { deleteSignal, runnerWorkflowId, type RunnerInstanceInput } from './messages';
 import { LEAVE_REASK_MS, PoolBook } from './pool-book';
@@ -238,10 +238,13 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     }
     // Nor a change of the scale set, which the API refuses too (409 scale_set_change): the
     // listener would stay on the scale set it holds, and the pool would show settings that are
-    // not in force. A new runner group is no such change: the listener moves the scale set there.
-    // (patched: pools that took such a signal replay taking it; pools that refused a new runner
-    // group replay refusing it.)
+    // not in force. A new runner group or name is no such change: the listener moves or renames
+    // the scale set. (patched: pools that took such a signal replay taking it; pools that refused
+    // a new runner group or name replay refusing it.)
     const scaleSetChanged = book.settings.mode === 'scaleSet' ? scaleSetChanges(scaleSetIdentityOf(book.settings), settings).map((c) => c.path) : [];
+    if (book.settings.mode === 'scaleSet' && settings.mode === 'scaleSet' && scaleSetNameOf(settings) !== scaleSetNameOf(book.settings) && !patched('scale-set-renamed-in-place')) {
+      scaleSetChanged.unshift('scaleSet.name');
+    }
     if (book.settings.mode === 'scaleSet' && settings.runnerGroup !== book.settings.runnerGroup && scaleSetChanged.length === 0 && !patched('scale-set-runner-group-moves-in-place')) {
       scaleSetChanged.push('runnerGroup');
     }

@@ -26,7 +26,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { ActivityCancellationType } from '@temporalio/common';
-import type { MoveScaleSetResult, OpenSessionResult, PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
+import type { PollResult, ScaleSetActivities } from '../activities/scale-set-activities';
 import { desiredRunnerCount, foreignLabels } from '../domain/scale-set';
 import { scaleSetLifecycle } from './lifecycle-sink';
 import { listenerSettingsArgs } from './signal-input';
@@ -52,7 +52,8 @@ const RECENT_IDS_KEPT = 50;
  * session is a courtesy (a session nobody polls expires by itself), and must not hold up deleting
  * the scale set or starting over after a failure; a deleted pool's ask for a held session is asked
  * again on the wait's own clock, which endless retries would outlast; and a move to a new runner
- * group must not stop the listening, so it is tried again after `githubMaxInterval` instead.
+ * group or a new name must not stop the listening, so it is tried again after `githubMaxInterval`
+ * instead.
  */
 const FEW_ATTEMPTS = 3;
 /** Caps the doubling of the pause after failures, long before the interval itself is capped. */
@@ -101,6 +102,10 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   const waitingJobsInterval = t.scaleSetWaitingJobsIntervalMs ?? DEFAULT_WAITING_JOBS_INTERVAL_MS;
   // (patched: listeners begun before replay without ever moving their scale set.)
   const movesScaleSet = patched('listener-moves-its-scale-set');
+  // (patched: listeners begun before replay without ever renaming their scale set.)
+  const renamesScaleSet = patched('listener-renames-its-scale-set');
+  /** Told of a new name by a run that cannot rename: it continues as new, and the next run renames. */
+  let renameWaits = false;
 
   const state: ListenerCarried = input.carried ?? {
     lastMessageId: 0,
@@ -160,10 +165,18 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         // A new group is worth a try at once, whatever the last one's refusal said.
         state.moveTriedAt = undefined;
       }
+      const renamed = next.name !== undefined && next.name !== settings.name;
+      if (renamed) {
+        settings.name = next.name!;
+        state.renameTriedAt = undefined;
+        // (patched: a run begun before renaming, whose older worker ignored the name, replays ignoring it.)
+        if (!renamesScaleSet && patched('listener-continues-as-new-to-rename')) renameWaits = true;
+      }
       // The poll out now asked for no capacity and waits up to a minute: cut it short, so that
       // the next one asks for the pool's capacity and the jobs passed over are acquired now; and
-      // so that a scale set moves to its pool's new group now, not after the poll.
-      if ((reopened && listsWaitingJobs) || (regrouped && movesScaleSet)) poll?.cancel();
+      // so that a scale set moves to its pool's new group, or takes its new name, now, not after
+      // the poll.
+      if ((reopened && listsWaitingJobs) || (regrouped && movesScaleSet) || (renamed && (renamesScaleSet || renameWaits))) poll?.cancel();
     },
     { description: SCALE_SET_MESSAGE_DESCRIPTIONS.updateListener },
   );
@@ -205,6 +218,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       const set = await calls.ensureScaleSet({ target, name: settings.name, runnerGroup, labels: settings.labels });
       state.scaleSetId = set.id;
       state.runnerGroupAtGitHub = runnerGroup;
+      state.nameAtGitHub = set.name;
       // Found with labels the pool does not have: only a new scale set takes the pool's (results from
       // before the activity returned labels carry none, and say nothing).
       state.labelsAtGitHub = foreignLabels(set.labels, settings.name, settings.labels);
@@ -319,32 +333,70 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     return state.moveTriedAt === undefined || Date.now() - state.moveTriedAt >= t.githubMaxIntervalMs;
   }
 
-  async function moveScaleSet(scaleSetId: number): Promise<void> {
-    const runnerGroup = settings.runnerGroup;
-    let moved: MoveScaleSetResult | { outcome: 'failed'; message: string };
+  /** A call of `fewTries` that failed every try is an answer too: the caller tries again later, listening meanwhile. */
+  async function answerOf<T>(call: () => Promise<T>): Promise<T | { outcome: 'failed'; message: string }> {
     try {
-      moved = await fewTries.moveScaleSet({ target, scaleSetId, runnerGroup });
+      return await call();
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-      moved = { outcome: 'failed', message: failureMessage(err) };
+      return { outcome: 'failed', message: failureMessage(err) };
     }
-    if (moved.outcome === 'scale_set_gone') {
-      // Deleted at GitHub: the next session finds or makes it in the pool's group.
-      state.scaleSetId = undefined;
-      state.sessionId = undefined;
-      return;
-    }
+  }
+
+  /** Deleted at GitHub: the next session finds the scale set by the pool's name, in its group, or makes it. */
+  function forgetScaleSet(): void {
+    state.scaleSetId = undefined;
+    state.sessionId = undefined;
+  }
+
+  /** Clears `lastError` when it is the complaint that starts so: another may still stand. */
+  function clearError(complaint: string): void {
+    if (state.lastError?.startsWith(complaint)) state.lastError = undefined;
+  }
+
+  async function moveScaleSet(scaleSetId: number): Promise<void> {
+    const runnerGroup = settings.runnerGroup;
+    const moved = await answerOf(() => fewTries.moveScaleSet({ target, scaleSetId, runnerGroup }));
+    if (moved.outcome === 'scale_set_gone') return forgetScaleSet();
     if (moved.outcome === 'moved' || moved.outcome === 'unchanged') {
       if (moved.outcome === 'moved') log.info('scale set moved to the pool\'s runner group', { pool: settings.pool, scaleSetId, runnerGroup, from: state.runnerGroupAtGitHub });
       state.runnerGroupAtGitHub = runnerGroup;
       state.moveTriedAt = undefined;
-      state.lastError = undefined;
+      clearError(`scale set ${scaleSetId} not moved`);
       return;
     }
-    const why = 'message' in moved ? moved.message : moved.outcome;
     state.moveTriedAt = Date.now();
-    state.lastError = `scale set ${scaleSetId} not moved to runner group "${runnerGroup}"; it stays in "${state.runnerGroupAtGitHub ?? 'its group'}" and runs jobs from there: ${why}`;
+    state.lastError = `scale set ${scaleSetId} not moved to runner group "${runnerGroup}"; it stays in "${state.runnerGroupAtGitHub ?? 'its group'}" and runs jobs from there: ${'message' in moved ? moved.message : moved.outcome}`;
     log.warn('scale set not moved to the pool\'s runner group', { pool: settings.pool, scaleSetId, runnerGroup, error: state.lastError });
+  }
+
+  /**
+   * The pool's scale set has a new name: give it to the scale set at GitHub, as
+   * actions-runner-controller does, so that `runs-on` reaches the same scale set, with its id, its
+   * session, its runners and the jobs they run, by the new name. As with a move, only with a
+   * session held, and a refusal (a scale set of that name in the group already) or an outage
+   * leaves the scale set listening under its old name, tried again after `githubMaxInterval` or
+   * at the pool's next new name.
+   */
+  function renameDue(): boolean {
+    if (!renamesScaleSet || state.scaleSetId === undefined || state.nameAtGitHub === settings.name) return false;
+    return state.renameTriedAt === undefined || Date.now() - state.renameTriedAt >= t.githubMaxIntervalMs;
+  }
+
+  async function renameScaleSet(scaleSetId: number): Promise<void> {
+    const name = settings.name;
+    const renamed = await answerOf(() => fewTries.renameScaleSet({ target, scaleSetId, name }));
+    if (renamed.outcome === 'scale_set_gone') return forgetScaleSet();
+    if (renamed.outcome === 'renamed' || renamed.outcome === 'unchanged') {
+      if (renamed.outcome === 'renamed') log.info('scale set renamed as its pool says', { pool: settings.pool, scaleSetId, name, from: state.nameAtGitHub });
+      state.nameAtGitHub = name;
+      state.renameTriedAt = undefined;
+      clearError(`scale set ${scaleSetId} not renamed`);
+      return;
+    }
+    state.renameTriedAt = Date.now();
+    state.lastError = `scale set ${scaleSetId} not renamed "${name}"; it is still "${state.nameAtGitHub ?? 'as it was'}" and runs jobs under that name: ${'message' in renamed ? renamed.message : renamed.outcome}`;
+    log.warn('scale set not renamed as its pool says', { pool: settings.pool, scaleSetId, name, error: state.lastError });
   }
 
   /** Closes the session; returns why it could not be closed. */
@@ -392,14 +444,8 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   async function outlastHeldSession(scaleSetId: number): Promise<boolean> {
     const until = Date.now() + (t.scaleSetHeldSessionWaitMs ?? DEFAULT_HELD_SESSION_WAIT_MS);
     for (;;) {
-      let opened: OpenSessionResult | { outcome: 'failed'; message: string };
-      try {
-        opened = await fewTries.openScaleSetSession({ target, scaleSetId, ownerName: settings.ownerName });
-      } catch (err) {
-        if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-        // An outage at GitHub says nothing about who holds the scale set: ask again while the wait lasts.
-        opened = { outcome: 'failed', message: failureMessage(err) };
-      }
+      // An outage at GitHub says nothing about who holds the scale set: ask again while the wait lasts.
+      const opened = await answerOf(() => fewTries.openScaleSetSession({ target, scaleSetId, ownerName: settings.ownerName }));
       if (opened.outcome === 'scale_set_gone') {
         state.lastError = undefined;
         return false;
@@ -447,6 +493,10 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         await moveScaleSet(state.scaleSetId!);
         if (state.sessionId === undefined) continue;
       }
+      if (renameDue()) {
+        await renameScaleSet(state.scaleSetId!);
+        if (state.sessionId === undefined) continue;
+      }
       if (state.waitingJobsDue && acquiring()) {
         if (!(await acquireWaitingJobs(sessionId))) continue;
       }
@@ -483,7 +533,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       if (!(err instanceof ActivityFailure) || isCancellation(err) || !patched('listener-survives-failures')) throw err;
       await recover(err);
     }
-    if (stop === undefined && historyFull()) {
+    if (stop === undefined && (historyFull() || renameWaits)) {
       await continueAsNew<typeof scaleSetListener>({ ...input, settings, carried: state });
     }
   }

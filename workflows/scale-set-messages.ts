@@ -73,6 +73,14 @@ export interface ListenerCarried {
   /** When the listener last tried to move the scale set to the pool's runner group and could not (workflow time). */
   moveTriedAt?: number;
   /**
+   * The scale set's name at GitHub, as far as this listener knows: set when it finds or creates
+   * the scale set, and when it renames it. Absent when unknown (carried from a listener that
+   * predates it): the next rename looks.
+   */
+  nameAtGitHub?: string;
+  /** When the listener last tried to give the scale set the pool's name and could not (workflow time). */
+  renameTriedAt?: number;
+  /**
    * The scale set's labels at GitHub, when the scale set found by the pool's name has labels other
    * than the pool's (made by another tool, or by an earlier runnerflow without its name among
    * them): jobs that name a label the scale set lacks never reach the pool. Absent when they match.
@@ -92,6 +100,7 @@ export interface ScaleSetListenerInput {
 
 export interface ScaleSetView extends ListenerCarried {
   pool: string;
+  /** The pool's name for its scale set: what it is called at GitHub, or is being renamed to (see `nameAtGitHub`). */
   name: string;
   /** The pool's runner group: where the scale set is, or is being moved to (see `runnerGroupAtGitHub`). */
   runnerGroup: string;
@@ -123,6 +132,8 @@ export interface UpdateListenerArgs {
   takesJobs?: boolean;
   /** The pool's runner group: the listener moves the scale set there. Absent from pools that predate moving it. */
   runnerGroup?: string;
+  /** The pool's name for its scale set: the listener renames the scale set. Absent from pools that predate renaming it. */
+  name?: string;
 }
 /** Sent to the pool: the scale set's statistics, the truth its runner count follows. */
 export interface ScaleSetDemandArgs {
@@ -147,6 +158,6 @@ export const scaleSetDemandSignal = defineSignal<[ScaleSetDemandArgs]>('scaleSet
 export const SCALE_SET_MESSAGE_DESCRIPTIONS = {
   scaleSetState: 'The scale set: id, session, last message id, statistics, desired runner count and listener status.',
   stopListener: 'Close the message session and end the listener; with {"deleteScaleSet": true} also delete the scale set. Input: {"reason": "..."}',
-  updateListener: 'New minRunners, maxRunners, labels, takesJobs and runnerGroup from the pool settings (sent by the pool).',
+  updateListener: 'New minRunners, maxRunners, labels, takesJobs, runnerGroup and name from the pool settings (sent by the pool).',
   scaleSetDemand: 'Statistics from the scale set listener: the pool keeps min(maxRunners, minRunners + totalAssignedJobs) runners.',
 } as const;

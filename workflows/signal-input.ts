@@ -5,6 +5,7 @@
  */
 import { log, setDefaultSignalHandler } from '@temporalio/workflow';
 import { INSTANCE_STATUSES, RUNNER_STATUSES } from '../domain/instance-status';
+import { SCALE_SET_NAME } from '../domain/scale-set';
 import { HEALTH_FINDINGS, type HealthFinding } from '../domain/liveness';
 import type { HealthReportArgs, JobCompletedArgs, JobStartedArgs, RunnerStatusArgs } from './messages';
 import { isReadableTime, type JobProgressArgs, type QueuedJob, type RunnerChangedArgs } from './pool-messages';
@@ -119,7 +120,7 @@ export function scaleSetDemandArgs(args: unknown): ScaleSetDemandArgs | undefine
 }
 
 export function listenerSettingsArgs(args: unknown): UpdateListenerArgs | undefined {
-  const { minRunners, maxRunners, labels, runnerGroup } = asObject(args);
+  const { minRunners, maxRunners, labels, runnerGroup, name } = asObject(args);
   if (!isCount(minRunners) || !isCount(maxRunners) || !Array.isArray(labels) || !labels.every((l) => typeof l === 'string')) {
     return ignored('updateListener', 'needs counts minRunners and maxRunners and a list of string labels', args);
   }
@@ -127,7 +128,10 @@ export function listenerSettingsArgs(args: unknown): UpdateListenerArgs | undefi
   // send it with every later change too, and its listener would take none of them.
   const namesGroup = typeof runnerGroup === 'string' && runnerGroup.trim() !== '';
   if (runnerGroup !== undefined && !namesGroup) ignored('updateListener', 'runnerGroup, when given, must name a runner group; the rest is taken', args);
-  return { minRunners, maxRunners, labels: labels as string[], ...(namesGroup ? { runnerGroup } : {}) };
+  // The same for a name GitHub would refuse (blank, or with spaces, as the pool's schema refuses it).
+  const namesScaleSet = typeof name === 'string' && SCALE_SET_NAME.test(name);
+  if (name !== undefined && !namesScaleSet) ignored('updateListener', 'name, when given, must be a scale set name without spaces; the rest is taken', args);
+  return { minRunners, maxRunners, labels: labels as string[], ...(namesGroup ? { runnerGroup } : {}), ...(namesScaleSet ? { name } : {}) };
 }
 
 /**

@@ -72,6 +72,8 @@ interface ScaleSetDetail {
   /** The pool's runner group, and the one the scale set is in at GitHub (they differ while it moves). */
   runnerGroup?: string;
   runnerGroupAtGitHub?: string;
+  /** The scale set's name at GitHub (it differs from `name`, the pool's, while it is renamed). */
+  nameAtGitHub?: string;
   /** Set only when the scale set found at GitHub has labels other than the pool's. */
   labelsAtGitHub?: string[];
 }
@@ -81,13 +83,17 @@ function runnerGroupLine(s: ScaleSetDetail): string {
   return scaleSetDifferences(s).includes('runner_group') ? `${at} (moving to ${s.runnerGroup})` : at;
 }
 
+function scaleSetNameText(s: ScaleSetDetail): string {
+  return scaleSetDifferences(s).includes('name') ? `${s.nameAtGitHub} (renaming to ${s.name})` : s.name;
+}
+
 function scaleSetFields(pool: PoolDetail): [string, unknown][] {
   if (pool.settings.mode !== 'scaleSet') return [];
   const s = pool.scaleSet;
   if (!s) return [['Scale set', 'listener not running']];
   const stats = s.statistics;
   return [
-    ['Scale set', `${s.name} (id ${s.scaleSetId ?? '-'}, ${s.status})`],
+    ['Scale set', `${scaleSetNameText(s)} (id ${s.scaleSetId ?? '-'}, ${s.status})`],
     ['Runner group', runnerGroupLine(s)],
     ['Session', s.sessionId ?? '-'],
     ['Last message id', s.lastMessageId],

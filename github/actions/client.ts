@@ -137,6 +137,15 @@ export class ActionsServiceClient implements ActionsServicePort {
     return res.status === 404 ? 'scale_set_gone' : 'moved';
   }
 
+  async renameScaleSet(scaleSetId: number, name: string): Promise<'renamed' | 'unchanged' | 'scale_set_gone'> {
+    const current = await this.service('get_scale_set', 'GET', `${SCALE_SETS}/${scaleSetId}`, undefined, [404]);
+    if (current.status === 404) return 'scale_set_gone';
+    if ((current.body as RunnerScaleSet).name === name) return 'unchanged';
+    // Only the name, as actions-runner-controller sends it: the group and labels are left as they are.
+    const res = await this.service('update_scale_set', 'PATCH', `${SCALE_SETS}/${scaleSetId}`, { name }, [404]);
+    return res.status === 404 ? 'scale_set_gone' : 'renamed';
+  }
+
   async deleteScaleSet(scaleSetId: number): Promise<'deleted' | 'not_found'> {
     const res = await this.service('delete_scale_set', 'DELETE', `${SCALE_SETS}/${scaleSetId}`, undefined, [404]);
     return res.status === 404 ? 'not_found' : 'deleted';

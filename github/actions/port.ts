@@ -64,6 +64,14 @@ export interface ActionsServicePort {
    * when GitHub refuses: no such runner group, or a scale set of the same name in it already.
    */
   moveScaleSet(scaleSetId: number, runnerGroup: string): Promise<'moved' | 'unchanged' | 'scale_set_gone'>;
+  /**
+   * Gives the scale set a new name, as actions-runner-controller does when its scale set name
+   * changes: it keeps its id, its session and its runners, and `runs-on` reaches it by the new
+   * name. `unchanged` when it has that name already, `scale_set_gone` when it no longer exists.
+   * Throws a non-retryable ActionsServiceError when GitHub refuses: a scale set of that name in
+   * its runner group already.
+   */
+  renameScaleSet(scaleSetId: number, name: string): Promise<'renamed' | 'unchanged' | 'scale_set_gone'>;
   /** `deleted`, or `not_found` when it was already gone. */
   deleteScaleSet(scaleSetId: number): Promise<'deleted' | 'not_found'>;
   /** Throws ActionsServiceError `session_conflict` when another session holds the scale set. */

@@ -124,11 +124,20 @@ export class SimScaleSets {
     return set;
   }
 
-  /** A PATCH: the scale set keeps its id, session, queue and runners. */
+  /**
+   * A PATCH: the scale set keeps its id, session, queue and runners. `runs-on` reaches a scale set
+   * by its name, which is among the labels it was made with: a new name takes the old one's place
+   * there, and jobs already queued for the new name become available to it.
+   */
   update(set: SimScaleSet, runnerGroupId: number, name: string): SimScaleSet {
     set.runnerGroupId = runnerGroupId;
     set.runnerGroupName = this.groups.get(runnerGroupId)?.name ?? set.runnerGroupName;
-    set.name = name;
+    if (name !== set.name) {
+      const old = set.name.toLowerCase();
+      set.labels = set.labels.map((label) => (label.toLowerCase() === old ? name : label));
+      set.name = name;
+      for (const job of this.state.queuedJobs()) this.offer(job);
+    }
     return set;
   }
 

@@ -103,6 +103,8 @@ export interface GitHubSimulator {
   addRunnerGroup(name: string): number;
   /** A scale set made as another tool would make it, with exactly these labels, in the `Default` group; returns its id. */
   addScaleSet(scope: GitHubScope, name: string, labels: string[]): number;
+  /** Deletes a scale set as its owner would (its session ends, its runners are unregistered); false when there was none. */
+  deleteScaleSet(scaleSetId: number): boolean;
   /** How jobs reach scale sets from now on: offered to acquire (the default), or assigned by the broker. */
   setScaleSetAssignment(mode: ScaleSetAssignment): void;
   close(): Promise<void>;
@@ -296,6 +298,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     scaleSetMaxCapacity: (id) => actions.maxCapacity.get(id),
     addRunnerGroup: (name) => scaleSets.addGroup(name),
     addScaleSet: (scope, name, labels) => scaleSets.create(scope, 1, name, labels).id,
+    deleteScaleSet: (scaleSetId) => scaleSets.delete(scaleSetId, (runnerId) => agents.runnerRemoved(runnerId)),
     setScaleSetAssignment: (mode) => scaleSets.setAssignment(mode),
     async close() {
       agents.close();

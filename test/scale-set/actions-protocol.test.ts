@@ -151,6 +151,33 @@ describe('the Actions service protocol against the simulator', () => {
     expect(await client.deleteScaleSet(set.id)).toBe('deleted');
   });
 
+  it('renames a scale set in place, keeping its id and session, with runs-on reaching it by the new name, and again is a no-op', async () => {
+    const set = await client.ensureScaleSet({ name: 'old-name', runnerGroup: 'Default', labels: ['linux'] });
+    const session = await client.createSession(set.id, 'owner');
+    const calls = sim.stats().actionsCalls['update-scale-set'] ?? 0;
+    expect(await client.renameScaleSet(set.id, 'new-name')).toBe('renamed');
+    const renamed = sim.scaleSets().find((s) => s.id === set.id);
+    expect(renamed).toMatchObject({ name: 'new-name', runnerGroupName: 'Default', labels: ['new-name', 'linux'] });
+    expect(renamed?.session?.sessionId).toBe(session.sessionId);
+    // Found by its new name; none is left by the old one.
+    expect((await client.ensureScaleSet({ name: 'new-name', runnerGroup: 'Default', labels: ['linux'] })).id).toBe(set.id);
+    expect(sim.scaleSets().filter((s) => s.name === 'old-name')).toHaveLength(0);
+    // A retry after a lost answer changes nothing.
+    expect(await client.renameScaleSet(set.id, 'new-name')).toBe('unchanged');
+    expect(sim.stats().actionsCalls['update-scale-set']).toBe(calls + 1);
+
+    // Refused for good: a scale set of that name in the group already.
+    const namesake = await client.ensureScaleSet({ name: 'taken-name', runnerGroup: 'Default', labels: [] });
+    await expect(client.renameScaleSet(set.id, 'taken-name')).rejects.toMatchObject({ retryable: false, status: 409 });
+    expect(sim.scaleSets().find((s) => s.id === set.id)?.name).toBe('new-name');
+    expect(await client.deleteScaleSet(namesake.id)).toBe('deleted');
+    expect(await client.renameScaleSet(namesake.id, 'anything')).toBe('scale_set_gone');
+    sim.setFault({ kind: 'server-error', operation: 'update-scale-set', status: 503, times: 1 });
+    await expect(client.renameScaleSet(set.id, 'taken-name')).rejects.toMatchObject({ retryable: true, status: 503 });
+    expect(await client.renameScaleSet(set.id, 'taken-name')).toBe('renamed');
+    expect(await client.deleteScaleSet(set.id)).toBe('deleted');
+  });
+
   it('takes a session the service answers "expired" on close as gone', async () => {
     const set = await client.ensureScaleSet({ name: 'expiring', runnerGroup: 'Default', labels: [] });
     const session = await client.createSession(set.id, 'owner');

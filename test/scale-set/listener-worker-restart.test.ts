@@ -141,3 +141,37 @@ it("a worker killed in the middle of moving the scale set to the pool's new runn
     await next.stop();
   }
 });
+
+it('a worker killed in the middle of renaming the scale set: the next worker finds it renamed, on the same scale set and session', async () => {
+  const taskQueue = uniqueName('tq-ss-rename');
+  const pool = uniqueName('renamepool').toLowerCase();
+  const name = `${pool}-renamed`;
+  const child = await startWorkerProcess(taskQueue, { SIM_URL: sim.url });
+  const input = listenerInput(pool, 2, { ...FAST_TIMINGS, heartbeatTimeoutMs: 1_000, scaleSetPollTimeoutMs: 8_000, scaleSetConflictRetryMs: 500 });
+  const handle = await client.workflow.start(SCALE_SET_LISTENER_WORKFLOW, { workflowId: scaleSetListenerId(pool), taskQueue, args: [input] });
+  const before = await untilListening(handle);
+  const calls = sim.stats().actionsCalls['update-scale-set'] ?? 0;
+
+  // GitHub takes its time over the rename, and makes it even though nobody waits for the answer.
+  sim.setFault({ kind: 'latency', ms: 3_000, operation: 'update-scale-set', times: 1 });
+  await handle.signal(updateListenerSignal, { minRunners: 0, maxRunners: 2, labels: [], name });
+  await eventually(() => (sim.stats().actionsCalls['update-scale-set'] ?? 0) > calls, 10_000, 'the rename asked for');
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  const next = await startTestWorker({ taskQueue, activities: { github: simulatorRegistry(sim.url) } });
+  try {
+    const renamed = await eventually(async () => {
+      const s = await handle.query(scaleSetStateQuery);
+      return s.nameAtGitHub === name ? s : undefined;
+    }, 30_000, 'the listener knowing the scale set renamed');
+    expect(renamed).toMatchObject({ name, scaleSetId: before.scaleSetId, sessionId: before.sessionId, sessionsOpened: 1 });
+    expect(renamed.lastError).toBeUndefined();
+    // One scale set, renamed; none left under the old name.
+    expect(sim.scaleSets().filter((x) => x.name === name || x.name === pool)).toMatchObject([{ id: before.scaleSetId, name }]);
+    await handle.signal(stopListenerSignal, { deleteScaleSet: true });
+    expect(await handle.result()).toMatchObject({ status: 'stopped' });
+  } finally {
+    sim.clearFaults();
+    await next.stop();
+  }
+});

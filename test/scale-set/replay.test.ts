@@ -101,4 +101,36 @@ describe('scale-set histories replay with the current code', () => {
     await expect(replayHistory(pool, 'pool/ss-deleted-busy')).resolves.toBeUndefined();
     await expect(replayHistory(listener, 'scaleset/ss-deleted-busy')).resolves.toBeUndefined();
   });
+
+  it('a pool sent a new scale set name by hand, and its listener sent one as pools now send it (recorded when the pool refused it and the listener ignored it)', async () => {
+    const pool = loadHistory(__dirname, 'pool-renamed-by-signal-before-renaming.json');
+    expect(patchIds(pool.events)).not.toContain('scale-set-renamed-in-place');
+    const updates = pool.events.flatMap((e) => {
+      const a = e.workflowExecutionSignaledEventAttributes;
+      return a?.signalName === 'updatePool' ? [payload<{ settings: { scaleSet?: { name?: string }; maxRunners: number } }>(a.input!.payloads![0]).settings] : [];
+    });
+    expect(updates.map((u) => [u.scaleSet?.name, u.maxRunners])).toEqual([['renamed-by-hand', 2], [undefined, 3]]);
+    // Refused: the memo, upserted for each settings change taken, never named the new scale set.
+    const memoNames = pool.events.flatMap((e) => {
+      const set = e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.['scaleSet'];
+      return set ? [payload<{ name: string }>(set).name] : [];
+    });
+    expect(memoNames.length).toBeGreaterThan(0);
+    expect(memoNames.every((name) => name !== 'renamed-by-hand')).toBe(true);
+
+    const listener = loadHistory(__dirname, 'listener-told-a-name-before-renaming.json');
+    const events = listener.events;
+    expect(patchIds(events)).not.toContain('listener-renames-its-scale-set');
+    const named = events.flatMap((e) => {
+      const a = e.workflowExecutionSignaledEventAttributes;
+      return a?.signalName === 'updateListener' ? [payload<{ name?: string }>(a.input!.payloads![0]).name] : [];
+    });
+    expect(named).toContain('renamed-by-pool');
+    // It neither renamed the scale set nor continued as new for it.
+    expect(events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [])).not.toContain('renameScaleSet');
+    expect(events.at(-1)!.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED);
+
+    await expect(replayHistory(pool, 'pool/ss-renamed-by-hand')).resolves.toBeUndefined();
+    await expect(replayHistory(listener, 'scaleset/ss-told-a-name')).resolves.toBeUndefined();
+  });
 });

@@ -9,7 +9,17 @@ import { apiRequest } from '../../devstack/stack';
 import { poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { scaleSetListenerId, updateListenerSignal, type ScaleSetView } from '../../workflows/scale-set-messages';
 import { eventually, uniqueName } from '../support/temporal';
-import { listenerState, listeningPool as listeningPoolOf, poolShow, scaleSetDiffersShown, scaleSetPool, useScaleSetStack } from './support/stack';
+import {
+  deletePool as deletePoolOf,
+  listenerWhen as listenerWhenOf,
+  listeningPool as listeningPoolOf,
+  poolShow,
+  runsAJob as runsAJobOf,
+  scaleSetDiffersShown,
+  scaleSetPool,
+  successorListening,
+  useScaleSetStack,
+} from './support/stack';
 
 /** The pool's next look for its listener comes soon: a listener that ended is started again within it. */
 const AUDIT_MS = 2_000;
@@ -25,24 +35,12 @@ const listeningPool = () => listeningPoolOf(stack, { maxRunners: 2, scaleSet: { 
 const put = (pool: ReturnType<typeof scaleSetPool>, changes: Record<string, unknown>) =>
   apiRequest(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, ...changes });
 
-function listenerWhen(pool: string, ok: (s: ScaleSetView) => boolean, what: string, timeoutMs = 20_000): Promise<ScaleSetView> {
-  return eventually(async () => {
-    const s = await listenerState(stack.client, pool);
-    return s && ok(s) ? s : undefined;
-  }, timeoutMs, what);
-}
+const listenerWhen = (pool: string, ok: (s: ScaleSetView) => boolean, what: string) => listenerWhenOf(stack, pool, ok, what);
 
 const differsShown = (pool: string, expected: Record<string, number>) => scaleSetDiffersShown(stack, pool, expected);
 
-async function runsAJob(pool: string): Promise<void> {
-  const job = stack.sim.queueJob({ repository: 'acme/app', labels: [pool] });
-  await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, `a job of ${pool} run`);
-}
-
-async function deletePool(pool: string): Promise<void> {
-  expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool}`)).status).toBeLessThan(300);
-  await stack.client.workflow.getHandle(scaleSetListenerId(pool)).result();
-}
+const runsAJob = (runsOn: string) => runsAJobOf(stack, runsOn);
+const deletePool = (pool: string) => deletePoolOf(stack, pool);
 
 describe("a scale-set pool's runner group, changed", () => {
   it('moves the scale set there, with its id, its session and the job its runner is running, and its jobs run on', async () => {
@@ -139,12 +137,7 @@ describe("a scale-set pool's runner group, changed", () => {
     await handle.terminate('test: listener gone');
     stack.sim.addRunnerGroup(group);
 
-    const successor = await eventually(async () => {
-      const d = await handle.describe().catch(() => undefined);
-      if (d?.status.name !== 'RUNNING' || d.runId === firstRun) return undefined;
-      const s = await listenerState(stack.client, pool.name);
-      return s?.status === 'listening' && s.runnerGroupAtGitHub === group ? s : undefined;
-    }, 60_000, 'a new listener that moved the scale set');
+    const successor = await successorListening(stack, pool.name, firstRun, (s) => s.runnerGroupAtGitHub === group, 'a new listener that moved the scale set');
     expect(successor.scaleSetId).toBe(scaleSetId);
     expect(atGitHub(scaleSetId)?.runnerGroupName).toBe(group);
     expect(namedAtGitHub(pool.name)).toHaveLength(1);

@@ -26,14 +26,15 @@ describe('what a scale-set pool cannot change in place', () => {
     const current = scaleSetIdentityOf(settings());
     expect(scaleSetChanges(current, settings({ maxRunners: 9, scaleSet: { minRunners: 1 }, labels: ['LINUX', 'linux'] }))).toEqual([]);
     expect(scaleSetChanges(current, settings({ scaleSet: { name: 'big', minRunners: 0 } }))).toEqual([]);
-    // The listener moves the scale set to a new runner group: not a change of scale set.
+    // The listener moves the scale set to a new runner group, and renames it: not a change of scale set.
     expect(scaleSetChanges(current, settings({ runnerGroup: 'elsewhere' }))).toEqual([]);
+    expect(scaleSetChanges(current, settings({ scaleSet: { name: 'bigger', minRunners: 0 } }))).toEqual([]);
     const changed = scaleSetChanges(
       current,
       settings({ scaleSet: { name: 'bigger', minRunners: 0 }, runnerGroup: 'gpu', github: { credentials: 'other', scope: { kind: 'org', org: 'acme' } }, labels: ['linux', 'gpu'] }),
     );
-    expect(changed.map((c) => c.path)).toEqual(['scaleSet.name', 'github.credentials', 'labels']);
-    expect(changed[0]!.message).toBe('is "bigger"; the pool\'s scale set is "big"');
+    expect(changed.map((c) => c.path)).toEqual(['github.credentials', 'labels']);
+    expect(changed[0]!.message).toBe('is "other"; the scale set is reached with "default"');
     expect(scaleSetChanges(current, settings({ github: { scope: { kind: 'repo', owner: 'acme', repo: 'app' } } })).map((c) => c.path)).toEqual(['github.scope']);
   });
 

@@ -87,7 +87,41 @@ export async function listeningPool(
 export async function scaleSetDiffersShown(stack: DevStack, pool: string, expected: Record<string, number>): Promise<void> {
   await eventually(async () => {
     const family = (await scrape(`${stack.api.url}/metrics`)).get('runnerflow_scale_set_differs');
-    const shown = Object.fromEntries(['runner_group', 'labels'].map((field) => [field, family ? sampleSum(family, { pool, field }) : 0]));
-    return JSON.stringify(shown) === JSON.stringify({ runner_group: 0, labels: 0, ...expected }) ? true : undefined;
+    const shown = Object.fromEntries(['runner_group', 'name', 'labels'].map((field) => [field, family ? sampleSum(family, { pool, field }) : 0]));
+    return JSON.stringify(shown) === JSON.stringify({ runner_group: 0, name: 0, labels: 0, ...expected }) ? true : undefined;
   }, 20_000, `runnerflow_scale_set_differs of ${pool} at ${JSON.stringify(expected)}`);
+}
+
+/**
+ * The listener the pool started again after `firstRun` ended, once it listens and `ok` holds:
+ * what a successor finishes of the work its predecessor left.
+ */
+export async function successorListening(stack: DevStack, pool: string, firstRun: string, ok: (s: ScaleSetView) => boolean, what: string): Promise<ScaleSetView> {
+  const handle = stack.client.workflow.getHandle(scaleSetListenerId(pool));
+  return eventually(async () => {
+    const d = await handle.describe().catch(() => undefined);
+    if (d?.status.name !== 'RUNNING' || d.runId === firstRun) return undefined;
+    const s = await listenerState(stack.client, pool);
+    return s?.status === 'listening' && ok(s) ? s : undefined;
+  }, 60_000, what);
+}
+
+/** The listener's view once `ok` holds of it. */
+export function listenerWhen(stack: DevStack, pool: string, ok: (s: ScaleSetView) => boolean, what: string, timeoutMs = 20_000): Promise<ScaleSetView> {
+  return eventually(async () => {
+    const s = await listenerState(stack.client, pool);
+    return s && ok(s) ? s : undefined;
+  }, timeoutMs, what);
+}
+
+/** A job for `runsOn`, queued and run to its end. */
+export async function runsAJob(stack: DevStack, runsOn: string): Promise<void> {
+  const job = stack.sim.queueJob({ repository: 'acme/app', labels: [runsOn] });
+  await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, `a job for ${runsOn} run`);
+}
+
+/** Deletes the pool through the API and waits for its listener to end (with its scale set). */
+export async function deletePool(stack: DevStack, pool: string): Promise<void> {
+  expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${pool}`)).status).toBeLessThan(300);
+  await stack.client.workflow.getHandle(scaleSetListenerId(pool)).result();
 }
