@@ -51,6 +51,8 @@ export interface GitHubSweepReport {
   dequeued?: { pool: string; jobId: number; status: string }[];
   /** Where the look for lost jobs stands in each repository's queued runs: the next sweep's `lostJobRotation`. */
   lostJobRotation?: Record<string, LostJobRotation>;
+  /** Where the round of each organisation's repositories stands (`org:<org>` → the page to list next): the next sweep's `repositoryRound`. */
+  repositoryRound?: Record<string, number>;
   /** Offline registrations with no workflow at all, by `untrackedKey`, and when a sweep first found them so: the next sweep's `untrackedSince`. */
   untrackedSince?: Record<string, number>;
 }
@@ -69,6 +71,14 @@ export interface GitHubSweepArgs {
    * pools are not looked at.
    */
   lostJobRepositories?: number;
+  /**
+   * For organisation pools, more of the organisation's repositories looked into per sweep and
+   * organisation, in turn by name, so that each is looked into in time, active or not
+   * (`sweep.lostJobRound`); absent or 0: none.
+   */
+  lostJobRound?: number;
+  /** The last sweep's `repositoryRound`, so that this one goes on round the organisations' repositories where it stopped. */
+  repositoryRound?: Record<string, number>;
   /** The last sweep's `untrackedSince`: when each registration with no workflow was first found. */
   untrackedSince?: Record<string, number>;
 }
@@ -277,12 +287,19 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    * A job whose `queued` webhook was lost has no runner coming. GitHub lists queued runs only per
    * repository: a repository pool's own, and for an organisation pool the repositories its pools
    * have lately had jobs queued from (`recentRepositories`) or that were lately pushed to, at most
-   * `lostJobRepositories` of them, most lately active first. An organisation's repositories share one repository's bound on runs
-   * opened, so looking at one costs at most that many calls more than its listings. A job is only
+   * `lostJobRepositories` of them, most lately active first, and then `lostJobRound` more of its
+   * repositories in turn. An organisation's repositories share one repository's bound on runs
+   * opened (those in turn at least one each), so looking at one costs at most that many calls
+   * more than its listings. A job is only
    * handed to routing once it has waited `lostJobAgeMs` and no pool knows it, so a pool that is
    * merely full is not given a second runner for the same job by another pool.
    */
-  async function requeueLostJobs(groups: ScopeGroup[], args: { lostJobAgeMs: number; lostJobRepositories: number }, rotations: Record<string, LostJobRotation>, report: GitHubSweepReport): Promise<void> {
+  async function requeueLostJobs(
+    groups: ScopeGroup[],
+    args: { lostJobAgeMs: number; lostJobRepositories: number; lostJobRound: number; repositoryRound: Record<string, number> },
+    rotations: Record<string, LostJobRotation>,
+    report: GitHubSweepReport,
+  ): Promise<void> {
     const sink = deps.jobs;
     if (!sink) return;
     const stale: QueuedJob[] = [];
@@ -314,12 +331,14 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       }
     }
     for (const group of groups) if (group.scope.kind === 'repo') await lookInto(group.credentials, group.scope, QUEUED_RUNS_PER_SWEEP);
-    if (args.lostJobRepositories > 0) {
+    const rounds = args.lostJobRound > 0 ? (report.repositoryRound = {}) : undefined;
+    if (args.lostJobRepositories > 0 || rounds) {
       for (const group of groups) {
         if (group.scope.kind !== 'org') continue;
         const org = group.scope.org.toLowerCase();
         const ofOrg = (scope: RepoScope | undefined): scope is RepoScope => scope !== undefined && scope.owner.toLowerCase() === org;
-        const [heard, pushed] = await Promise.all([recentRepositoriesOf(group, report), pushedRepositoriesOf(group, args.lostJobRepositories, report)]);
+        const [heard, pushed] =
+          args.lostJobRepositories > 0 ? await Promise.all([recentRepositoriesOf(group, report), pushedRepositoriesOf(group, args.lostJobRepositories, report)]) : [[], []];
         // Repository pools of the same repositories were looked into above.
         const picked = repositoriesToLookInto({
           org,
@@ -342,6 +361,15 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
           // An equal share of what is left, so one repository's backlog cannot take every sweep's bound.
           runsLeft -= await lookInto(group.credentials, scope, Math.max(1, Math.floor(runsLeft / (picked.length - i))));
         }
+        if (!rounds) continue;
+        // Then the next of the organisation's repositories in turn, whatever their activity: one with
+        // a job queued by a schedule or a dispatch, or past the most lately active, is found too,
+        // within as many sweeps as there are pages of them. Each is looked into even when the
+        // bound is spent (a run at least): the round has moved past it.
+        const inTurn = (await repositoriesInTurn(group.credentials, group.scope, args.lostJobRound, args.repositoryRound, rounds, report)).filter(
+          (scope) => ofOrg(scope) && !lookedInto.has(scopeKey(scope).toLowerCase()),
+        );
+        for (const [i, scope] of inTurn.entries()) runsLeft -= await lookInto(group.credentials, scope, Math.max(1, Math.floor(runsLeft / (inTurn.length - i))));
       }
     }
     if (stale.length === 0) return;
@@ -355,6 +383,34 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       } catch (err) {
         report.failed.push({ target: `job ${job.jobId}`, error: reportErrorText(err) });
       }
+    }
+  }
+
+  /**
+   * The next `count` of the organisation's repositories in name order, from the page the last
+   * sweep left off at (`rounds` carries the next one on; after the last page, the round starts
+   * again). Once per organisation and sweep, whatever its credentials. A listing GitHub refuses
+   * is named in the report, and the round stays where it stood.
+   */
+  async function repositoriesInTurn(
+    credentials: string,
+    scope: Extract<GitHubScope, { kind: 'org' }>,
+    count: number,
+    carried: Record<string, number>,
+    rounds: Record<string, number>,
+    report: GitHubSweepReport,
+  ): Promise<RepoScope[]> {
+    const key = `org:${scope.org.toLowerCase()}`;
+    if (rounds[key] !== undefined) return [];
+    const page = Number.isSafeInteger(carried[key]) && carried[key]! >= 1 ? carried[key]! : 1;
+    rounds[key] = page;
+    try {
+      const listed = await deps.github.get(credentials).listOrgRepositoriesPage(scope, count, page);
+      rounds[key] = listed.last ? 1 : page + 1;
+      return listed.repositories.map(repoScopeOf).filter((s): s is RepoScope => s !== undefined);
+    } catch (err) {
+      report.failed.push({ target: `repositories in turn in org:${scope.org}`, error: reportErrorText(err) });
+      return [];
     }
   }
 
@@ -472,7 +528,12 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         }
       }
       if (args.lostJobAgeMs !== undefined) {
-        await requeueLostJobs(groups, { lostJobAgeMs: args.lostJobAgeMs, lostJobRepositories: args.lostJobRepositories ?? 0 }, args.lostJobRotation ?? {}, report);
+        await requeueLostJobs(
+          groups,
+          { lostJobAgeMs: args.lostJobAgeMs, lostJobRepositories: args.lostJobRepositories ?? 0, lostJobRound: args.lostJobRound ?? 0, repositoryRound: args.repositoryRound ?? {} },
+          args.lostJobRotation ?? {},
+          report,
+        );
         await dequeueSettledJobs(swept, args.lostJobAgeMs, report);
         // What operators alert on: webhooks that keep going missing (a proxy dropping them, GitHub's own trouble).
         sweepLostWebhookJobs.inc({ provider: args.provider, webhook: 'queued' }, report.requeued.length);

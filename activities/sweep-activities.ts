@@ -35,6 +35,8 @@ export interface SweepArgs {
   lostJobAgeMs?: number;
   /** With lostJobAgeMs: for organisation pools, the repositories lately queued from looked into per sweep and organisation. */
   lostJobRepositories?: number;
+  /** With lostJobAgeMs: for organisation pools, the repositories looked into in turn per sweep and organisation. */
+  lostJobRound?: number;
   /** The schedule's interval: how far back closed runners' pools are listed depends on it (5 min when absent). */
   intervalMs?: number;
 }

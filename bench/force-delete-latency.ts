@@ -61,6 +61,7 @@ const instantGitHub: GitHubPort = {
   listRunners: async () => [],
   listQueuedRuns: async () => [],
   listRecentlyPushedRepositories: async () => [],
+  listOrgRepositoriesPage: async () => ({ repositories: [], last: true }),
   listQueuedJobsOfRun: async () => [],
   getJobStatus: async () => undefined,
   listRunnerDownloads: async () => [],

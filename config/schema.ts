@@ -246,12 +246,18 @@ export const configSchema = z
          * queued jobs only per repository); 0: none.
          */
         lostJobRepositories: z.number().int().min(0).max(RECENT_REPOSITORIES_KEPT).default(20),
+        /**
+         * Organisation pools: more of the organisation's repositories each sweep looks into for such jobs, in
+         * turn by name, so that every one is looked into in time: a job queued by a schedule or a dispatch in a
+         * repository the pools have not heard from, or past the most lately active; 0: none.
+         */
+        lostJobRound: z.number().int().min(0).max(100).default(5),
       })
       .strict()
       .superRefine((s, ctx) => {
         if (s.interval < 1_000) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'must be at least 1s (the schedule granularity); enabled: false turns the sweep off' });
       })
-      .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true, githubRunners: true, lostJobAge: 2 * 60_000, lostJobRepositories: 20 }),
+      .default({ interval: 5 * 60_000, gracePeriod: 10 * 60_000, enabled: true, githubRunners: true, lostJobAge: 2 * 60_000, lostJobRepositories: 20, lostJobRound: 5 }),
     /**
      * Liveness reconciliation (docs/self-healing.md): per provider, a machine pass every
      * `interval` and a GitHub pass every `githubInterval`, each started up to `jitter` late.

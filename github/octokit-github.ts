@@ -22,6 +22,7 @@ import {
   type GitHubScope,
   type QueuedGitHubJob,
   type PushedRepository,
+  type RepositoryPage,
   type QueuedGitHubRun,
   type RemoveRunnerOutcome,
   type RunnerCredential,
@@ -183,6 +184,16 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
     const res = await this.request('list_org_repositories', 'GET /orgs/{org}/repos', { org: scope.org, sort: 'pushed', direction: 'desc', per_page: perPage });
     const repos = res.data as { full_name: string; pushed_at?: string | null; archived?: boolean; disabled?: boolean }[];
     return repos.filter((r) => !r.archived && !r.disabled && r.pushed_at).map((r) => ({ repository: r.full_name, pushedAt: r.pushed_at! }));
+  }
+
+  async listOrgRepositoriesPage(scope: Extract<GitHubScope, { kind: 'org' }>, perPage: number, page: number): Promise<RepositoryPage> {
+    const size = Math.max(1, Math.min(PAGE_SIZE, Math.floor(perPage)));
+    const res = await this.request('list_org_repositories', 'GET /orgs/{org}/repos', { org: scope.org, sort: 'full_name', direction: 'asc', per_page: size, page: Math.max(1, Math.floor(page)) });
+    const repos = res.data as { full_name: string; archived?: boolean; disabled?: boolean }[];
+    return {
+      repositories: repos.filter((r) => !r.archived && !r.disabled).map((r) => r.full_name),
+      last: repos.length < size || !/rel="next"/.test(String(res.headers.link ?? '')),
+    };
   }
 
   async listQueuedJobsOfRun(scope: Extract<GitHubScope, { kind: 'repo' }>, runId: number): Promise<QueuedGitHubJob[]> {

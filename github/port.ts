@@ -65,6 +65,14 @@ export interface QueuedGitHubRun {
 }
 
 /** An organisation's repository and when something was last pushed to it. */
+/** One page of an organisation's repositories in name order. */
+export interface RepositoryPage {
+  /** owner/repo, archived and disabled ones left out. */
+  repositories: string[];
+  /** No page follows: the next round starts again at the first. */
+  last: boolean;
+}
+
 export interface PushedRepository {
   /** owner/repo */
   repository: string;
@@ -108,6 +116,8 @@ export interface GitHubPort {
    * are left out.
    */
   listRecentlyPushedRepositories(scope: Extract<GitHubScope, { kind: 'org' }>, count: number): Promise<PushedRepository[]>;
+  /** Page `page` (from 1) of the organisation's repositories in name order, `perPage` a page: one call. */
+  listOrgRepositoriesPage(scope: Extract<GitHubScope, { kind: 'org' }>, perPage: number, page: number): Promise<RepositoryPage>;
   /** The jobs of one run still queued: a call (per page) for each run looked into. */
   listQueuedJobsOfRun(scope: Extract<GitHubScope, { kind: 'repo' }>, runId: number): Promise<QueuedGitHubJob[]>;
   /** Where one job stands now (one call); undefined when GitHub no longer has it. */

@@ -30,12 +30,12 @@ export async function ensureSweepSchedules(client: Client, config: RunnerflowCon
       if (await pauseSchedule(client, scheduleId, 'sweep disabled in the config')) results.push({ provider: name, scheduleId, change: 'paused' });
       continue;
     }
-    const { githubRunners, lostJobAge, lostJobRepositories } = config.sweep;
+    const { githubRunners, lostJobAge, lostJobRepositories, lostJobRound } = config.sweep;
     const args: SweepArgs = {
       provider: name,
       gracePeriodMs: config.sweep.gracePeriod,
       intervalMs: config.sweep.interval,
-      ...(githubRunners ? { githubRunners: true, ...(lostJobAge > 0 ? { lostJobAgeMs: lostJobAge, lostJobRepositories } : {}) } : {}),
+      ...(githubRunners ? { githubRunners: true, ...(lostJobAge > 0 ? { lostJobAgeMs: lostJobAge, lostJobRepositories, lostJobRound } : {}) } : {}),
     };
     const change = await ensureSchedule(client, { scheduleId, intervalMs: config.sweep.interval, workflowType: PROVIDER_SWEEP_WORKFLOW, args: [args], taskQueue });
     results.push({ provider: name, scheduleId, change });

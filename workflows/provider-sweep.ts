@@ -28,12 +28,16 @@ export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
   const last = (workflowInfo().lastResult as SweepReport | undefined)?.github;
   const lostJobRotation = last?.lostJobRotation;
   const untrackedSince = last?.untrackedSince;
+  // And the round of the organisations' repositories.
+  const repositoryRound = last?.repositoryRound;
   const github = await sweepGitHubRunners({
     provider: input.provider,
     gracePeriodMs: input.gracePeriodMs,
     ...(input.lostJobAgeMs !== undefined ? { lostJobAgeMs: input.lostJobAgeMs } : {}),
     ...(input.lostJobRepositories !== undefined ? { lostJobRepositories: input.lostJobRepositories } : {}),
+    ...(input.lostJobRound !== undefined ? { lostJobRound: input.lostJobRound } : {}),
     ...(lostJobRotation ? { lostJobRotation } : {}),
+    ...(repositoryRound ? { repositoryRound } : {}),
     ...(untrackedSince ? { untrackedSince } : {}),
   });
   return { ...machines, github };

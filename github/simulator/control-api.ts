@@ -16,6 +16,7 @@ const queueJobSchema = z.object({
   conclusion: z.enum(['success', 'failure', 'cancelled', 'skipped', 'timed_out', 'neutral']).optional(),
   name: z.string().optional(),
   workflowName: z.string().optional(),
+  event: z.enum(['push', 'schedule', 'workflow_dispatch']).optional(),
 });
 const startAgentSchema = z.object({
   jitConfig: z.string().min(1),

@@ -32,6 +32,7 @@ export interface SimJob {
   labels: string[];
   name: string;
   workflowName: string;
+  event: RunEvent;
   status: 'queued' | 'in_progress' | 'completed';
   conclusion: JobConclusion | null;
   /** What the job will conclude with once it ran. */
@@ -64,7 +65,11 @@ export interface QueueJobInput {
   conclusion?: JobConclusion;
   name?: string;
   workflowName?: string;
+  /** What started its run (`push` when absent): a run of a schedule or a dispatch is no push to its repository. */
+  event?: RunEvent;
 }
+
+export type RunEvent = 'push' | 'schedule' | 'workflow_dispatch';
 
 /** Labels GitHub adds itself and marks read-only. */
 const READ_ONLY_LABELS = new Set(['self-hosted', 'linux', 'windows', 'macos', 'x64', 'arm', 'arm64']);
@@ -106,6 +111,7 @@ export class SimState {
       labels: input.labels,
       name: input.name ?? 'build',
       workflowName: input.workflowName ?? 'CI',
+      event: input.event ?? 'push',
       status: 'queued',
       conclusion: null,
       plannedConclusion: input.conclusion ?? 'success',

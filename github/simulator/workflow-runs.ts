@@ -7,6 +7,9 @@ import type { SimResponse } from './http-util';
 import { idOf, jobJson, repository } from './workflow-job-payload';
 import type { SimJob, SimState } from './sim-state';
 
+/** When a repository whose runs never came from a push was last pushed to. */
+const LONG_AGO = '2024-01-02T10:00:00Z';
+
 type RunStatus = 'queued' | 'in_progress' | 'completed';
 
 function runStatus(jobs: SimJob[]): RunStatus {
@@ -31,7 +34,7 @@ function runJson(fullName: string, runId: number, jobs: SimJob[]): Record<string
     path: '.github/workflows/ci.yml',
     display_title: first.workflowName,
     run_number: runId % 100_000,
-    event: 'push',
+    event: first.event,
     status,
     conclusion: status === 'completed' ? (jobs.some((j) => j.conclusion === 'failure') ? 'failure' : 'success') : null,
     workflow_id: idOf(`${fullName}/ci.yml`),
@@ -93,16 +96,17 @@ export class SimWorkflowRuns {
 
   /**
    * The organisation's repositories as `GET /orgs/{org}/repos` lists them: every repository a job
-   * was queued in, pushed when its latest run was made (runs start from pushes here). Sorted by
-   * `pushed` or by name (GitHub's other orders, by creation and update, are by name here: every
-   * simulated repository was made at once).
+   * was queued in, pushed when its latest run started by a push was made (one whose runs all came
+   * from a schedule or a dispatch was last pushed to long ago). Sorted by `pushed` or by name
+   * (GitHub's other orders, by creation and update, are by name here: every simulated repository
+   * was made at once).
    */
   listOrgRepositories(org: string, query: URLSearchParams, url: URL): SimResponse {
     const pushedAt = new Map<string, string>();
     for (const job of this.state.jobs.values()) {
       if (job.repository.split('/')[0]?.toLowerCase() !== org.toLowerCase()) continue;
-      const at = pushedAt.get(job.repository);
-      if (at === undefined || Date.parse(job.createdAt) > Date.parse(at)) pushedAt.set(job.repository, job.createdAt);
+      const at = pushedAt.get(job.repository) ?? LONG_AGO;
+      pushedAt.set(job.repository, job.event === 'push' && Date.parse(job.createdAt) > Date.parse(at) ? job.createdAt : at);
     }
     const byPush = query.get('sort') === 'pushed';
     const ascending = (query.get('direction') ?? (byPush ? 'desc' : 'asc')) === 'asc';

@@ -156,6 +156,15 @@ describe('start-up settings checked at load', () => {
     expect(() => parseConfig({ sweep: { lostJobRepositories: 101 } })).toThrow('sweep.lostJobRepositories');
   });
 
+  it('takes the organisation repositories a sweep looks into in turn, 5 unless told, and refuses what is no count of them', () => {
+    expect(parseConfig({}).sweep.lostJobRound).toBe(5);
+    expect(parseConfig({ sweep: { lostJobRound: 0 } }).sweep.lostJobRound).toBe(0);
+    expect(parseConfig({ sweep: { lostJobRound: 100 } }).sweep.lostJobRound).toBe(100);
+    expect(() => parseConfig({ sweep: { lostJobRound: -1 } })).toThrow('sweep.lostJobRound');
+    expect(() => parseConfig({ sweep: { lostJobRound: 1.5 } })).toThrow('sweep.lostJobRound');
+    expect(() => parseConfig({ sweep: { lostJobRound: 101 } })).toThrow('sweep.lostJobRound');
+  });
+
   it('takes the previous webhook secret of a rotation from the file or RUNNERFLOW_PREVIOUS_WEBHOOK_SECRET, never inline', () => {
     expect(parseConfig({ api: { previousWebhookSecret: { env: 'OLD_HOOK_SECRET' } } }).api.previousWebhookSecret).toEqual({ env: 'OLD_HOOK_SECRET' });
     expect(loadConfig({ RUNNERFLOW_PREVIOUS_WEBHOOK_SECRET: 'old' }).config.api.previousWebhookSecret).toEqual({ env: 'RUNNERFLOW_PREVIOUS_WEBHOOK_SECRET' });

@@ -10,6 +10,7 @@ const job: SimJob = {
   labels: ['self-hosted', 'linux'],
   name: 'build',
   workflowName: 'CI',
+  event: 'push',
   status: 'in_progress',
   conclusion: null,
   plannedConclusion: 'success',

@@ -48,10 +48,10 @@ async function sweepScript(provider: string): Promise<string> {
  * Runs of a sweep schedule as production makes them (paused, so only the test's triggers run it):
  * each run is handed the last completed run's report by Temporal, and nothing else.
  */
-async function scheduledSweeps(lostJobAgeMs?: number, gracePeriodMs = 3_600_000) {
+async function scheduledSweeps(lostJobAgeMs?: number, gracePeriodMs = 3_600_000, more: Pick<SweepArgs, 'lostJobRepositories' | 'lostJobRound'> = {}) {
   // The schedule's production id: the e2e stack starts no sweep schedules of its own.
   const scheduleId = sweepScheduleId(PROVIDER);
-  const args: SweepArgs = { provider: PROVIDER, gracePeriodMs, githubRunners: true, ...(lostJobAgeMs !== undefined ? { lostJobAgeMs } : {}) };
+  const args: SweepArgs = { provider: PROVIDER, gracePeriodMs, githubRunners: true, ...(lostJobAgeMs !== undefined ? { lostJobAgeMs } : {}), ...more };
   const schedule = await stack.client.schedule.create({
     scheduleId,
     spec: { intervals: [{ every: '24h' }] },
@@ -386,6 +386,66 @@ describe('jobs of an organisation pool whose queued webhook was lost', () => {
     for (const repository of [busy, quiet, unheard]) {
       await eventually(() => stack.sim.jobs().find((j) => j.id === lost[repository] && j.status === 'completed'), 30_000, `the lost job of ${repository} to run`);
     }
+  });
+});
+
+describe('a job of an organisation pool queued by a schedule in a repository the pools never heard of, its webhook lost', () => {
+  it("is found by the round of the organisation's repositories, a page a sweep, the round carried from one scheduled sweep to the next", async () => {
+    const org = uniqueName('round-org').toLowerCase().slice(0, 30);
+    const pool = e2ePool(org, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 0, github: { credentials: 'default', scope: { kind: 'org', org } } });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    // Five repositories whose runs only a schedule started (none pushed to lately), none of whose
+    // jobs the pool heard of: neither of the lists of the most lately active names them.
+    const repositories = ['r1', 'r2', 'r3', 'r4', 'r5'].map((name) => `${org}/${name}`);
+    for (const repository of repositories) {
+      const job = stack.sim.queueJob({ repository, labels: ['no-pool-has-these'], event: 'schedule' });
+      expect(stack.sim.cancelJob(job.id)).toBe(true);
+    }
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: 1 });
+    const lost = stack.sim.queueJob({ repository: repositories[3]!, labels: pool.labels, event: 'schedule' });
+    await stack.sim.webhooksIdle();
+    expect(stack.sim.stats().webhooks.lost).toBeGreaterThanOrEqual(1);
+    const directory = new PoolDirectory(stack.client, 0);
+    await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
+
+    const ofOrg = (report: SweepReport) => (report.github?.requeued ?? []).filter((j) => j.repository.startsWith(`${org}/`)).map((j) => j.jobId);
+    const looked = (report: SweepReport) => Object.keys(report.github?.lostJobRotation ?? {}).filter((key) => key.startsWith(`repo:${org}/`)).sort();
+    const round = (report: SweepReport) => report.github?.repositoryRound?.[`org:${org}`];
+    // Without the round, the most lately active repositories are looked into, and the job is not found.
+    const without = await sweep(3_600_000, 0, 20);
+    expect(ofOrg(without)).toEqual([]);
+    expect(looked(without)).toEqual([]);
+
+    const sweeps = await scheduledSweeps(0, 3_600_000, { lostJobRepositories: 20, lostJobRound: 2 });
+    try {
+      const first = await sweeps.next();
+      expect(looked(first)).toEqual([`repo:${org}/r1`, `repo:${org}/r2`]);
+      expect(ofOrg(first)).toEqual([]);
+      expect(round(first)).toBe(2);
+      // GitHub failing the listing: named, and the round stays where it stood.
+      stack.sim.setFault({ kind: 'server-error', status: 502, operation: 'list-org-repositories', times: 20 });
+      let failed: SweepReport;
+      try {
+        failed = await sweeps.next();
+      } finally {
+        stack.sim.clearFaults();
+      }
+      expect(failed.github?.failed).toContainEqual({ target: `repositories in turn in org:${org}`, error: expect.any(String) });
+      expect(round(failed)).toBe(2);
+      const second = await sweeps.next();
+      expect(looked(second)).toEqual([`repo:${org}/r3`, `repo:${org}/r4`]);
+      expect(ofOrg(second)).toEqual([lost.id]);
+      expect(round(second)).toBe(3);
+      // The last page: the round starts again. (r4 is looked into as one the pool has lately had a
+      // job from, since the sweep routed its job to it.)
+      const third = await sweeps.next();
+      expect(looked(third)).toEqual([`repo:${org}/r4`, `repo:${org}/r5`]);
+      expect(round(third)).toBe(1);
+    } finally {
+      await sweeps.delete();
+    }
+    expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 1 })).status).toBe(202);
+    await eventually(() => stack.sim.jobs().find((j) => j.id === lost.id && j.status === 'completed'), 30_000, 'the lost job to run');
   });
 });
 

@@ -2,7 +2,7 @@
  * An in-process GitHub port for lifecycle tests that need GitHub to misbehave on
  * cue (busy, failing N times, hanging). Tests of the real client use the GitHub simulator.
  */
-import type { GitHubPort, GitHubRateLimit, GitHubRunner, GitHubScope, PushedRepository, QueuedGitHubJob, QueuedGitHubRun, RemoveRunnerOutcome, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
+import type { GitHubPort, GitHubRateLimit, GitHubRunner, GitHubScope, PushedRepository, QueuedGitHubJob, QueuedGitHubRun, RemoveRunnerOutcome, RepositoryPage, RunnerCredential, RunnerCredentialRequest } from '../../github/port';
 import { GitHubApiError } from '../../github/port';
 
 export interface DoubleFault {
@@ -88,6 +88,10 @@ export class GitHubDouble implements GitHubPort {
 
   async listRecentlyPushedRepositories(_scope: Extract<GitHubScope, { kind: 'org' }>, _count: number): Promise<PushedRepository[]> {
     return [];
+  }
+
+  async listOrgRepositoriesPage(_scope: Extract<GitHubScope, { kind: 'org' }>, _perPage: number, _page: number): Promise<RepositoryPage> {
+    return { repositories: [], last: true };
   }
 
   async listQueuedJobsOfRun(_scope: Extract<GitHubScope, { kind: 'repo' }>, _runId: number): Promise<QueuedGitHubJob[]> {

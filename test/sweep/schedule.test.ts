@@ -22,7 +22,7 @@ describe('ensureSweepSchedules', () => {
       expect(desc.spec.intervals?.map((i) => i.every)).toEqual([7 * 60_000]);
       expect(desc.policies.overlap).toBe(ScheduleOverlapPolicy.SKIP);
       expect(desc.action).toMatchObject({ type: 'startWorkflow', workflowType: 'providerSweep', workflowId: `sweep/${provider}`, taskQueue: 'sweep-tq' });
-      expect(desc.action.args).toEqual([{ provider, gracePeriodMs: 15 * 60_000, intervalMs: 7 * 60_000, githubRunners: true, lostJobAgeMs: 2 * 60_000, lostJobRepositories: 20 }]);
+      expect(desc.action.args).toEqual([{ provider, gracePeriodMs: 15 * 60_000, intervalMs: 7 * 60_000, githubRunners: true, lostJobAgeMs: 2 * 60_000, lostJobRepositories: 20, lostJobRound: 5 }]);
     }
 
     expect((await ensureSweepSchedules(schedules.client, config, 'sweep-tq')).map((r) => r.change)).toEqual(['unchanged', 'unchanged']);
@@ -37,7 +37,7 @@ describe('ensureSweepSchedules', () => {
     expect(await ensureSweepSchedules(schedules.client, changed, 'sweep-tq')).toEqual([{ provider, scheduleId: `sweep/${provider}`, change: 'updated' }]);
     const desc = await schedules.client.schedule.getHandle(sweepScheduleId(provider)).describe();
     expect(desc.spec.intervals?.map((i) => i.every)).toEqual([2 * 60_000]);
-    expect(desc.action.args).toEqual([{ provider, gracePeriodMs: 30 * 60_000, intervalMs: 2 * 60_000, githubRunners: true, lostJobAgeMs: 2 * 60_000, lostJobRepositories: 20 }]);
+    expect(desc.action.args).toEqual([{ provider, gracePeriodMs: 30 * 60_000, intervalMs: 2 * 60_000, githubRunners: true, lostJobAgeMs: 2 * 60_000, lostJobRepositories: 20, lostJobRound: 5 }]);
     expect(desc.policies.overlap).toBe(ScheduleOverlapPolicy.SKIP);
     expect((await ensureSweepSchedules(schedules.client, changed, 'sweep-tq'))[0]?.change).toBe('unchanged');
   });
