@@ -59,10 +59,15 @@ export async function listenerState(client: Client, pool: string): Promise<Scale
 
 /** What `runnerflow pool show NAME` prints against the stack's API. */
 export function poolShow(stack: DevStack, name: string): Promise<string> {
+  return runnerflowCli(stack, ['pool', 'show', name]);
+}
+
+/** What the CLI prints for `args` against the stack's API (it fails on a non-zero exit). */
+export function runnerflowCli(stack: DevStack, args: string[]): Promise<string> {
   return new Promise<string>((done, fail) =>
     execFile(
       process.execPath,
-      [resolve(import.meta.dirname, '../../../bin/runnerflow.js'), 'pool', 'show', name],
+      [resolve(import.meta.dirname, '../../../bin/runnerflow.js'), ...args],
       { env: { PATH: process.env.PATH ?? '', RUNNERFLOW_URL: stack.api.url, RUNNERFLOW_ADMIN_TOKEN: stack.adminToken }, timeout: 30_000 },
       (error, stdout) => (error ? fail(error) : done(stdout)),
     ),
