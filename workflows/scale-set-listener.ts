@@ -489,6 +489,8 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         continue;
       }
       const sessionId = state.sessionId;
+      // Told of a new name that this run cannot give the scale set: the next run can.
+      if (renameWaits) await continueAsNew<typeof scaleSetListener>({ ...input, settings, carried: state });
       if (moveDue()) {
         await moveScaleSet(state.scaleSetId!);
         if (state.sessionId === undefined) continue;
@@ -533,7 +535,7 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       if (!(err instanceof ActivityFailure) || isCancellation(err) || !patched('listener-survives-failures')) throw err;
       await recover(err);
     }
-    if (stop === undefined && (historyFull() || renameWaits)) {
+    if (stop === undefined && historyFull()) {
       await continueAsNew<typeof scaleSetListener>({ ...input, settings, carried: state });
     }
   }
