@@ -164,11 +164,14 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         settings.runnerGroup = next.runnerGroup!;
         // A new group is worth a try at once, whatever the last one's refusal said.
         state.moveTriedAt = undefined;
+        // Back to the group it is in: no move is left to complain of.
+        if (settings.runnerGroup === state.runnerGroupAtGitHub) clearError(`scale set ${state.scaleSetId} not moved`);
       }
       const renamed = next.name !== undefined && next.name !== settings.name;
       if (renamed) {
         settings.name = next.name!;
         state.renameTriedAt = undefined;
+        if (settings.name === state.nameAtGitHub) clearError(`scale set ${state.scaleSetId} not renamed`);
         // (patched: a run begun before renaming, whose older worker ignored the name, replays ignoring it.)
         if (!renamesScaleSet && patched('listener-continues-as-new-to-rename')) renameWaits = true;
       }

@@ -92,6 +92,27 @@ describe("a scale-set pool's scale set name, changed", () => {
     await deletePool(pool.name);
   });
 
+  it('given back its old name before GitHub took the new one: the complaint goes, and nothing is renamed', async () => {
+    const { pool, scaleSetId } = await listeningPool();
+    const name = newName();
+    const namesake = stack.sim.addScaleSet({ kind: 'org', org: 'acme' }, name, [name]);
+    expect((await rename(pool, name)).status).toBe(202);
+    await listenerWhen(pool.name, (s) => /not renamed/.test(s.lastError ?? ''), 'the rename refused');
+    await scaleSetDiffersShown(stack, pool.name, { name: 1 });
+    const calls = stack.sim.stats().actionsCalls['update-scale-set'] ?? 0;
+
+    expect((await rename(pool, pool.name)).status).toBe(202);
+    const back = await listenerWhen(pool.name, (s) => s.name === pool.name, 'the old name taken back');
+    expect(back.lastError).toBeUndefined();
+    expect(back).toMatchObject({ nameAtGitHub: pool.name, status: 'listening', scaleSetId });
+    await scaleSetDiffersShown(stack, pool.name, {});
+    expect(atGitHub(scaleSetId)?.name).toBe(pool.name);
+    expect(stack.sim.stats().actionsCalls['update-scale-set'] ?? 0).toBe(calls);
+    stack.sim.deleteScaleSet(namesake);
+    await runsAJob(pool.name);
+    await deletePool(pool.name);
+  });
+
   it('given through the CLI, is tried again through a GitHub outage', async () => {
     const { pool, scaleSetId } = await listeningPool();
     const name = newName();

@@ -91,6 +91,20 @@ describe("a scale-set pool's runner group, changed", () => {
     await deletePool(pool.name);
   });
 
+  it('given back its old group before GitHub moved it: the complaint goes, and nothing is moved', async () => {
+    const { pool, scaleSetId } = await listeningPool();
+    expect((await put(pool, { runnerGroup: uniqueName('never-made') })).status).toBe(202);
+    await listenerWhen(pool.name, (s) => /not moved/.test(s.lastError ?? ''), 'the move refused');
+    const calls = stack.sim.stats().actionsCalls['update-scale-set'] ?? 0;
+    expect((await put(pool, { runnerGroup: 'Default' })).status).toBe(202);
+    const back = await listenerWhen(pool.name, (s) => s.runnerGroup === 'Default', 'the old group taken back');
+    expect(back.lastError).toBeUndefined();
+    expect(back).toMatchObject({ runnerGroupAtGitHub: 'Default', status: 'listening', scaleSetId });
+    await differsShown(pool.name, {});
+    expect(stack.sim.stats().actionsCalls['update-scale-set'] ?? 0).toBe(calls);
+    await deletePool(pool.name);
+  });
+
   it('is tried again through a GitHub outage', async () => {
     const group = uniqueName('outage');
     stack.sim.addRunnerGroup(group);
