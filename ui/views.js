@@ -80,6 +80,29 @@ function genericValue(value) {
 }
 
 /**
+ * What an operator needs first of a scale set, above the rest of its listener's view: what it is
+ * called and where it is at GitHub, and what of it is not yet as the pool says, with why.
+ * @param {Record<string, unknown>} s the listener's view, as the API reports it
+ */
+function scaleSetHeadline(s) {
+  const text = (/** @type {unknown} */ v) => (typeof v === 'string' ? v : undefined);
+  const name = text(s.name);
+  const nameAtGitHub = text(s.nameAtGitHub) ?? name;
+  const group = text(s.runnerGroup);
+  const groupAtGitHub = text(s.runnerGroupAtGitHub) ?? group;
+  const pending = [
+    nameAtGitHub !== name && `renaming it from ${nameAtGitHub} to ${name}`,
+    groupAtGitHub !== group && `moving it from runner group ${groupAtGitHub} to ${group}`,
+    Array.isArray(s.labelsAtGitHub) && `its labels at GitHub (${s.labelsAtGitHub.join(', ')}) are not the pool's: jobs naming a label it lacks never reach it`,
+  ].filter(Boolean);
+  return [
+    h('p', {}, h('strong', {}, nameAtGitHub ?? '–'), ` · id ${s.scaleSetId ?? '–'} · runner group ${groupAtGitHub ?? '–'} · listener `, badge(text(s.status), 'listener')),
+    pending.length > 0 && h('p', { class: 'error small' }, `Not yet as the pool says: ${pending.join('; ')}.`),
+    text(s.lastError) && h('p', { class: 'error small' }, `Last error: ${s.lastError}`),
+  ];
+}
+
+/**
  * @typedef {{ name: string, status: string, runnerStatus: string, phase?: string, jobId?: number, since: string }} PoolRunner
  * @typedef {{ jobId: number, labels: string[], repository?: string, queuedAt?: string }} QueuedJob
  * @typedef {{ name: string, settings: Record<string, any>, runners: PoolRunner[], queuedJobs: QueuedJob[], queuedJobCount?: number, target: number, deleting: boolean, scaleSet?: unknown }} PoolDetail
@@ -134,7 +157,9 @@ export function poolDetailView(pool, started, open, actions) {
         'div',
         { class: 'scale-set', role: 'group', 'aria-label': 'Scale set' },
         h('h3', {}, 'Scale set'),
-        pool.scaleSet === null ? h('p', { class: 'muted' }, 'The scale set listener is not running (starting, or stopped).') : genericValue(pool.scaleSet),
+        pool.scaleSet === null || typeof pool.scaleSet !== 'object'
+          ? h('p', { class: 'muted' }, 'The scale set listener is not running (starting, or stopped).')
+          : [...scaleSetHeadline(/** @type {Record<string, unknown>} */ (pool.scaleSet)), genericValue(pool.scaleSet)],
       ),
     );
   }

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { forceDeleteSignal, runnerWorkflowId, type InstanceState } from '../../workflows/messages';
 import { jobsQueuedSignal, poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { redeliveryScheduleId } from '../../worker/redelivery-schedule';
+import { scaleSetListenerId, scaleSetStateQuery } from '../../workflows/scale-set-messages';
 import { ensureLivenessSchedules, livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
 import { api, e2ePool, useE2EStack, type E2EStack } from '../e2e/stack';
@@ -154,6 +155,37 @@ describe('dashboard', () => {
     // A header row and the 200 oldest jobs.
     await expect.poll(() => listed.count()).toBe(201);
     await listed.filter({ hasText: '800000' }).first().waitFor();
+  });
+
+  it("heads a scale-set pool's scale set with its name and listener, and shows a rename GitHub refuses with why", async () => {
+    const name = uniqueName('ss-ui').toLowerCase().slice(0, 40);
+    const settings = e2ePool(name, { name, provider: PROVIDER, mode: 'scaleSet', scaleSet: { minRunners: 0 }, maxRunners: 1, github: { credentials: CREDENTIALS, scope: { kind: 'org', org: 'acme' } } });
+    expect((await api(stack, 'POST', '/api/v1/pools', settings)).status).toBe(201);
+    const listener = stack.client.workflow.getHandle(scaleSetListenerId(name));
+    const listening = await eventually(async () => {
+      const s = await listener.query(scaleSetStateQuery).catch(() => undefined);
+      return s?.status === 'listening' ? s : undefined;
+    }, 30_000, 'the listener listening');
+    const page = await openDashboard(browser, stack);
+    await showPool(page, name);
+    const block = page.getByRole('group', { name: 'Scale set' });
+    const headline = block.locator('p').first();
+    await expect.poll(() => headline.textContent()).toBe(`${name} · id ${listening.scaleSetId} · runner group Default · listener listening`);
+
+    // Another scale set has the new name: the rename is refused, and the block says so until it is done.
+    const renamed = `${name}-new`;
+    const namesake = stack.sim.addScaleSet({ kind: 'org', org: 'acme' }, renamed, [renamed]);
+    expect((await api(stack, 'PUT', `/api/v1/pools/${name}`, { ...settings, scaleSet: { minRunners: 0, name: renamed } })).status).toBe(202);
+    await block.getByText(`Not yet as the pool says: renaming it from ${name} to ${renamed}.`).waitFor();
+    await block.getByText(`Last error: scale set ${listening.scaleSetId} not renamed "${renamed}"; it is still "${name}"`).waitFor();
+    await expect.poll(() => headline.textContent()).toBe(`${name} · id ${listening.scaleSetId} · runner group Default · listener listening`);
+    stack.sim.deleteScaleSet(namesake);
+    // Given its old name back, the pool has nothing left to rename.
+    expect((await api(stack, 'PUT', `/api/v1/pools/${name}`, { ...settings, scaleSet: { minRunners: 0, name } })).status).toBe(202);
+    await block.getByText('Not yet as the pool says').waitFor({ state: 'detached' });
+    await expect.poll(() => block.getByText('Last error').count()).toBe(0);
+    expect((await api(stack, 'DELETE', `/api/v1/pools/${name}`)).status).toBeLessThan(300);
+    await listener.result();
   });
 
   it('lists jobs no pool can take and machines a forced delete leaked', async () => {
