@@ -1,5 +1,6 @@
 /**
- * A dev stack with something to look at on the dashboard: two pools, busy and
+ * A dev stack with something to look at on the dashboard: three pools (one of
+ * them a scale set whose rename GitHub refused), busy and
  * idle runners, a job no pool can take, a leaked machine, sweep runs (one that
  * took out of its pool a job whose webhooks were lost), a machine
  * that died and the liveness pass that found it, and a redelivered webhook. The
@@ -9,6 +10,7 @@ import type { FakeProviderControl } from '../providers/fake';
 import { FakeProviderControl as Control } from '../providers/fake';
 import { forceDeleteSignal, runnerWorkflowId } from '../workflows/messages';
 import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
+import { scaleSetListenerId, scaleSetStateQuery } from '../workflows/scale-set-messages';
 import { apiRequest, SIMULATED_PROVIDER, startDevStack, type DevStack } from './stack';
 
 export interface DashboardScene {
@@ -121,6 +123,20 @@ export async function stageDashboardScene(temporalAddress: string, log: (line: s
     return checks.some((c) => c.runs.some((run) => (run.result?.counts.findings ?? 0) > 0)) ? true : undefined;
   }, 60_000);
   log('liveness finding recorded');
+  // A scale-set pool renamed to a name another scale set has in its group: GitHub refuses the
+  // rename, and the pool keeps its jobs running under the old name and says why.
+  const large = {
+    ...pool('linux-large', 'widgets', { mode: 'scaleSet', scaleSet: { minRunners: 0 }, maxRunners: 4, flavor: 'large' }),
+    github: { credentials: 'default', scope: { kind: 'org', org: 'acme' } },
+    labels: ['self-hosted', 'linux'],
+  };
+  ok(await apiRequest(stack, 'POST', '/api/v1/pools', large));
+  const listener = stack.client.workflow.getHandle(scaleSetListenerId('linux-large'));
+  await until('the scale set listening', async () => ((await listener.query(scaleSetStateQuery).catch(() => undefined))?.status === 'listening' ? true : undefined));
+  stack.sim.addScaleSet({ kind: 'org', org: 'acme' }, 'linux-xl', ['linux-xl']);
+  ok(await apiRequest(stack, 'PUT', '/api/v1/pools/linux-large', { ...large, scaleSet: { minRunners: 0, name: 'linux-xl' } }));
+  await until('the rename refused', async () => (/not renamed/.test((await listener.query(scaleSetStateQuery)).lastError ?? '') ? true : undefined));
+  log('scale set rename refused');
 
   return {
     stack,

@@ -89,6 +89,14 @@ async function main(): Promise<void> {
       await page.getByRole('dialog').getByRole('button', { name: 'Sweep now' }).click();
       await page.getByRole('status').filter({ hasText: 'sweep/simulated triggered' }).waitFor();
 
+      // The sweep's toast goes after a few seconds: not over the next picture.
+      await page.getByRole('status').filter({ hasText: 'sweep/simulated triggered' }).waitFor({ state: 'hidden' });
+      await page.getByRole('button', { name: 'Show runners of pool linux-large' }).click();
+      const scaleSet = page.getByRole('group', { name: 'Scale set' });
+      await scaleSet.getByText('Not yet as the pool says').waitFor();
+      await scaleSet.screenshot({ path: join(DOCS, 'dashboard-scale-set.png') });
+      log(`wrote ${join(DOCS, 'dashboard-scale-set.png')}`);
+
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByLabel('Admin token').waitFor();
       await shoot(page, 'login', false);
