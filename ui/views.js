@@ -74,10 +74,19 @@ function genericValue(value) {
   if (value === null || value === undefined) return '–';
   if (Array.isArray(value)) return value.map((v) => (typeof v === 'object' ? JSON.stringify(v) : String(v))).join(', ') || '–';
   if (typeof value === 'object') {
-    return h('dl', { class: 'generic' }, Object.entries(value).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, genericValue(v))]));
+    return h('dl', { class: 'generic' }, Object.entries(value).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, isInstant(k, v) ? clock(new Date(v).toISOString()) : genericValue(v))]));
   }
   return String(value);
 }
+
+/**
+ * A field named for when something happened (`renameTriedAt`), held as epoch milliseconds: shown
+ * as a time, not as a thirteen-digit number.
+ * @param {string} key
+ * @param {unknown} value
+ * @returns {value is number}
+ */
+const isInstant = (key, value) => /At$/.test(key) && typeof value === 'number' && Number.isFinite(value) && value > 1e12;
 
 /**
  * What an operator needs first of a scale set, above the rest of its listener's view: what it is

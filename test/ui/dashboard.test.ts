@@ -179,6 +179,10 @@ describe('dashboard', () => {
     await block.getByText(`Not yet as the pool says: renaming it from ${name} to ${renamed}.`).waitFor();
     await block.getByText(`Last error: scale set ${listening.scaleSetId} not renamed "${renamed}"; it is still "${name}"`).waitFor();
     await expect.poll(() => headline.textContent()).toBe(`${name} · id ${listening.scaleSetId} · runner group Default · listener listening`);
+    // When the rename was last tried is a time, not the epoch milliseconds the view holds.
+    const tried = block.locator('dt', { hasText: /^renameTriedAt$/ }).locator('xpath=following-sibling::dd[1]');
+    await expect.poll(() => tried.locator('time').count()).toBe(1);
+    expect(await tried.locator('time').getAttribute('datetime')).toMatch(/^\d{4}-\d\d-\d\dT/);
     stack.sim.deleteScaleSet(namesake);
     // Given its old name back, the pool has nothing left to rename.
     expect((await api(stack, 'PUT', `/api/v1/pools/${name}`, { ...settings, scaleSet: { minRunners: 0, name } })).status).toBe(202);
