@@ -63,6 +63,13 @@ const DEFAULT_WAITING_JOBS_INTERVAL_MS = 60_000;
 /** For listeners whose input predates `scaleSetHeldSessionWaitMs`. */
 const DEFAULT_HELD_SESSION_WAIT_MS = 5 * 60_000;
 
+/**
+ * How `lastError` starts while a move or a rename of the scale set is not done: the listener clears
+ * only its own complaint once the change is made or no longer wanted, and leaves any other.
+ */
+const notMoved = (scaleSetId: number | undefined): string => `scale set ${scaleSetId} not moved`;
+const notRenamed = (scaleSetId: number | undefined): string => `scale set ${scaleSetId} not renamed`;
+
 /** `takesJobs` of an updateListener signal; pools that predate it send none. */
 function takesJobsOf(args: unknown): boolean | undefined {
   const value = typeof args === 'object' && args !== null ? (args as { takesJobs?: unknown }).takesJobs : undefined;
@@ -165,13 +172,13 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
         // A new group is worth a try at once, whatever the last one's refusal said.
         state.moveTriedAt = undefined;
         // Back to the group it is in: no move is left to complain of.
-        if (settings.runnerGroup === state.runnerGroupAtGitHub) clearError(`scale set ${state.scaleSetId} not moved`);
+        if (settings.runnerGroup === state.runnerGroupAtGitHub) clearError(notMoved(state.scaleSetId));
       }
       const renamed = next.name !== undefined && next.name !== settings.name;
       if (renamed) {
         settings.name = next.name!;
         state.renameTriedAt = undefined;
-        if (settings.name === state.nameAtGitHub) clearError(`scale set ${state.scaleSetId} not renamed`);
+        if (settings.name === state.nameAtGitHub) clearError(notRenamed(state.scaleSetId));
         // (patched: a run begun before renaming, whose older worker ignored the name, replays ignoring it.)
         if (!renamesScaleSet && patched('listener-continues-as-new-to-rename')) renameWaits = true;
       }
@@ -365,11 +372,11 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       if (moved.outcome === 'moved') log.info('scale set moved to the pool\'s runner group', { pool: settings.pool, scaleSetId, runnerGroup, from: state.runnerGroupAtGitHub });
       state.runnerGroupAtGitHub = runnerGroup;
       state.moveTriedAt = undefined;
-      clearError(`scale set ${scaleSetId} not moved`);
+      clearError(notMoved(scaleSetId));
       return;
     }
     state.moveTriedAt = Date.now();
-    state.lastError = `scale set ${scaleSetId} not moved to runner group "${runnerGroup}"; it stays in "${state.runnerGroupAtGitHub ?? 'its group'}" and runs jobs from there: ${'message' in moved ? moved.message : moved.outcome}`;
+    state.lastError = `${notMoved(scaleSetId)} to runner group "${runnerGroup}"; it stays in "${state.runnerGroupAtGitHub ?? 'its group'}" and runs jobs from there: ${'message' in moved ? moved.message : moved.outcome}`;
     log.warn('scale set not moved to the pool\'s runner group', { pool: settings.pool, scaleSetId, runnerGroup, error: state.lastError });
   }
 
@@ -394,11 +401,11 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
       if (renamed.outcome === 'renamed') log.info('scale set renamed as its pool says', { pool: settings.pool, scaleSetId, name, from: state.nameAtGitHub });
       state.nameAtGitHub = name;
       state.renameTriedAt = undefined;
-      clearError(`scale set ${scaleSetId} not renamed`);
+      clearError(notRenamed(scaleSetId));
       return;
     }
     state.renameTriedAt = Date.now();
-    state.lastError = `scale set ${scaleSetId} not renamed "${name}"; it is still "${state.nameAtGitHub ?? 'as it was'}" and runs jobs under that name: ${'message' in renamed ? renamed.message : renamed.outcome}`;
+    state.lastError = `${notRenamed(scaleSetId)} "${name}"; it is still "${state.nameAtGitHub ?? 'as it was'}" and runs jobs under that name: ${'message' in renamed ? renamed.message : renamed.outcome}`;
     log.warn('scale set not renamed as its pool says', { pool: settings.pool, scaleSetId, name, error: state.lastError });
   }
 
