@@ -22,10 +22,10 @@ import { log } from '@temporalio/activity';
 import { PoolDirectory } from '../api/pool-directory';
 import { poolsKnowingJobs } from '../api/temporal/known-jobs';
 import { andQuery, quote } from '../api/temporal/visibility';
-import { repositoriesToLookInto } from '../domain/lost-job-repositories';
+import { repositoriesToLookInto, stillUnreadable, UNREADABLE_LEFT_FOR_MS } from '../domain/lost-job-repositories';
 import { QUEUED_RUNS_PER_SWEEP, runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
 import type { PoolSettings } from '../domain/pool';
-import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type PushedRepository } from '../github/port';
+import { controllerLabel, GitHubApiError, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type PushedRepository } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { jobProgressSignal, poolStateQuery, recentRepositoriesQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
 import type { RecentRepository } from '../workflows/recent-repositories';
@@ -55,6 +55,11 @@ export interface GitHubSweepReport {
   repositoryRound?: Record<string, number>;
   /** Offline registrations with no workflow at all, by `untrackedKey`, and when a sweep first found them so: the next sweep's `untrackedSince`. */
   untrackedSince?: Record<string, number>;
+  /**
+   * Repositories an enterprise's pools heard from whose queued runs its credentials were refused
+   * (`repo:<owner>/<name>` → when), left alone for a while (domain/lost-job-repositories.ts): the next sweep's `unreadable`.
+   */
+  unreadable?: Record<string, number>;
 }
 
 export interface GitHubSweepArgs {
@@ -81,6 +86,8 @@ export interface GitHubSweepArgs {
   repositoryRound?: Record<string, number>;
   /** The last sweep's `untrackedSince`: when each registration with no workflow was first found. */
   untrackedSince?: Record<string, number>;
+  /** The last sweep's `unreadable`: repositories an enterprise's credentials were refused, and when. */
+  unreadable?: Record<string, number>;
 }
 
 export interface RemovePoolRegistrationsArgs {
@@ -288,7 +295,10 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    * repository: a repository pool's own, and for an organisation pool the repositories its pools
    * have lately had jobs queued from (`recentRepositories`) or that were lately pushed to, at most
    * `lostJobRepositories` of them, most lately active first, and then `lostJobRound` more of its
-   * repositories in turn. An organisation's repositories share one repository's bound on runs
+   * repositories in turn. For an enterprise pool, the repositories its pools have lately had jobs
+   * queued from, in whichever organisation: GitHub lists neither an enterprise's repositories nor
+   * its pushes, and its credentials may be refused them (then each is left alone a while).
+   * An organisation's (or enterprise's) repositories share one repository's bound on runs
    * opened (those in turn at least one each), so looking at one costs at most that many calls
    * more than its listings. A job is only
    * handed to routing once it has waited `lostJobAgeMs` and no pool knows it, so a pool that is
@@ -296,7 +306,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    */
   async function requeueLostJobs(
     groups: ScopeGroup[],
-    args: { lostJobAgeMs: number; lostJobRepositories: number; lostJobRound: number; repositoryRound: Record<string, number> },
+    args: { lostJobAgeMs: number; lostJobRepositories: number; lostJobRound: number; repositoryRound: Record<string, number>; unreadable: Record<string, number> },
     rotations: Record<string, LostJobRotation>,
     report: GitHubSweepReport,
   ): Promise<void> {
@@ -308,7 +318,8 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     const carriedOn: Record<string, LostJobRotation> = {};
     report.lostJobRotation = carriedOn;
     const lookedInto = new Set<string>();
-    async function lookInto(credentials: string, scope: RepoScope, maxRuns: number): Promise<number> {
+    /** `refusedFor`: an enterprise whose credentials may not read the repository, which is then left alone a while. */
+    async function lookInto(credentials: string, scope: RepoScope, maxRuns: number, refusedFor?: string): Promise<number> {
       const key = scopeKey(scope);
       lookedInto.add(key.toLowerCase());
       try {
@@ -326,8 +337,38 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         carriedOn[key] = rotation;
         return picked.length;
       } catch (err) {
-        report.failed.push({ target: `queued jobs of ${key}`, error: reportErrorText(err) });
+        if (refusedFor && err instanceof GitHubApiError && (err.status === 403 || err.status === 404)) {
+          (report.unreadable ??= {})[key.toLowerCase()] = now();
+          const hours = UNREADABLE_LEFT_FOR_MS / 3_600_000;
+          report.failed.push({
+            target: `queued jobs of ${key}`,
+            error: `${reportErrorText(err)} (the credentials of ${refusedFor} cannot read the repository: left alone for ${hours} h, then tried again)`,
+          });
+        } else report.failed.push({ target: `queued jobs of ${key}`, error: reportErrorText(err) });
         return 0;
+      }
+    }
+    /** Each in turn, sharing one repository's bound: an equal share of what is left, at least one run. */
+    async function lookIntoSharing(credentials: string, scopes: RepoScope[], runsLeft: number, refusedFor?: string): Promise<number> {
+      for (const [i, scope] of scopes.entries()) runsLeft -= await lookInto(credentials, scope, Math.max(1, Math.floor(runsLeft / (scopes.length - i))), refusedFor);
+      return runsLeft;
+    }
+    /**
+     * An enterprise's pools take jobs from every organisation in it, and GitHub lists neither the
+     * enterprise's repositories nor its pushes: the repositories its pools have lately heard from
+     * are where a lost job is looked for. One refused is left alone a while, and carried on so.
+     */
+    async function lookIntoEnterprises(): Promise<void> {
+      const unreadable = stillUnreadable(args.unreadable, now());
+      if (Object.keys(unreadable).length > 0) report.unreadable = { ...unreadable };
+      for (const group of groups) {
+        if (group.scope.kind !== 'enterprise') continue;
+        const heard = await recentRepositoriesOf(group, report);
+        const skip = new Set([...lookedInto, ...Object.keys(unreadable)].map((key) => key.replace(/^repo:/, '')));
+        const picked = repositoriesToLookInto({ heard, pushed: [], lookedInto: skip, now: now(), count: args.lostJobRepositories })
+          .map(repoScopeOf)
+          .filter((scope): scope is RepoScope => scope !== undefined);
+        await lookIntoSharing(group.credentials, picked, QUEUED_RUNS_PER_SWEEP, scopeKey(group.scope));
       }
     }
     for (const group of groups) if (group.scope.kind === 'repo') await lookInto(group.credentials, group.scope, QUEUED_RUNS_PER_SWEEP);
@@ -369,9 +410,10 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         const inTurn = (await repositoriesInTurn(group.credentials, group.scope, args.lostJobRound, args.repositoryRound, rounds, report)).filter(
           (scope) => ofOrg(scope) && !lookedInto.has(scopeKey(scope).toLowerCase()),
         );
-        for (const [i, scope] of inTurn.entries()) runsLeft -= await lookInto(group.credentials, scope, Math.max(1, Math.floor(runsLeft / (inTurn.length - i))));
+        await lookIntoSharing(group.credentials, inTurn, runsLeft);
       }
     }
+    if (args.lostJobRepositories > 0) await lookIntoEnterprises();
     if (stale.length === 0) return;
     const known = await jobsPoolsKnow(stale.map((job) => job.jobId));
     for (const job of stale) {
@@ -530,7 +572,13 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       if (args.lostJobAgeMs !== undefined) {
         await requeueLostJobs(
           groups,
-          { lostJobAgeMs: args.lostJobAgeMs, lostJobRepositories: args.lostJobRepositories ?? 0, lostJobRound: args.lostJobRound ?? 0, repositoryRound: args.repositoryRound ?? {} },
+          {
+            lostJobAgeMs: args.lostJobAgeMs,
+            lostJobRepositories: args.lostJobRepositories ?? 0,
+            lostJobRound: args.lostJobRound ?? 0,
+            repositoryRound: args.repositoryRound ?? {},
+            unreadable: args.unreadable ?? {},
+          },
           args.lostJobRotation ?? {},
           report,
         );

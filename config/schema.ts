@@ -243,7 +243,8 @@ export const configSchema = z
         /**
          * Organisation pools: the repositories, of those their pools have lately had jobs queued from and those
          * lately pushed to, that each sweep looks into for such jobs, most lately active first (GitHub lists
-         * queued jobs only per repository); 0: none.
+         * queued jobs only per repository); enterprise pools: of those their pools have lately had jobs
+         * queued from, in any of the enterprise's organisations; 0: none.
          */
         lostJobRepositories: z.number().int().min(0).max(RECENT_REPOSITORIES_KEPT).default(20),
         /**

@@ -19,9 +19,30 @@ import type { RecentRepository } from '../workflows/recent-repositories';
  */
 export const PUSH_KEEPS_JOBS_QUEUED_MS = 24 * 60 * 60 * 1_000;
 
+/**
+ * How long a repository that an enterprise's credentials were refused is left alone before it is
+ * looked into again. A token that may manage an enterprise's runners need not read its
+ * organisations' repositories, and asking every sweep would only repeat the refusal; a scope
+ * granted later is used within this long.
+ */
+export const UNREADABLE_LEFT_FOR_MS = 6 * 60 * 60 * 1_000;
+
+/**
+ * Of the repositories refused before (`repo:owner/name` → when), those still left alone at `now`.
+ * It comes back from the last sweep's result: anything but a time is dropped, so the repository
+ * is looked into again rather than left alone for ever.
+ */
+export function stillUnreadable(refused: Readonly<Record<string, unknown>> | undefined, now: number): Record<string, number> {
+  const left: Record<string, number> = {};
+  for (const [key, at] of Object.entries(refused ?? {})) {
+    if (typeof at === 'number' && Number.isFinite(at) && at <= now && now - at < UNREADABLE_LEFT_FOR_MS) left[key] = at;
+  }
+  return left;
+}
+
 export interface LostJobCandidates {
-  /** The organisation (GitHub compares names without case). */
-  org: string;
+  /** The organisation (GitHub compares names without case); absent, as for an enterprise's pools, any organisation's. */
+  org?: string;
   /** From the pools: `owner/name` and when a job of it was last queued (epoch ms). */
   heard: readonly RecentRepository[];
   /** From GitHub: the organisation's repositories most lately pushed to. */
@@ -34,11 +55,11 @@ export interface LostJobCandidates {
 
 /** `owner/name` of the repositories to look into, most lately active first, at most `count`. */
 export function repositoriesToLookInto(c: LostJobCandidates): string[] {
-  const org = c.org.toLowerCase();
+  const org = c.org?.toLowerCase();
   const latest = new Map<string, { repository: string; at: number }>();
   const consider = (repository: string, at: number) => {
     const key = repository.toLowerCase();
-    if (key.split('/')[0] !== org || !key.includes('/') || c.lookedInto.has(key) || !Number.isFinite(at)) return;
+    if ((org !== undefined && key.split('/')[0] !== org) || !key.includes('/') || c.lookedInto.has(key) || !Number.isFinite(at)) return;
     const known = latest.get(key);
     if (!known || known.at < at) latest.set(key, { repository, at });
   };

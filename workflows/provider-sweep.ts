@@ -30,6 +30,8 @@ export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
   const untrackedSince = last?.untrackedSince;
   // And the round of the organisations' repositories.
   const repositoryRound = last?.repositoryRound;
+  // And the repositories an enterprise's credentials were refused: left alone a while, not asked every sweep.
+  const unreadable = last?.unreadable;
   const github = await sweepGitHubRunners({
     provider: input.provider,
     gracePeriodMs: input.gracePeriodMs,
@@ -39,6 +41,7 @@ export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
     ...(lostJobRotation ? { lostJobRotation } : {}),
     ...(repositoryRound ? { repositoryRound } : {}),
     ...(untrackedSince ? { untrackedSince } : {}),
+    ...(unreadable ? { unreadable } : {}),
   });
   return { ...machines, github };
 }

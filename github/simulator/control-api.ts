@@ -36,10 +36,12 @@ const faultSchema = z
     retryAfterSeconds: z.number().int().min(0).nullable().optional(),
     messageType: z.string().min(1).optional(),
     restOfJob: z.boolean().optional(),
+    repository: z.string().regex(/^[^/\s]+\/[^/\s]+$/, 'must be owner/name').optional(),
   })
   .refine((f) => f.kind !== 'latency' || f.ms !== undefined, { message: 'latency needs ms', path: ['ms'] })
   .refine((f) => f.kind !== 'delay-webhooks' || f.ms !== undefined, { message: 'delay-webhooks needs ms', path: ['ms'] })
-  .refine((f) => f.kind !== 'primary-rate-limit' || f.resetInMs !== undefined, { message: 'primary-rate-limit needs resetInMs', path: ['resetInMs'] });
+  .refine((f) => f.kind !== 'primary-rate-limit' || f.resetInMs !== undefined, { message: 'primary-rate-limit needs resetInMs', path: ['resetInMs'] })
+  .refine((f) => f.kind !== 'unreadable-repository' || f.repository !== undefined, { message: 'unreadable-repository needs repository', path: ['repository'] });
 const webhookSchema = z.object({ url: z.string().url().optional(), urls: z.array(z.string().url()).optional(), secret: z.string().optional() });
 
 const invalid = (error: z.ZodError): SimResponse => ({

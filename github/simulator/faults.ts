@@ -30,6 +30,12 @@ export type SimFault = Lifetime &
      * promises no order between deliveries.
      */
     | ({ kind: 'delay-webhooks'; ms: number; times?: number } & WebhookFilter)
+    /**
+     * Every REST call about this repository (`owner/name`) answers 404 Not Found, as GitHub
+     * answers a token that cannot see a private repository: credentials that may manage an
+     * enterprise's runners need not read its organisations' repositories.
+     */
+    | { kind: 'unreadable-repository'; repository: string; times?: number }
     /** Actions service: session creation answers 409 as if another listener held the scale set. */
     | { kind: 'session-conflict'; times?: number }
     /** Actions service: the presented admin or queue token is refused with 401 (it expired). */
@@ -56,6 +62,7 @@ export const FAULT_KINDS: readonly SimFault['kind'][] = [
   'duplicate-webhooks',
   'unreachable-webhooks',
   'delay-webhooks',
+  'unreadable-repository',
   'session-conflict',
   'expire-token',
   'lose-session',
@@ -105,6 +112,15 @@ export class FaultPlan {
     if (!fault) return undefined;
     fault.remaining -= 1;
     return fault as Extract<SimFault, { kind: K }> & { resetAtEpochSeconds?: number };
+  }
+
+  /** Whether a call about the repository `owner/name` is refused as if the repository were not there (takes one use). */
+  repositoryUnreadable(owner: string, repo: string): boolean {
+    this.expire();
+    const name = `${owner}/${repo}`.toLowerCase();
+    const fault = this.faults.find((f) => f.kind === 'unreadable-repository' && f.repository.toLowerCase() === name);
+    if (fault) fault.remaining -= 1;
+    return fault !== undefined;
   }
 
   forWebhook(kind: 'duplicate-webhooks' | 'unreachable-webhooks', action: string): boolean {

@@ -196,6 +196,8 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     }
     const serverError = faults.forRequest('server-error', route.op.name);
     if (serverError) return { answer: githubError(serverError.status ?? 502, 'Server Error', 'https://docs.github.com/rest'), key, op: route.op.name };
+    const { owner, repo } = route.params;
+    if (owner && repo && faults.repositoryUnreadable(owner, repo)) return { answer: githubError(404, 'Not Found', 'https://docs.github.com/rest'), key, op: route.op.name };
     // GitHub does not count a look at the rate limit against it.
     if (route.op.name === 'rate-limit') return { answer: { status: 200, body: rateLimitOverview(window.snapshot()) }, key, op: route.op.name };
     if (!window.take()) {

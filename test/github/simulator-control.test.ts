@@ -61,6 +61,21 @@ describe('simulator control endpoints (/_sim)', () => {
     expect(JSON.stringify(refused.json)).toContain('forMs');
   });
 
+  it('answers every call about an unreadable repository with 404 as GitHub does, others as usual, and names the repository when it is missing', async () => {
+    expect((await control('POST', '/faults', { kind: 'unreadable-repository', repository: 'Octo-Org/Octo-Repo' })).status).toBe(201);
+    await expect(env.github.listQueuedRuns(repo)).rejects.toMatchObject({ name: 'GitHubApiError', status: 404 });
+    await expect(env.github.findRunnerByName(repo, 'x')).rejects.toMatchObject({ status: 404 });
+    await expect(env.github.listQueuedRuns({ kind: 'repo', owner: 'octo-org', repo: 'other' })).resolves.toEqual([]);
+    expect((await control('DELETE', '/faults')).status).toBe(204);
+    await expect(env.github.listQueuedRuns(repo)).resolves.toEqual([]);
+
+    for (const body of [{ kind: 'unreadable-repository' }, { kind: 'unreadable-repository', repository: 'no-slash' }]) {
+      const refused = await control('POST', '/faults', body);
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(refused.json)).toContain('repository');
+    }
+  });
+
   it('takes the message type of a foreign scale-set message, and names the field when it is not a string', async () => {
     const set = await control('POST', '/faults', { kind: 'foreign-message', messageType: 'RunnerScaleSetMaintenance', times: 1 });
     expect(set).toMatchObject({ status: 201, json: { kind: 'foreign-message', messageType: 'RunnerScaleSetMaintenance', times: 1 } });

@@ -449,6 +449,61 @@ describe('a job of an organisation pool queued by a schedule in a repository the
   });
 });
 
+describe("a lost job of an enterprise pool, in a repository of any of the enterprise's organisations", () => {
+  it('is found in the repositories its pools lately had jobs from; one its credentials may not read is named once and left alone a while', async () => {
+    const enterprise = uniqueName('lost-ent').toLowerCase().slice(0, 30);
+    const pool = e2ePool(enterprise, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 1, github: { credentials: 'default', scope: { kind: 'enterprise', enterprise } } });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const [readable, hidden] = [`${enterprise}-a/app`, `${enterprise}-b/private`];
+    // A job from each of two organisations' repositories reaches the pool as usual: it learns where its jobs come from.
+    for (const repository of [readable, hidden]) {
+      const job = stack.sim.queueJob({ repository, labels: pool.labels });
+      await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, `the job of ${repository} to run`);
+    }
+    // No runner while the sweeps look: one would take the queued jobs, found or not.
+    expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 0 })).status).toBe(202);
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: 2 });
+    const lost = { [readable]: stack.sim.queueJob({ repository: readable, labels: pool.labels }).id, [hidden]: stack.sim.queueJob({ repository: hidden, labels: pool.labels }).id };
+    await stack.sim.webhooksIdle();
+    expect(stack.sim.jobs().filter((j) => Object.values(lost).includes(j.id)).map((j) => j.status)).toEqual(['queued', 'queued']);
+    const directory = new PoolDirectory(stack.client, 0);
+    await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
+
+    const found = (report: SweepReport) => (report.github?.requeued ?? []).filter((j) => j.repository.startsWith(enterprise)).map((j) => j.repository);
+    const refusals = (report: SweepReport) => (report.github?.failed ?? []).filter((f) => f.target === `queued jobs of repo:${hidden}`);
+    // Enterprise pools are looked at only when the sweep is given repositories to look into.
+    expect(found(await sweep(3_600_000, 0))).toEqual([]);
+
+    // The enterprise's credentials may not read one organisation's private repository: GitHub answers 404.
+    stack.sim.setFault({ kind: 'unreadable-repository', repository: hidden, times: 1 });
+    const sweeps = await scheduledSweeps(0, 3_600_000, { lostJobRepositories: 20 });
+    try {
+      const first = await sweeps.next();
+      expect(found(first)).toEqual([readable]);
+      expect(refusals(first)).toEqual([{ target: `queued jobs of repo:${hidden}`, error: expect.stringContaining(`the credentials of enterprise:${enterprise} cannot read the repository`) }]);
+      const refusedAt = first.github?.unreadable?.[`repo:${hidden}`];
+      expect(refusedAt).toEqual(expect.any(Number));
+      // The next sweep leaves it alone, and says nothing more of it: the refusal is carried on as it was.
+      // (GitHub would answer now: the fault was for one call.)
+      const second = await sweeps.next();
+      expect(found(second)).toEqual([]);
+      expect(refusals(second)).toEqual([]);
+      expect(second.github?.unreadable?.[`repo:${hidden}`]).toBe(refusedAt);
+    } finally {
+      await sweeps.delete();
+      stack.sim.clearFaults();
+    }
+    // Once it is not left alone (here: a sweep handed no earlier result), it is looked into again, and its lost job found.
+    const again = await sweep(3_600_000, 0, 20);
+    expect(found(again)).toEqual([hidden]);
+    expect(again.github?.unreadable?.[`repo:${hidden}`]).toBeUndefined();
+    expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 1 })).status).toBe(202);
+    for (const repository of [readable, hidden]) {
+      await eventually(() => stack.sim.jobs().find((j) => j.id === lost[repository] && j.status === 'completed'), 30_000, `the lost job of ${repository} to run`);
+    }
+  });
+});
+
 describe('jobs a pool holds as queued that GitHub has run', () => {
   it('are taken out of the pool by the sweep, and the runner kept idle for them leaves', async () => {
     const repo = 'settled-job';

@@ -3,7 +3,7 @@
  * heard from and those lately pushed to, merged by their latest sign of life, bounded.
  */
 import { describe, expect, it } from 'vitest';
-import { PUSH_KEEPS_JOBS_QUEUED_MS, repositoriesToLookInto, type LostJobCandidates } from '../../domain/lost-job-repositories';
+import { PUSH_KEEPS_JOBS_QUEUED_MS, repositoriesToLookInto, stillUnreadable, UNREADABLE_LEFT_FOR_MS, type LostJobCandidates } from '../../domain/lost-job-repositories';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 const ago = (ms: number) => NOW - ms;
@@ -43,5 +43,29 @@ describe('repositoriesToLookInto', () => {
     });
     expect(picked).toEqual(['acme/repo-00', 'acme/repo-01', 'acme/repo-02', 'acme/repo-03', 'acme/repo-04']);
     expect(pick({ pushed, count: 0 })).toEqual([]);
+  });
+
+  it("for an enterprise's pools, takes the repositories they heard from in any organisation, most lately first", () => {
+    const heard: LostJobCandidates['heard'] = [
+      ['acme/app', ago(60_000)],
+      ['globex/api', ago(1_000)],
+      ['initech/old', ago(3_600_000)],
+      ['not-a-repository', ago(1)],
+    ];
+    expect(repositoriesToLookInto({ heard, pushed: [], lookedInto: new Set(['acme/app']), now: NOW, count: 20 })).toEqual(['globex/api', 'initech/old']);
+    expect(repositoriesToLookInto({ heard, pushed: [], lookedInto: new Set(), now: NOW, count: 2 })).toEqual(['globex/api', 'acme/app']);
+  });
+});
+
+describe('stillUnreadable', () => {
+  it('keeps a refused repository left alone for its while, then lets it be tried again', () => {
+    const refused = { 'repo:acme/private': ago(60_000), 'repo:acme/long-ago': ago(UNREADABLE_LEFT_FOR_MS), 'repo:acme/just-now': NOW };
+    expect(stillUnreadable(refused, NOW)).toEqual({ 'repo:acme/private': ago(60_000), 'repo:acme/just-now': NOW });
+    expect(stillUnreadable(refused, ago(60_000) + UNREADABLE_LEFT_FOR_MS)).toEqual({ 'repo:acme/just-now': NOW });
+  });
+
+  it('drops what a last result garbled, so the repository is tried again rather than left alone for ever', () => {
+    expect(stillUnreadable({ 'repo:acme/a': 'yesterday', 'repo:acme/b': Number.NaN, 'repo:acme/c': NOW + 3_600_000, 'repo:acme/d': null }, NOW)).toEqual({});
+    expect(stillUnreadable(undefined, NOW)).toEqual({});
   });
 });
