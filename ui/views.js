@@ -338,18 +338,24 @@ function scheduleGroup(label, view, action, runs) {
 /**
  * What a sweep run's GitHub side did: registrations no workflow owned removed, jobs whose `queued`
  * webhook was lost routed again, and jobs GitHub had run taken out of a pool's queue.
- * @param {{ registrationsRemoved: number, jobsRequeued: number, jobsDequeued: number, jobIds: number[] } | undefined} github
+ * And repositories an enterprise's credentials may not read, which the look for lost jobs leaves alone a while.
+ * @param {{ registrationsRemoved: number, jobsRequeued: number, jobsDequeued: number, jobIds: number[], unreadable?: string[] } | undefined} github
  */
 function atGitHubCell(github) {
   if (!github) return h('td', { title: 'the sweep does not look at GitHub (sweep.githubRunners: false)' }, '–');
   const parts = [`${github.registrationsRemoved} removed`, `${github.jobsRequeued} routed again`, `${github.jobsDequeued} taken out`];
-  return h('td', { class: 'small', title: github.jobIds.length > 0 ? `jobs ${github.jobIds.join(', ')}` : 'registrations removed, lost jobs routed again, jobs GitHub had run taken out of a queue' }, parts.join(' · '));
+  const titles = [github.jobIds.length > 0 ? `jobs ${github.jobIds.join(', ')}` : 'registrations removed, lost jobs routed again, jobs GitHub had run taken out of a queue'];
+  if (github.unreadable?.length) {
+    parts.push(`${github.unreadable.length} not readable`);
+    titles.push(`not readable with an enterprise's credentials, left alone a while: ${github.unreadable.join(', ')}`);
+  }
+  return h('td', { class: 'small', title: titles.join('; ') }, parts.join(' · '));
 }
 
 /**
  * @typedef {{ workflowId: string, runId: string, scheduledAt: string, status: string, closedAt?: string, error?: string,
  *   result?: { listed: number, owned: number, deleted: number, skipped: number, failed: number, deletedNames: string[],
- *     github?: { registrationsRemoved: number, jobsRequeued: number, jobsDequeued: number, jobIds: number[] } } }} SweepRun
+ *     github?: { registrationsRemoved: number, jobsRequeued: number, jobsDequeued: number, jobIds: number[], unreadable?: string[] } } }} SweepRun
  * @typedef {{ provider: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number, nextRunAt?: string, runs: SweepRun[] }} Sweep
  * @param {Sweep[]} sweeps
  * @param {{ sweepNow(provider: string): void }} actions

@@ -17,8 +17,11 @@ export interface SweepResult {
   failed: number;
   deletedNames: string[];
   failures: { name: string; error: string }[];
-  /** What the sweep's GitHub side did, when it ran: registrations removed, lost jobs routed again, settled jobs taken out of pools' queues. */
-  github?: { registrationsRemoved: number; jobsRequeued: number; jobsDequeued: number; jobIds: number[] };
+  /**
+   * What the sweep's GitHub side did, when it ran: registrations removed, lost jobs routed again, settled jobs taken out of pools' queues;
+   * and, when there are any, the repositories an enterprise's credentials may not read, which the look for lost jobs leaves alone a while.
+   */
+  github?: { registrationsRemoved: number; jobsRequeued: number; jobsDequeued: number; jobIds: number[]; unreadable?: string[] };
 }
 
 export type SweepRun = ScheduledRun<SweepResult>;
@@ -44,6 +47,7 @@ export function summariseSweep(report: SweepReport): SweepResult {
             jobsRequeued: github.requeued.length,
             jobsDequeued: github.dequeued?.length ?? 0,
             jobIds: [...github.requeued.map((j) => j.jobId), ...(github.dequeued ?? []).map((j) => j.jobId)].slice(0, NAMES_SHOWN),
+            ...(github.unreadable && Object.keys(github.unreadable).length > 0 ? { unreadable: Object.keys(github.unreadable).sort() } : {}),
           },
         }
       : {}),

@@ -294,6 +294,15 @@ describe('dashboard', () => {
     await sweep.getByText('no schedule (a worker creates it at start)').waitFor();
     expect(await sweep.getByRole('button', { name: `Sweep provider ${PROVIDER} now` }).count()).toBe(0);
 
+    // An enterprise pool that has had a job from a repository its credentials cannot read at the sweep.
+    const enterprise = uniqueName('ent').toLowerCase();
+    const entPool = e2ePool(enterprise, { provider: PROVIDER, maxRunners: 1, github: { credentials: CREDENTIALS, scope: { kind: 'enterprise', enterprise } } });
+    expect((await api(stack, 'POST', '/api/v1/pools', entPool)).status).toBe(201);
+    const hidden = `${enterprise}-org/private`;
+    const job = stack.sim.queueJob({ repository: hidden, labels: entPool.labels });
+    await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, 'the enterprise pool to run a job');
+    stack.sim.setFault({ kind: 'unreadable-repository', repository: hidden });
+
     const { config } = stack.loaded;
     await ensureSweepSchedules(stack.client, { ...config, sweep: { ...config.sweep, enabled: true, interval: 3_600_000 } }, config.temporal.taskQueue);
     const scheduleId = sweepScheduleId(PROVIDER);
@@ -311,11 +320,14 @@ describe('dashboard', () => {
       await done.waitFor({ timeout: 30_000 });
       // What its GitHub side did, beside what it did to machines.
       expect(await runs.getByRole('columnheader').allTextContents()).toContain('At GitHub');
-      expect(await done.textContent()).toMatch(/\d+ removed · \d+ routed again · \d+ taken out/);
+      expect(await done.textContent()).toMatch(/\d+ removed · \d+ routed again · \d+ taken out · 1 not readable/);
+      expect(await done.getByText('1 not readable').getAttribute('title')).toContain(`not readable with an enterprise's credentials, left alone a while: repo:${hidden}`);
       const actions = (await stack.client.schedule.getHandle(scheduleId).describe()).info.recentActions;
       expect(actions).toHaveLength(1);
     } finally {
+      stack.sim.clearFaults();
       await stack.client.schedule.getHandle(scheduleId).delete();
+      await api(stack, 'DELETE', `/api/v1/pools/${entPool.name}`);
     }
   });
 
