@@ -51,13 +51,17 @@ export interface GitHubSweepReport {
   dequeued?: { pool: string; jobId: number; status: string }[];
   /** Where the look for lost jobs stands in each repository's queued runs: the next sweep's `lostJobRotation`. */
   lostJobRotation?: Record<string, LostJobRotation>;
-  /** Where the round of each organisation's repositories stands (`org:<org>` → the page to list next): the next sweep's `repositoryRound`. */
+  /**
+   * Where the round of each organisation's repositories stands (`org:<org>` → the page to list
+   * next), and whose turn it is among an enterprise's organisations (`enterprise:<name>` → its
+   * place in their names' order): the next sweep's `repositoryRound`.
+   */
   repositoryRound?: Record<string, number>;
   /** Offline registrations with no workflow at all, by `untrackedKey`, and when a sweep first found them so: the next sweep's `untrackedSince`. */
   untrackedSince?: Record<string, number>;
   /**
-   * Repositories an enterprise's pools heard from whose queued runs its credentials were refused
-   * (`repo:<owner>/<name>` → when), left alone for a while (domain/lost-job-repositories.ts): the next sweep's `unreadable`.
+   * What an enterprise's credentials were refused while looking for lost jobs (`repo:<owner>/<name>`
+   * or `org:<org>` → when), left alone for a while (domain/lost-job-repositories.ts): the next sweep's `unreadable`.
    */
   unreadable?: Record<string, number>;
 }
@@ -284,6 +288,19 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     }
   }
 
+  /**
+   * A failure named in the report. For an enterprise's credentials a 403 or 404 is a refusal: they
+   * may manage the enterprise's runners without reading its organisations' repositories, so what
+   * was refused is left alone a while (carried on in `unreadable`) instead of asked every sweep.
+   */
+  function failedOrRefused(report: GitHubSweepReport, target: string, key: string, err: unknown, refusedFor: string | undefined): void {
+    if (refusedFor && err instanceof GitHubApiError && (err.status === 403 || err.status === 404)) {
+      (report.unreadable ??= {})[key.toLowerCase()] = now();
+      const hours = UNREADABLE_LEFT_FOR_MS / 3_600_000;
+      report.failed.push({ target, error: `${reportErrorText(err)} (the credentials of ${refusedFor} cannot read ${key}: left alone for ${hours} h, then tried again)` });
+    } else report.failed.push({ target, error: reportErrorText(err) });
+  }
+
   /** Which of `jobIds` some running pool still counts as queued (or has seen start): they need no second routing. */
   async function jobsPoolsKnow(jobIds: number[]): Promise<Set<number>> {
     const entries = (await pools.fetch()).filter((entry) => entry.memo);
@@ -296,8 +313,8 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    * have lately had jobs queued from (`recentRepositories`) or that were lately pushed to, at most
    * `lostJobRepositories` of them, most lately active first, and then `lostJobRound` more of its
    * repositories in turn. For an enterprise pool, the repositories its pools have lately had jobs
-   * queued from, in whichever organisation: GitHub lists neither an enterprise's repositories nor
-   * its pushes, and its credentials may be refused them (then each is left alone a while).
+   * queued from, in whichever organisation, and then one of their organisations a sweep, in turn,
+   * as an organisation pool's (`lookIntoEnterprise`).
    * An organisation's (or enterprise's) repositories share one repository's bound on runs
    * opened (those in turn at least one each), so looking at one costs at most that many calls
    * more than its listings. A job is only
@@ -337,14 +354,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
         carriedOn[key] = rotation;
         return picked.length;
       } catch (err) {
-        if (refusedFor && err instanceof GitHubApiError && (err.status === 403 || err.status === 404)) {
-          (report.unreadable ??= {})[key.toLowerCase()] = now();
-          const hours = UNREADABLE_LEFT_FOR_MS / 3_600_000;
-          report.failed.push({
-            target: `queued jobs of ${key}`,
-            error: `${reportErrorText(err)} (the credentials of ${refusedFor} cannot read the repository: left alone for ${hours} h, then tried again)`,
-          });
-        } else report.failed.push({ target: `queued jobs of ${key}`, error: reportErrorText(err) });
+        failedOrRefused(report, `queued jobs of ${key}`, key, err, refusedFor);
         return 0;
       }
     }
@@ -354,66 +364,95 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       return runsLeft;
     }
     /**
-     * An enterprise's pools take jobs from every organisation in it, and GitHub lists neither the
-     * enterprise's repositories nor its pushes: the repositories its pools have lately heard from
-     * are where a lost job is looked for. One refused is left alone a while, and carried on so.
+     * The organisation's repositories its pools lately had jobs from (`heard`) or that were lately
+     * pushed to, the most lately active first, then the next of them in turn. `refusedFor`: an
+     * enterprise whose credentials look, and may be refused the organisation or a repository.
      */
-    async function lookIntoEnterprises(): Promise<void> {
-      const unreadable = stillUnreadable(args.unreadable, now());
-      if (Object.keys(unreadable).length > 0) report.unreadable = { ...unreadable };
-      for (const group of groups) {
-        if (group.scope.kind !== 'enterprise') continue;
-        const heard = await recentRepositoriesOf(group, report);
-        const skip = new Set([...lookedInto, ...Object.keys(unreadable)].map((key) => key.replace(/^repo:/, '')));
-        const picked = repositoriesToLookInto({ heard, pushed: [], lookedInto: skip, now: now(), count: args.lostJobRepositories })
-          .map(repoScopeOf)
-          .filter((scope): scope is RepoScope => scope !== undefined);
-        await lookIntoSharing(group.credentials, picked, QUEUED_RUNS_PER_SWEEP, scopeKey(group.scope));
+    async function lookIntoOrganisation(credentials: string, scope: OrgScope, heard: () => Promise<RecentRepository[]>, refusedFor?: string): Promise<void> {
+      const org = scope.org.toLowerCase();
+      const roundKey = `org:${org}`;
+      const ofOrg = (repo: RepoScope | undefined): repo is RepoScope => repo !== undefined && repo.owner.toLowerCase() === org;
+      /** Looked into this sweep, and for an enterprise's credentials what they were refused a while ago. */
+      const skipped = () => new Set([...lookedInto, ...(refusedFor ? Object.keys(report.unreadable ?? {}) : [])].map((key) => key.replace(/^repo:/, '')));
+      const orgRefused = () => refusedFor !== undefined && report.unreadable?.[roundKey] !== undefined;
+      const [recent, pushed] =
+        args.lostJobRepositories > 0
+          ? await Promise.all([heard(), orgRefused() ? [] : pushedRepositoriesOf(credentials, scope, args.lostJobRepositories, report, refusedFor)])
+          : [[], []];
+      // Repository pools of the same repositories were looked into above.
+      const picked = repositoriesToLookInto({ org, heard: recent, pushed, lookedInto: skipped(), now: now(), count: args.lostJobRepositories })
+        .map(repoScopeOf)
+        .filter(ofOrg);
+      let runsLeft = QUEUED_RUNS_PER_SWEEP;
+      for (const [i, repo] of picked.entries()) {
+        if (runsLeft <= 0) {
+          // The bound is spent: the rest keep where they stood for the next sweep.
+          const key = scopeKey(repo);
+          if (rotations[key]) carriedOn[key] = rotations[key];
+          continue;
+        }
+        // An equal share of what is left, so one repository's backlog cannot take every sweep's bound.
+        runsLeft -= await lookInto(credentials, repo, Math.max(1, Math.floor(runsLeft / (picked.length - i))), refusedFor);
       }
+      if (!rounds) return;
+      if (orgRefused()) {
+        // Left alone: the round stays where it stood.
+        if (args.repositoryRound[roundKey] !== undefined) rounds[roundKey] ??= args.repositoryRound[roundKey];
+        return;
+      }
+      // Then the next of the organisation's repositories in turn, whatever their activity: one with
+      // a job queued by a schedule or a dispatch, or past the most lately active, is found too,
+      // within as many sweeps as there are pages of them. Each is looked into even when the
+      // bound is spent (a run at least): the round has moved past it.
+      const skip = skipped();
+      const inTurn = (await repositoriesInTurn(credentials, scope, args.lostJobRound, args.repositoryRound, rounds, report, refusedFor)).filter(
+        (repo) => ofOrg(repo) && !skip.has(scopeKey(repo).toLowerCase().replace(/^repo:/, '')),
+      );
+      await lookIntoSharing(credentials, inTurn, runsLeft, refusedFor);
     }
+    /**
+     * An enterprise's pools take jobs from every organisation in it, and GitHub lists neither the
+     * enterprise's organisations nor its repositories: the repositories its pools have lately heard
+     * from are where a lost job is looked for first, in whichever organisation. Then, one a sweep
+     * and in turn, one of the organisations those repositories belong to is looked into as an
+     * organisation pool's is (its pushes, and its repositories in turn), unless an organisation
+     * pool looks into it anyway: an enterprise costs a sweep at most the looks of two
+     * organisations, however many it has. Whatever its credentials are refused is left alone a
+     * while, and carried on so.
+     */
+    async function lookIntoEnterprise(group: ScopeGroup & { scope: EnterpriseScope }, organisationsLooked: ReadonlySet<string>): Promise<void> {
+      const refusedFor = scopeKey(group.scope);
+      const heard = await recentRepositoriesOf(group, report);
+      const skip = new Set([...lookedInto, ...Object.keys(report.unreadable ?? {})].map((key) => key.replace(/^repo:/, '')));
+      const picked = repositoriesToLookInto({ heard, pushed: [], lookedInto: skip, now: now(), count: args.lostJobRepositories })
+        .map(repoScopeOf)
+        .filter((scope): scope is RepoScope => scope !== undefined);
+      await lookIntoSharing(group.credentials, picked, QUEUED_RUNS_PER_SWEEP, refusedFor);
+      const organisations = [...new Set(heard.map(([repository]) => repository.split('/')[0]!.toLowerCase()))]
+        .filter((org) => org !== '' && !organisationsLooked.has(org))
+        .sort();
+      if (organisations.length === 0) return;
+      // Which organisation's turn it is travels with the rounds, as the enterprise's own entry.
+      const turnKey = refusedFor.toLowerCase();
+      const carried = args.repositoryRound[turnKey];
+      const turn = Number.isSafeInteger(carried) && carried! >= 0 ? carried! % organisations.length : 0;
+      (report.repositoryRound ??= {})[turnKey] = (turn + 1) % organisations.length;
+      await lookIntoOrganisation(group.credentials, { kind: 'org', org: organisations[turn]! }, async () => heard, refusedFor);
+    }
+
+    const unreadable = stillUnreadable(args.unreadable, now());
+    if (Object.keys(unreadable).length > 0) report.unreadable = { ...unreadable };
     for (const group of groups) if (group.scope.kind === 'repo') await lookInto(group.credentials, group.scope, QUEUED_RUNS_PER_SWEEP);
-    const rounds = args.lostJobRound > 0 ? (report.repositoryRound = {}) : undefined;
+    const rounds: Record<string, number> | undefined = args.lostJobRound > 0 ? (report.repositoryRound = {}) : undefined;
     if (args.lostJobRepositories > 0 || rounds) {
+      const organisationsLooked = new Set<string>();
       for (const group of groups) {
         if (group.scope.kind !== 'org') continue;
-        const org = group.scope.org.toLowerCase();
-        const ofOrg = (scope: RepoScope | undefined): scope is RepoScope => scope !== undefined && scope.owner.toLowerCase() === org;
-        const [heard, pushed] =
-          args.lostJobRepositories > 0 ? await Promise.all([recentRepositoriesOf(group, report), pushedRepositoriesOf(group, args.lostJobRepositories, report)]) : [[], []];
-        // Repository pools of the same repositories were looked into above.
-        const picked = repositoriesToLookInto({
-          org,
-          heard,
-          pushed,
-          lookedInto: new Set([...lookedInto].map((key) => key.replace(/^repo:/, ''))),
-          now: now(),
-          count: args.lostJobRepositories,
-        })
-          .map(repoScopeOf)
-          .filter(ofOrg);
-        let runsLeft = QUEUED_RUNS_PER_SWEEP;
-        for (const [i, scope] of picked.entries()) {
-          if (runsLeft <= 0) {
-            // The bound is spent: the rest keep where they stood for the next sweep.
-            const key = scopeKey(scope);
-            if (rotations[key]) carriedOn[key] = rotations[key];
-            continue;
-          }
-          // An equal share of what is left, so one repository's backlog cannot take every sweep's bound.
-          runsLeft -= await lookInto(group.credentials, scope, Math.max(1, Math.floor(runsLeft / (picked.length - i))));
-        }
-        if (!rounds) continue;
-        // Then the next of the organisation's repositories in turn, whatever their activity: one with
-        // a job queued by a schedule or a dispatch, or past the most lately active, is found too,
-        // within as many sweeps as there are pages of them. Each is looked into even when the
-        // bound is spent (a run at least): the round has moved past it.
-        const inTurn = (await repositoriesInTurn(group.credentials, group.scope, args.lostJobRound, args.repositoryRound, rounds, report)).filter(
-          (scope) => ofOrg(scope) && !lookedInto.has(scopeKey(scope).toLowerCase()),
-        );
-        await lookIntoSharing(group.credentials, inTurn, runsLeft);
+        organisationsLooked.add(group.scope.org.toLowerCase());
+        await lookIntoOrganisation(group.credentials, group.scope, () => recentRepositoriesOf(group, report));
       }
+      for (const group of groups) if (isEnterpriseGroup(group)) await lookIntoEnterprise(group, organisationsLooked);
     }
-    if (args.lostJobRepositories > 0) await lookIntoEnterprises();
     if (stale.length === 0) return;
     const known = await jobsPoolsKnow(stale.map((job) => job.jobId));
     for (const job of stale) {
@@ -436,11 +475,12 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    */
   async function repositoriesInTurn(
     credentials: string,
-    scope: Extract<GitHubScope, { kind: 'org' }>,
+    scope: OrgScope,
     count: number,
     carried: Record<string, number>,
     rounds: Record<string, number>,
     report: GitHubSweepReport,
+    refusedFor?: string,
   ): Promise<RepoScope[]> {
     const key = `org:${scope.org.toLowerCase()}`;
     if (rounds[key] !== undefined) return [];
@@ -451,7 +491,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       rounds[key] = listed.last ? 1 : page + 1;
       return listed.repositories.map(repoScopeOf).filter((s): s is RepoScope => s !== undefined);
     } catch (err) {
-      report.failed.push({ target: `repositories in turn in org:${scope.org}`, error: reportErrorText(err) });
+      failedOrRefused(report, `repositories in turn in org:${scope.org}`, key, err, refusedFor);
       return [];
     }
   }
@@ -461,12 +501,11 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    * these pools, lost, is found. A listing GitHub refuses is named in the report; the
    * repositories the pools know are looked into all the same.
    */
-  async function pushedRepositoriesOf(group: ScopeGroup, count: number, report: GitHubSweepReport): Promise<PushedRepository[]> {
-    if (group.scope.kind !== 'org') return [];
+  async function pushedRepositoriesOf(credentials: string, scope: OrgScope, count: number, report: GitHubSweepReport, refusedFor?: string): Promise<PushedRepository[]> {
     try {
-      return await deps.github.get(group.credentials).listRecentlyPushedRepositories(group.scope, count);
+      return await deps.github.get(credentials).listRecentlyPushedRepositories(scope, count);
     } catch (err) {
-      report.failed.push({ target: `repositories pushed to in org:${group.scope.org}`, error: reportErrorText(err) });
+      failedOrRefused(report, `repositories pushed to in org:${scope.org}`, `org:${scope.org.toLowerCase()}`, err, refusedFor);
       return [];
     }
   }
@@ -600,6 +639,12 @@ function repositoryScope(repository: string | undefined, poolScope: GitHubScope)
 }
 
 type RepoScope = Extract<GitHubScope, { kind: 'repo' }>;
+type OrgScope = Extract<GitHubScope, { kind: 'org' }>;
+type EnterpriseScope = Extract<GitHubScope, { kind: 'enterprise' }>;
+
+function isEnterpriseGroup(group: ScopeGroup): group is ScopeGroup & { scope: EnterpriseScope } {
+  return group.scope.kind === 'enterprise';
+}
 
 /** `owner/name` as a repository scope; anything else is none. */
 function repoScopeOf(repository: string | undefined): RepoScope | undefined {

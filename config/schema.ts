@@ -244,11 +244,12 @@ export const configSchema = z
          * Organisation pools: the repositories, of those their pools have lately had jobs queued from and those
          * lately pushed to, that each sweep looks into for such jobs, most lately active first (GitHub lists
          * queued jobs only per repository); enterprise pools: of those their pools have lately had jobs
-         * queued from, in any of the enterprise's organisations; 0: none.
+         * queued from, in any of the enterprise's organisations, and then so for one of those
+         * organisations a sweep, in turn; 0: none.
          */
         lostJobRepositories: z.number().int().min(0).max(RECENT_REPOSITORIES_KEPT).default(20),
         /**
-         * Organisation pools: more of the organisation's repositories each sweep looks into for such jobs, in
+         * Organisation pools (and the enterprise pools' organisation in turn): more of the organisation's repositories each sweep looks into for such jobs, in
          * turn by name, so that every one is looked into in time: a job queued by a schedule or a dispatch in a
          * repository the pools have not heard from, or past the most lately active; 0: none.
          */

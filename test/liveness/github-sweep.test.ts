@@ -450,11 +450,12 @@ describe('a job of an organisation pool queued by a schedule in a repository the
 });
 
 describe("a lost job of an enterprise pool, in a repository of any of the enterprise's organisations", () => {
-  it('is found in the repositories its pools lately had jobs from; one its credentials may not read is named once and left alone a while', async () => {
+  it('is found in the repositories its pools lately had jobs from, then in their organisations in turn; what its credentials may not read is named once and left alone a while', async () => {
     const enterprise = uniqueName('lost-ent').toLowerCase().slice(0, 30);
     const pool = e2ePool(enterprise, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 1, github: { credentials: 'default', scope: { kind: 'enterprise', enterprise } } });
     expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
-    const [readable, hidden] = [`${enterprise}-a/app`, `${enterprise}-b/private`];
+    const [orgA, orgB] = [`${enterprise}-a`, `${enterprise}-b`];
+    const [readable, hidden, nightly] = [`${orgA}/app`, `${orgB}/private`, `${orgA}/nightly`];
     // A job from each of two organisations' repositories reaches the pool as usual: it learns where its jobs come from.
     for (const repository of [readable, hidden]) {
       const job = stack.sim.queueJob({ repository, labels: pool.labels });
@@ -462,33 +463,58 @@ describe("a lost job of an enterprise pool, in a repository of any of the enterp
     }
     // No runner while the sweeps look: one would take the queued jobs, found or not.
     expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 0 })).status).toBe(202);
-    stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: 2 });
-    const lost = { [readable]: stack.sim.queueJob({ repository: readable, labels: pool.labels }).id, [hidden]: stack.sim.queueJob({ repository: hidden, labels: pool.labels }).id };
+    stack.sim.setFault({ kind: 'lose-webhooks', action: 'queued', times: 3 });
+    const lost = {
+      [readable]: stack.sim.queueJob({ repository: readable, labels: pool.labels }).id,
+      [hidden]: stack.sim.queueJob({ repository: hidden, labels: pool.labels }).id,
+      // A repository the pool never heard from, whose run a schedule started: only its organisation's round finds it.
+      [nightly]: stack.sim.queueJob({ repository: nightly, labels: pool.labels, event: 'schedule' }).id,
+    };
     await stack.sim.webhooksIdle();
-    expect(stack.sim.jobs().filter((j) => Object.values(lost).includes(j.id)).map((j) => j.status)).toEqual(['queued', 'queued']);
+    expect(stack.sim.jobs().filter((j) => Object.values(lost).includes(j.id)).map((j) => j.status)).toEqual(['queued', 'queued', 'queued']);
     const directory = new PoolDirectory(stack.client, 0);
     await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
 
-    const found = (report: SweepReport) => (report.github?.requeued ?? []).filter((j) => j.repository.startsWith(enterprise)).map((j) => j.repository);
-    const refusals = (report: SweepReport) => (report.github?.failed ?? []).filter((f) => f.target === `queued jobs of repo:${hidden}`);
+    const found = (report: SweepReport) => (report.github?.requeued ?? []).filter((j) => j.repository.startsWith(enterprise)).map((j) => j.repository).sort();
+    const refusals = (report: SweepReport) => (report.github?.failed ?? []).filter((f) => f.target.includes(enterprise));
+    const turn = (report: SweepReport) => report.github?.repositoryRound?.[`enterprise:${enterprise}`];
     // Enterprise pools are looked at only when the sweep is given repositories to look into.
     expect(found(await sweep(3_600_000, 0))).toEqual([]);
 
     // The enterprise's credentials may not read one organisation's private repository: GitHub answers 404.
     stack.sim.setFault({ kind: 'unreadable-repository', repository: hidden, times: 1 });
-    const sweeps = await scheduledSweeps(0, 3_600_000, { lostJobRepositories: 20 });
+    const sweeps = await scheduledSweeps(0, 3_600_000, { lostJobRepositories: 20, lostJobRound: 5 });
     try {
+      // The repositories heard from, then the first organisation's turn: its round finds the scheduled job.
       const first = await sweeps.next();
-      expect(found(first)).toEqual([readable]);
-      expect(refusals(first)).toEqual([{ target: `queued jobs of repo:${hidden}`, error: expect.stringContaining(`the credentials of enterprise:${enterprise} cannot read the repository`) }]);
+      expect(found(first)).toEqual([readable, nightly].sort());
+      expect(refusals(first)).toEqual([
+        { target: `queued jobs of repo:${hidden}`, error: expect.stringContaining(`the credentials of enterprise:${enterprise} cannot read repo:${hidden}: left alone for 6 h`) },
+      ]);
       const refusedAt = first.github?.unreadable?.[`repo:${hidden}`];
       expect(refusedAt).toEqual(expect.any(Number));
-      // The next sweep leaves it alone, and says nothing more of it: the refusal is carried on as it was.
-      // (GitHub would answer now: the fault was for one call.)
+      expect(turn(first)).toBe(1);
+      expect(first.github?.repositoryRound?.[`org:${orgA}`]).toBe(1);
+      // The next sweep leaves the repository alone, in the heard list and in its organisation's turn
+      // alike, and says nothing more of it: the refusal is carried on as it was. (GitHub would answer
+      // now: the fault was for one call.) Its organisation's listing is refused too (403): named once,
+      // and left alone with its round where it stood.
+      // (Every organisation's listings are refused during that sweep: other tests' organisation pools list theirs too.)
+      stack.sim.setFault({ kind: 'server-error', status: 403, operation: 'list-org-repositories', times: 50 });
       const second = await sweeps.next();
+      stack.sim.clearFaults();
       expect(found(second)).toEqual([]);
-      expect(refusals(second)).toEqual([]);
-      expect(second.github?.unreadable?.[`repo:${hidden}`]).toBe(refusedAt);
+      expect(refusals(second)).toEqual([
+        { target: `repositories pushed to in org:${orgB}`, error: expect.stringContaining(`the credentials of enterprise:${enterprise} cannot read org:${orgB}`) },
+      ]);
+      expect(second.github?.unreadable).toMatchObject({ [`repo:${hidden}`]: refusedAt, [`org:${orgB}`]: expect.any(Number) });
+      expect(second.github?.repositoryRound?.[`org:${orgB}`]).toBeUndefined();
+      expect(turn(second)).toBe(0);
+      // Round again to the first organisation; the second's refusals are carried on, unsaid.
+      const third = await sweeps.next();
+      expect(refusals(third)).toEqual([]);
+      expect(Object.keys(third.github?.unreadable ?? {}).sort()).toEqual([`org:${orgB}`, `repo:${hidden}`]);
+      expect(turn(third)).toBe(1);
     } finally {
       await sweeps.delete();
       stack.sim.clearFaults();
@@ -496,9 +522,9 @@ describe("a lost job of an enterprise pool, in a repository of any of the enterp
     // Once it is not left alone (here: a sweep handed no earlier result), it is looked into again, and its lost job found.
     const again = await sweep(3_600_000, 0, 20);
     expect(found(again)).toEqual([hidden]);
-    expect(again.github?.unreadable?.[`repo:${hidden}`]).toBeUndefined();
+    expect(again.github?.unreadable).toBeUndefined();
     expect((await api(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 1 })).status).toBe(202);
-    for (const repository of [readable, hidden]) {
+    for (const repository of [readable, hidden, nightly]) {
       await eventually(() => stack.sim.jobs().find((j) => j.id === lost[repository] && j.status === 'completed'), 30_000, `the lost job of ${repository} to run`);
     }
   });
