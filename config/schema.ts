@@ -249,9 +249,10 @@ export const configSchema = z
          */
         lostJobRepositories: z.number().int().min(0).max(RECENT_REPOSITORIES_KEPT).default(20),
         /**
-         * Organisation pools (and the enterprise pools' organisation in turn): more of the organisation's repositories each sweep looks into for such jobs, in
-         * turn by name, so that every one is looked into in time: a job queued by a schedule or a dispatch in a
-         * repository the pools have not heard from, or past the most lately active; 0: none.
+         * Organisation pools (and an enterprise pool's organisation in turn): more of the organisation's
+         * repositories each sweep looks into for such jobs, in turn by name, so that every one is looked into
+         * in time: a job queued by a schedule or a dispatch in a repository the pools have not heard from, or
+         * past the most lately active; 0: none.
          */
         lostJobRound: z.number().int().min(0).max(100).default(5),
       })
