@@ -19,6 +19,7 @@
  */
 import { Client, QueryNotRegisteredError, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
+import { candidatePools } from '../api/job-routing';
 import { PoolDirectory } from '../api/pool-directory';
 import { poolsKnowingJobs } from '../api/temporal/known-jobs';
 import { andQuery, quote } from '../api/temporal/visibility';
@@ -121,7 +122,8 @@ export interface GitHubSweepDeps {
 interface ScopeGroup {
   credentials: string;
   scope: GitHubScope;
-  pools: { name: string; workflowId?: string; matches: (runner: GitHubRunner) => boolean }[];
+  /** `webhookJobs`: the pool takes its jobs from webhooks; a scale-set pool's come from its listener, so none of them is lost with a webhook. */
+  pools: { name: string; workflowId?: string; matches: (runner: GitHubRunner) => boolean; webhookJobs: boolean }[];
 }
 
 /** A pool of the swept provider as its state query answered. */
@@ -189,7 +191,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       swept.push({ workflowId: entry.workflowId, view });
       const key = `${settings.github.credentials}|${scopeKey(settings.github.scope)}`;
       const group = groups.get(key) ?? { credentials: settings.github.credentials, scope: settings.github.scope, pools: [] };
-      group.pools.push({ name: settings.name, workflowId: entry.workflowId, matches: registrationMatcher(settings, deps.controllerId) });
+      group.pools.push({ name: settings.name, workflowId: entry.workflowId, matches: registrationMatcher(settings, deps.controllerId), webhookJobs: settings.mode !== 'scaleSet' });
       groups.set(key, group);
     }
     return { groups: [...groups.values()], poolNames, swept };
@@ -301,12 +303,6 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     } else report.failed.push({ target, error: reportErrorText(err) });
   }
 
-  /** Which of `jobIds` some running pool still counts as queued (or has seen start): they need no second routing. */
-  async function jobsPoolsKnow(jobIds: number[]): Promise<Set<number>> {
-    const entries = (await pools.fetch()).filter((entry) => entry.memo);
-    return new Set((await poolsKnowingJobs(client, entries, jobIds, queryTimeoutMs)).keys());
-  }
-
   /**
    * A job whose `queued` webhook was lost has no runner coming. GitHub lists queued runs only per
    * repository: a repository pool's own, and for an organisation pool the repositories its pools
@@ -322,13 +318,18 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    * merely full is not given a second runner for the same job by another pool.
    */
   async function requeueLostJobs(
-    groups: ScopeGroup[],
+    sweptGroups: ScopeGroup[],
     args: { lostJobAgeMs: number; lostJobRepositories: number; lostJobRound: number; repositoryRound: Record<string, number>; unreadable: Record<string, number> },
     rotations: Record<string, LostJobRotation>,
     report: GitHubSweepReport,
   ): Promise<void> {
     const sink = deps.jobs;
     if (!sink) return;
+    // Scopes only scale-set pools serve have no job a lost webhook could strand: their listeners
+    // hear of every job from the scale set, so looking there would cost calls and find none.
+    const groups = sweptGroups
+      .map((group) => ({ ...group, pools: group.pools.filter((pool) => pool.webhookJobs) }))
+      .filter((group) => group.pools.length > 0);
     const stale: QueuedJob[] = [];
     // Only repositories still swept are carried on: a removed pool's entry goes with it. One whose
     // listing failed keeps where it stood.
@@ -454,9 +455,12 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       for (const group of groups) if (isEnterpriseGroup(group)) await lookIntoEnterprise(group, organisationsLooked);
     }
     if (stale.length === 0) return;
-    const known = await jobsPoolsKnow(stale.map((job) => job.jobId));
+    const entries = (await pools.fetch()).filter((entry) => entry.memo);
+    const known = new Set((await poolsKnowingJobs(client, entries, stale.map((job) => job.jobId), queryTimeoutMs)).keys());
     for (const job of stale) {
       if (known.has(job.jobId)) continue;
+      // Waiting for its scale set (at its maximum, say), not lost: GitHub offers it to the scale set's listener.
+      if (candidatePools(entries, job.labels, job.repository).kind === 'scaleSet') continue;
       try {
         await sink.jobQueued({ ...job, deliveryId: `sweep-${job.jobId}` });
         report.requeued.push({ jobId: job.jobId, repository: job.repository ?? '' });
@@ -581,7 +585,8 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       const group: ScopeGroup = {
         credentials: settings.github.credentials,
         scope: settings.github.scope,
-        pools: [{ name: settings.name, matches: registrationMatcher(settings, deps.controllerId) }],
+        // Only its registrations are looked at: no look for lost jobs.
+        pools: [{ name: settings.name, matches: registrationMatcher(settings, deps.controllerId), webhookJobs: false }],
       };
       await sweepScope(group, new Set(), 0, report);
       return {

@@ -70,6 +70,8 @@ export function createRelayActivities(deps: { client: Client }) {
         unmatched.push({ ...job, reason: `${candidates.reason} (${from} takes no jobs now)`, recordedAt });
         continue;
       }
+      // Its scale set's listener takes it.
+      if (candidates.kind === 'scaleSet') continue;
       // Equal priorities share the jobs: no capacity queries on a path this rare.
       const target = candidates.pools[job.jobId % candidates.pools.length]!.workflowId;
       byPool.set(target, [...(byPool.get(target) ?? []), job]);

@@ -5,6 +5,7 @@
  */
 import { isDeleting } from '../domain/instance-status';
 import { poolMatchesLabels, scopeCoversRepository } from '../domain/pool';
+import { scaleSetLabels, scaleSetTakesJob } from '../domain/scale-set';
 import { queuedJobCount, type PoolView } from '../workflows/pool-messages';
 import type { PoolEntry } from './pool-directory';
 
@@ -12,6 +13,12 @@ export type RoutableEntry = PoolEntry & { memo: NonNullable<PoolEntry['memo']> }
 
 export type Candidates =
   | { kind: 'pools'; pools: RoutableEntry[] }
+  /**
+   * No webhook pool takes the job, and a scale-set pool's scale set does: GitHub offers it to that
+   * scale set's listener, so it is neither routed nor recorded as unmatched (nor, found by the
+   * sweep, taken for a job whose webhook was lost).
+   */
+  | { kind: 'scaleSet'; pools: RoutableEntry[] }
   | { kind: 'none'; reason: string };
 
 /** The enabled matching pools of the top priority, or why there are none. */
@@ -28,6 +35,8 @@ export function candidatePools(pools: readonly PoolEntry[], jobLabels: readonly 
   const matching = labelled.filter((p) => !p.memo.scope || scopeCoversRepository(p.memo.scope, repository));
   const enabled = matching.filter((p) => p.memo.enabled);
   if (enabled.length === 0) {
+    const scaleSets = scaleSetPoolsTaking(pools, jobLabels, repository);
+    if (scaleSets.length > 0) return { kind: 'scaleSet', pools: scaleSets };
     const labels = jobLabels.join(', ') || '(none)';
     let reason = `no pool has the labels ${labels}`;
     if (matching.length > 0) reason = `the pools with the labels ${labels} are disabled: ${namesOf(matching)}`;
@@ -36,6 +45,18 @@ export function candidatePools(pools: readonly PoolEntry[], jobLabels: readonly 
   }
   const top = Math.max(...enabled.map((p) => p.memo.priority));
   return { kind: 'pools', pools: enabled.filter((p) => p.memo.priority === top) };
+}
+
+/** Scale-set pools whose scale set GitHub hands such a job to (a memo from before it named its scale set cannot tell). */
+function scaleSetPoolsTaking(pools: readonly PoolEntry[], jobLabels: readonly string[], repository: string | undefined): RoutableEntry[] {
+  return pools.filter(
+    (p): p is RoutableEntry =>
+      p.memo?.mode === 'scaleSet' &&
+      !p.memo.deleting &&
+      p.memo.scaleSet !== undefined &&
+      (!p.memo.scope || scopeCoversRepository(p.memo.scope, repository)) &&
+      scaleSetTakesJob(scaleSetLabels(p.memo.scaleSet.name, p.memo.labels), jobLabels),
+  );
 }
 
 /** Runners the pool could still put on a new job: idle ones plus room to create, less jobs already waiting. */

@@ -21,9 +21,14 @@ export interface PoolEntry {
 
 const POOL_ID_PREFIX = 'pool/';
 
+function isScaleSetIdentity(value: unknown): value is NonNullable<PoolMemo['scaleSet']> {
+  const v = value as Partial<Record<keyof NonNullable<PoolMemo['scaleSet']>, unknown>> | null;
+  return typeof v === 'object' && v !== null && typeof v.name === 'string' && typeof v.runnerGroup === 'string' && typeof v.credentials === 'string';
+}
+
 function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undefined {
   if (!memo) return undefined;
-  const { labels, priority, enabled, maxRunners, provider, scope, mode, deleting } = memo;
+  const { labels, priority, enabled, maxRunners, provider, scope, mode, scaleSet, deleting } = memo;
   const knownScope = githubScopeSchema.safeParse(scope);
   if (!Array.isArray(labels) || typeof priority !== 'number' || typeof enabled !== 'boolean') return undefined;
   return {
@@ -35,6 +40,8 @@ function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undef
     ...(knownScope.success ? { scope: knownScope.data } : {}),
     // Routing must see it: a scale-set pool takes its jobs from the scale set, never from webhooks.
     ...(mode === 'scaleSet' || mode === 'webhook' ? { mode } : {}),
+    // And which jobs are its scale set's: GitHub offers those to its listener, so they are not unmatched.
+    ...(mode === 'scaleSet' && isScaleSetIdentity(scaleSet) ? { scaleSet: { name: scaleSet.name, runnerGroup: scaleSet.runnerGroup, credentials: scaleSet.credentials } } : {}),
     ...(deleting === true ? { deleting } : {}),
   };
 }

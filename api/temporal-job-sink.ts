@@ -117,6 +117,11 @@ export class TemporalJobSink implements WorkflowJobSink {
         await this.recordUnmatched(queued, candidates.reason);
         return;
       }
+      if (candidates.kind === 'scaleSet') {
+        // GitHub offers it to the scale set's listener: nothing to route, and nothing went unmatched.
+        this.deps.logger.info("job left to its scale set's listener", { jobId: queued.jobId, pools: candidates.pools.map((p) => p.name), deliveryId });
+        return;
+      }
       const pool = await this.pickByCapacity(candidates.pools);
       try {
         await this.toPools.add(pool.workflowId, queued);

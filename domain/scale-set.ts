@@ -22,6 +22,18 @@ export function scaleSetLabels(name: string, extra: readonly string[]): string[]
   });
 }
 
+/**
+ * Whether GitHub hands a job to a scale set with these labels: the job names one label at least,
+ * and every label it names is one of the scale set's (`self-hosted` aside, which every self-hosted
+ * runner answers to). GitHub compares labels without case.
+ */
+export function scaleSetTakesJob(scaleSetLabels: readonly string[], jobLabels: readonly string[]): boolean {
+  const wanted = jobLabels.map((l) => l.toLowerCase()).filter((l) => l !== 'self-hosted');
+  if (wanted.length === 0) return false;
+  const have = new Set(scaleSetLabels.map((l) => l.toLowerCase()));
+  return wanted.every((l) => have.has(l));
+}
+
 /** Labels as GitHub compares them: without case, order or repeats. */
 const labelSet = (labels: readonly string[]): string => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join('\n');
 

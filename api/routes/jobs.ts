@@ -35,8 +35,13 @@ export interface JobRoute {
   /** The enabled matching pools of the top priority: empty when none would take the job. */
   pools: string[];
   priority?: number;
+  /** No pool is routed such a job: GitHub offers it to these pools' scale sets, whose listeners take it. */
+  scaleSetPools?: string[];
   reason?: string;
 }
+
+const scaleSetReason = (pools: readonly { name: string; memo: { scaleSet?: { name: string } } }[]): string =>
+  `a scale set takes it, not job routing: GitHub offers it to the listener of ${pools.map((p) => `scale set ${p.memo.scaleSet?.name ?? '?'} (pool ${p.name})`).join(', ')}`;
 
 export const jobRoutes: Route<Services>[] = [
   {
@@ -55,7 +60,7 @@ export const jobRoutes: Route<Services>[] = [
     doc: {
       tag: 'jobs',
       summary:
-        "Which pool a job with these labels (its `runs-on`, `self-hosted` implied) from this repository would go to now: `pools` are the enabled matching pools of the top priority (the job goes to the one with the most free capacity when it arrives), or `reason` says why none would take it",
+        "Which pool a job with these labels (its `runs-on`, `self-hosted` implied) from this repository would go to now: `pools` are the enabled matching pools of the top priority (the job goes to the one with the most free capacity when it arrives); or `scaleSetPools`, the scale-set pools whose scale set GitHub offers it to (their listeners take it, not job routing); or `reason` says why none would take it",
       query: routeQuery,
       responses: { 200: 'Where such a job would go', 400: 'No labels, or a repository not written owner/name' },
     },
@@ -64,7 +69,11 @@ export const jobRoutes: Route<Services>[] = [
       const candidates = candidatePools(await services.pools.list(), labels, repository);
       const asked = { labels, ...(repository ? { repository } : {}) };
       const route: JobRoute =
-        candidates.kind === 'none' ? { ...asked, pools: [], reason: candidates.reason } : { ...asked, pools: candidates.pools.map((p) => p.name), priority: candidates.pools[0]!.memo.priority };
+        candidates.kind === 'none'
+          ? { ...asked, pools: [], reason: candidates.reason }
+          : candidates.kind === 'scaleSet'
+            ? { ...asked, pools: [], scaleSetPools: candidates.pools.map((p) => p.name), reason: scaleSetReason(candidates.pools) }
+            : { ...asked, pools: candidates.pools.map((p) => p.name), priority: candidates.pools[0]!.memo.priority };
       return json(route);
     },
   },

@@ -55,6 +55,7 @@ export const jobCommands: Record<string, Command> = {
       if (typeof ctx.values.repository === 'string') query.set('repository', ctx.values.repository);
       const route = await ctx.api.get<JobRoute>(`/api/v1/jobs/route?${query}`);
       if (ctx.json) return printJson(ctx, route);
+      if (route.scaleSetPools?.length) return ctx.out(route.reason ?? `a scale set takes it: ${route.scaleSetPools.join(', ')}`);
       if (route.pools.length === 0) return ctx.out(`no pool would take it: ${route.reason}`);
       if (route.pools.length === 1) return ctx.out(`pool ${route.pools[0]} (priority ${route.priority})`);
       ctx.out(`one of ${route.pools.join(', ')} (priority ${route.priority}): the one with the most free capacity when the job arrives`);

@@ -23,6 +23,27 @@ describe('candidatePools', () => {
     expect(result.kind === 'pools' && result.pools.map((p) => p.name)).toEqual(['high-1', 'high-2']);
   });
 
+  it("leaves a job to a scale set that takes it when no webhook pool does: GitHub offers it to the scale set's listener", () => {
+    const scaleSetPool = (name: string, setName: string | undefined, labels: string[], extra: Partial<NonNullable<PoolEntry['memo']>> = {}): PoolEntry => ({
+      ...pool(name, labels),
+      memo: { ...pool(name, labels).memo!, mode: 'scaleSet', ...(setName ? { scaleSet: { name: setName, runnerGroup: 'default', credentials: 'default' } } : {}), scope: { kind: 'org', org: 'acme' }, ...extra },
+    });
+    const big = scaleSetPool('big', 'Linux-Large', ['self-hosted', 'linux']);
+    const names = (c: ReturnType<typeof candidatePools>) => (c.kind === 'none' ? c.reason : `${c.kind}: ${c.pools.map((p) => p.name).join(', ')}`);
+    // By its name, or by its name and labels, without case; `self-hosted` aside.
+    expect(names(candidatePools([big], ['linux-large'], 'acme/app'))).toBe('scaleSet: big');
+    expect(names(candidatePools([big], ['self-hosted', 'LINUX-LARGE', 'linux'], 'acme/app'))).toBe('scaleSet: big');
+    // Not a label it lacks, not another organisation's repository, not a pool being deleted, not a memo that names no scale set.
+    expect(names(candidatePools([big], ['linux-large', 'gpu'], 'acme/app'))).toBe('no pool has the labels linux-large, gpu');
+    expect(names(candidatePools([big], ['linux-large'], 'other/app'))).toBe('no pool has the labels linux-large');
+    expect(names(candidatePools([scaleSetPool('gone', 'linux-large', [], { deleting: true })], ['linux-large']))).toBe('no pool has the labels linux-large');
+    expect(names(candidatePools([scaleSetPool('old', undefined, ['linux-large'])], ['linux-large']))).toBe('no pool has the labels linux-large');
+    // A webhook pool that takes the job is routed it, as before.
+    expect(names(candidatePools([big, pool('webhook', ['linux'])], ['linux'], 'acme/app'))).toBe('pools: webhook');
+    // `self-hosted` alone names no scale set.
+    expect(names(candidatePools([big], ['self-hosted'], 'acme/app'))).toBe('no pool has the labels self-hosted');
+  });
+
   it('says why nothing matched', () => {
     expect(candidatePools([pool('a', ['linux'])], ['arm64'])).toEqual({ kind: 'none', reason: 'no pool has the labels arm64' });
     expect(candidatePools([pool('a', ['arm64'], 0, false)], ['arm64'])).toEqual({
@@ -45,7 +66,7 @@ describe('candidatePools', () => {
     const orgPool = { ...pool('acme-org', ['linux']), memo: { ...pool('x', []).memo!, labels: ['linux'], scope: { kind: 'org' as const, org: 'Acme' } } };
     const pick = (repository: string) => {
       const result = candidatePools([repoPool, orgPool], ['linux'], repository);
-      return result.kind === 'pools' ? result.pools.map((p) => p.name) : result.reason;
+      return result.kind === 'none' ? result.reason : result.pools.map((p) => p.name);
     };
     expect(pick('acme/widgets')).toEqual(['widgets', 'acme-org']);
     expect(pick('ACME/gadgets')).toEqual(['acme-org']);

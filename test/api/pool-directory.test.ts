@@ -206,6 +206,9 @@ describe('the pool directory', () => {
     // The scale set has more room, but its runners take only the jobs the scale set assigns them.
     const candidates = candidatePools(listed, ['self-hosted', 'linux'], 'acme/widgets');
     expect(candidates).toMatchObject({ kind: 'pools', pools: [{ name: 'linux' }] });
+    // Its scale set's name comes through too: a job for it is its listener's, not unmatched.
+    expect(listed.find((p) => p.name === 'arc-linux')?.memo?.scaleSet).toEqual({ name: 'arc-linux', runnerGroup: 'Default', credentials: 'default' });
+    expect(candidatePools(listed, ['arc-linux'], 'acme/widgets')).toMatchObject({ kind: 'scaleSet', pools: [{ name: 'arc-linux' }] });
   });
 
   it('leaves a pool being deleted out of routing, from its memo and at once where this process deleted it', async () => {
@@ -225,7 +228,7 @@ describe('the pool directory', () => {
     const pools = new PoolDirectory(client, 60_000);
     const routed = async () => {
       const candidates = candidatePools(await pools.list(), ['gpu'], 'acme/widgets');
-      return candidates.kind === 'pools' ? candidates.pools.map((p) => p.name) : candidates.reason;
+      return candidates.kind === 'none' ? candidates.reason : candidates.pools.map((p) => p.name);
     };
     // Visibility shows the mark the pool wrote.
     expect(await routed()).toEqual(['gpu-a', 'gpu-b']);
