@@ -40,6 +40,17 @@ export interface JobRoute {
   reason?: string;
 }
 
+/**
+ * A scale set's job waits at GitHub, counted in the scale set's statistics, until its listener
+ * acquires it for a runner: no pool holds it by id until then, so the answer says where to look.
+ */
+function scaleSetWaitNote(pools: readonly { name: string; memo?: { mode?: string; deleting?: true } }[]): string {
+  const names = pools.filter((p) => p.memo?.mode === 'scaleSet' && !p.memo.deleting).map((p) => p.name);
+  if (names.length === 0) return '';
+  const shown = names.length <= 5 ? names.join(', ') : `${names.slice(0, 5).join(', ')} and ${names.length - 5} more`;
+  return `; or it is a scale set's job waiting for a runner, which GitHub counts in the scale set until its listener acquires it: \`runnerflow pool show <pool>\` shows the waiting jobs of the scale-set pools ${shown}`;
+}
+
 const scaleSetReason = (pools: readonly { name: string; memo: { scaleSet?: { name: string } } }[]): string =>
   `a scale set takes it, not job routing: GitHub offers it to the listener of ${pools.map((p) => `scale set ${p.memo.scaleSet?.name ?? '?'} (pool ${p.name})`).join(', ')}`;
 
@@ -91,10 +102,11 @@ export const jobRoutes: Route<Services>[] = [
       const id = params.id!;
       if (!JOB_ID.test(id)) throw badRequest(`job id must be GitHub's numeric job id (the number in the job's URL, .../job/<id>), got "${id}"`);
       const jobId = Number(id);
+      const pools = await services.pools.list();
       const found = await findJob(
         {
           client: services.deps.client,
-          pools: await services.pools.list(),
+          pools,
           unmatched: () => readUnmatchedJobs(services.deps.client, services.deps.taskQueue, services.bounded),
           queryTimeoutMs: services.limits.queryTimeoutMs,
         },
@@ -102,7 +114,7 @@ export const jobRoutes: Route<Services>[] = [
       );
       if (!found) {
         throw notFound(
-          `no pool counts job ${jobId} as queued or running, and it is not among the unmatched jobs: it has finished, or its queued webhook has not reached runnerflow (the sweep routes a job GitHub still has queued again after sweep.lostJobAge)`,
+          `no pool counts job ${jobId} as queued or running, and it is not among the unmatched jobs: it has finished, or its queued webhook has not reached runnerflow (the sweep routes a job GitHub still has queued again after sweep.lostJobAge)${scaleSetWaitNote(pools)}`,
         );
       }
       return json(found);

@@ -46,6 +46,11 @@ describe("a scale set's job waiting for a runner", () => {
     await eventually(async () => ((await unmatchedIds()).includes(noPool.id) ? true : undefined), 10_000, 'the job no pool takes recorded');
     expect(await unmatchedIds()).not.toContain(waiting.id);
 
+    // Looked for by id: no pool holds it yet, and the answer says where it waits.
+    const find = await apiRequest(stack, 'GET', `/api/v1/jobs/${waiting.id}`);
+    expect(find.status).toBe(404);
+    expect(JSON.stringify(find.body)).toContain(`or it is a scale set's job waiting for a runner`);
+    expect(JSON.stringify(find.body)).toContain(pool.name);
     // Asked where such a job goes: to the scale set, by its listener.
     const route = (await apiRequest(stack, 'GET', `/api/v1/jobs/route?labels=${pool.name}&repository=${repository}`)).body as JobRoute;
     expect(route).toMatchObject({ pools: [], scaleSetPools: [pool.name] });
