@@ -9,7 +9,7 @@ import { PoolDirectory } from '../../api/pool-directory';
 import type { JobRoute } from '../../api/routes/jobs';
 import { apiRequest, SIMULATED_PROVIDER } from '../../devstack/stack';
 import type { PoolSettingsInput } from '../../domain/pool';
-import type { UnmatchedJob } from '../../workflows/pool-messages';
+import { poolStateQuery, poolWorkflowId, type UnmatchedJob } from '../../workflows/pool-messages';
 import { providerSweep } from '../../workflows/provider-sweep';
 import { eventually, uniqueName } from '../support/temporal';
 import { listeningPool, runnerflowCli, useScaleSetStack } from './support/stack';
@@ -90,5 +90,32 @@ describe("a scale set's job waiting for a runner", () => {
     expect(Object.keys(report.github?.repositoryRound ?? {})).not.toContain('org:scale-sets-only');
     expect(report.github?.requeued.map((j) => j.jobId)).not.toContain(waiting.id);
     expect(await unmatchedIds()).not.toContain(waiting.id);
+  });
+
+  it("is left to the scale set when the webhook pool that held it goes: a label moved from a webhook pool to a scale set", async () => {
+    // The webhook pool and the scale set answer to the same label; a webhook pool is routed the job first.
+    const label = uniqueName('moved').toLowerCase();
+    const webhookPool: PoolSettingsInput = {
+      name: uniqueName('p').toLowerCase().slice(0, 40),
+      github: { credentials: 'default', scope: { kind: 'org', org: 'acme' } },
+      labels: [label],
+      provider: SIMULATED_PROVIDER,
+      maxRunners: 0,
+    };
+    expect((await apiRequest(stack, 'POST', '/api/v1/pools', webhookPool)).status).toBe(201);
+    const { pool } = await listeningPool(stack, { maxRunners: 0, scaleSet: { name: label } });
+    const directory = new PoolDirectory(stack.client, 0);
+    await eventually(async () => ((await directory.fetch()).some((p) => p.name === webhookPool.name && p.memo) ? true : undefined), 30_000, 'the webhook pool listed');
+    const job = stack.sim.queueJob({ repository: 'acme/moving', labels: [label] });
+    const held = stack.client.workflow.getHandle(poolWorkflowId(webhookPool.name));
+    await eventually(async () => ((await held.query(poolStateQuery)).queuedJobs.some((j) => j.jobId === job.id) ? true : undefined), 20_000, 'the webhook pool to hold the job');
+
+    // The webhook pool is deleted: its queue is passed on, and this job goes to no pool and to no unmatched record.
+    expect((await apiRequest(stack, 'DELETE', `/api/v1/pools/${webhookPool.name}`)).status).toBeLessThan(300);
+    await held.result();
+    expect(await unmatchedIds()).not.toContain(job.id);
+    expect((await apiRequest(stack, 'PUT', `/api/v1/pools/${pool.name}`, { ...pool, maxRunners: 1 })).status).toBe(202);
+    await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, "the job run by the scale set's runner");
+    expect(await unmatchedIds()).not.toContain(job.id);
   });
 });
