@@ -61,8 +61,9 @@ export interface GitHubSweepReport {
   /** Offline registrations with no workflow at all, by `untrackedKey`, and when a sweep first found them so: the next sweep's `untrackedSince`. */
   untrackedSince?: Record<string, number>;
   /**
-   * What an enterprise's credentials were refused while looking for lost jobs (`repo:<owner>/<name>`
-   * or `org:<org>` → when), left alone for a while (domain/lost-job-repositories.ts): the next sweep's `unreadable`.
+   * What GitHub refused (404 or 403) while looking for lost jobs in an organisation's or an
+   * enterprise's repositories (`repo:<owner>/<name>` or `org:<org>` → when): gone, or not the
+   * credentials' to read, and left alone for a while (domain/lost-job-repositories.ts): the next sweep's `unreadable`.
    */
   unreadable?: Record<string, number>;
 }
@@ -91,7 +92,7 @@ export interface GitHubSweepArgs {
   repositoryRound?: Record<string, number>;
   /** The last sweep's `untrackedSince`: when each registration with no workflow was first found. */
   untrackedSince?: Record<string, number>;
-  /** The last sweep's `unreadable`: repositories an enterprise's credentials were refused, and when. */
+  /** The last sweep's `unreadable`: what GitHub refused while looking for lost jobs, and when. */
   unreadable?: Record<string, number>;
 }
 
@@ -291,15 +292,21 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
   }
 
   /**
-   * A failure named in the report. For an enterprise's credentials a 403 or 404 is a refusal: they
-   * may manage the enterprise's runners without reading its organisations' repositories, so what
-   * was refused is left alone a while (carried on in `unreadable`) instead of asked every sweep.
+   * A failure named in the report. Looking beyond a pool's own scope (`refusedFor`: the
+   * organisation or enterprise the repositories were looked for on behalf of), a 404 or 403 is a
+   * refusal: the repository was deleted or renamed since a pool heard from it, or the credentials
+   * may not read it (an enterprise's may manage its runners without reading its organisations'
+   * repositories). Asking every sweep would only repeat it, so it is left alone a while (carried
+   * on in `unreadable`), named once.
    */
   function failedOrRefused(report: GitHubSweepReport, target: string, key: string, err: unknown, refusedFor: string | undefined): void {
     if (refusedFor && err instanceof GitHubApiError && (err.status === 403 || err.status === 404)) {
       (report.unreadable ??= {})[key.toLowerCase()] = now();
       const hours = UNREADABLE_LEFT_FOR_MS / 3_600_000;
-      report.failed.push({ target, error: `${reportErrorText(err)} (the credentials of ${refusedFor} cannot read ${key}: left alone for ${hours} h, then tried again)` });
+      report.failed.push({
+        target,
+        error: `${reportErrorText(err)} (${key} is gone, or the credentials of ${refusedFor} cannot read it: left alone for ${hours} h, then tried again)`,
+      });
     } else report.failed.push({ target, error: reportErrorText(err) });
   }
 
@@ -336,7 +343,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     const carriedOn: Record<string, LostJobRotation> = {};
     report.lostJobRotation = carriedOn;
     const lookedInto = new Set<string>();
-    /** `refusedFor`: an enterprise whose credentials may not read the repository, which is then left alone a while. */
+    /** `refusedFor`: see `failedOrRefused`; absent for a repository pool's own repository, whose refusal is its pool's to mend. */
     async function lookInto(credentials: string, scope: RepoScope, maxRuns: number, refusedFor?: string): Promise<number> {
       const key = scopeKey(scope);
       lookedInto.add(key.toLowerCase());
@@ -366,16 +373,16 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     }
     /**
      * The organisation's repositories its pools lately had jobs from (`heard`) or that were lately
-     * pushed to, the most lately active first, then the next of them in turn. `refusedFor`: an
-     * enterprise whose credentials look, and may be refused the organisation or a repository.
+     * pushed to, the most lately active first, then the next of them in turn. `refusedFor`: the
+     * organisation or enterprise looked on behalf of (see `failedOrRefused`).
      */
-    async function lookIntoOrganisation(credentials: string, scope: OrgScope, heard: () => Promise<RecentRepository[]>, refusedFor?: string): Promise<void> {
+    async function lookIntoOrganisation(credentials: string, scope: OrgScope, heard: () => Promise<RecentRepository[]>, refusedFor: string): Promise<void> {
       const org = scope.org.toLowerCase();
       const roundKey = `org:${org}`;
       const ofOrg = (repo: RepoScope | undefined): repo is RepoScope => repo !== undefined && repo.owner.toLowerCase() === org;
-      /** Looked into this sweep, and for an enterprise's credentials what they were refused a while ago. */
-      const skipped = () => new Set([...lookedInto, ...(refusedFor ? Object.keys(report.unreadable ?? {}) : [])].map((key) => key.replace(/^repo:/, '')));
-      const orgRefused = () => refusedFor !== undefined && report.unreadable?.[roundKey] !== undefined;
+      /** Looked into this sweep, or refused a while ago. */
+      const skipped = () => new Set([...lookedInto, ...Object.keys(report.unreadable ?? {})].map((key) => key.replace(/^repo:/, '')));
+      const orgRefused = () => report.unreadable?.[roundKey] !== undefined;
       const [recent, pushed] =
         args.lostJobRepositories > 0
           ? await Promise.all([heard(), orgRefused() ? [] : pushedRepositoriesOf(credentials, scope, args.lostJobRepositories, report, refusedFor)])
@@ -450,7 +457,7 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       for (const group of groups) {
         if (group.scope.kind !== 'org') continue;
         organisationsLooked.add(group.scope.org.toLowerCase());
-        await lookIntoOrganisation(group.credentials, group.scope, () => recentRepositoriesOf(group, report));
+        await lookIntoOrganisation(group.credentials, group.scope, () => recentRepositoriesOf(group, report), scopeKey(group.scope));
       }
       for (const group of groups) if (isEnterpriseGroup(group)) await lookIntoEnterprise(group, organisationsLooked);
     }

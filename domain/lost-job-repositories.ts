@@ -20,9 +20,10 @@ import type { RecentRepository } from '../workflows/recent-repositories';
 export const PUSH_KEEPS_JOBS_QUEUED_MS = 24 * 60 * 60 * 1_000;
 
 /**
- * How long a repository that an enterprise's credentials were refused is left alone before it is
- * looked into again. A token that may manage an enterprise's runners need not read its
- * organisations' repositories, and asking every sweep would only repeat the refusal; a scope
+ * How long a repository (or organisation) GitHub refused with 404 or 403 is left alone before it
+ * is looked into again. It was deleted or renamed since a pool heard from it, or the credentials
+ * may not read it (a token that may manage an enterprise's runners need not read its
+ * organisations' repositories); asking every sweep would only repeat the refusal. A scope
  * granted later is used within this long.
  */
 export const UNREADABLE_LEFT_FOR_MS = 6 * 60 * 60 * 1_000;

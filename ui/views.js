@@ -338,7 +338,7 @@ function scheduleGroup(label, view, action, runs) {
 /**
  * What a sweep run's GitHub side did: registrations no workflow owned removed, jobs whose `queued`
  * webhook was lost routed again, and jobs GitHub had run taken out of a pool's queue.
- * And repositories an enterprise's credentials may not read, which the look for lost jobs leaves alone a while.
+ * And repositories (or organisations) GitHub refused to the look for lost jobs, which it leaves alone a while.
  * @param {{ registrationsRemoved: number, jobsRequeued: number, jobsDequeued: number, jobIds: number[], unreadable?: string[] } | undefined} github
  */
 function atGitHubCell(github) {
@@ -346,8 +346,8 @@ function atGitHubCell(github) {
   const parts = [`${github.registrationsRemoved} removed`, `${github.jobsRequeued} routed again`, `${github.jobsDequeued} taken out`];
   const titles = [github.jobIds.length > 0 ? `jobs ${github.jobIds.join(', ')}` : 'registrations removed, lost jobs routed again, jobs GitHub had run taken out of a queue'];
   if (github.unreadable?.length) {
-    parts.push(`${github.unreadable.length} not readable`);
-    titles.push(`not readable with an enterprise's credentials, left alone a while: ${github.unreadable.join(', ')}`);
+    parts.push(`${github.unreadable.length} refused`);
+    titles.push(`refused by GitHub (gone, or not the credentials' to read), left alone a while: ${github.unreadable.join(', ')}`);
   }
   return h('td', { class: 'small', title: titles.join('; ') }, parts.join(' · '));
 }

@@ -30,7 +30,7 @@ export async function providerSweep(input: SweepArgs): Promise<SweepReport> {
   const untrackedSince = last?.untrackedSince;
   // And the round of the organisations' repositories.
   const repositoryRound = last?.repositoryRound;
-  // And the repositories an enterprise's credentials were refused: left alone a while, not asked every sweep.
+  // And what GitHub refused (a repository gone, or not the credentials' to read): left alone a while, not asked every sweep.
   const unreadable = last?.unreadable;
   const github = await sweepGitHubRunners({
     provider: input.provider,

@@ -19,7 +19,7 @@ export interface SweepResult {
   failures: { name: string; error: string }[];
   /**
    * What the sweep's GitHub side did, when it ran: registrations removed, lost jobs routed again, settled jobs taken out of pools' queues;
-   * and, when there are any, the repositories an enterprise's credentials may not read, which the look for lost jobs leaves alone a while.
+   * and, when there are any, the repositories (or organisations) GitHub refused to the look for lost jobs, which it leaves alone a while.
    */
   github?: { registrationsRemoved: number; jobsRequeued: number; jobsDequeued: number; jobIds: number[]; unreadable?: string[] };
 }

@@ -31,7 +31,7 @@ export function sweepOutcome(run: SweepRun | undefined): string {
   const { deleted, listed, failed, github } = run.result;
   const machines = `deleted ${deleted} of ${listed} listed, ${failed} failed`;
   if (!github) return machines;
-  const unreadable = github.unreadable?.length ? `, ${github.unreadable.length} not readable with an enterprise's credentials (left alone a while: ${github.unreadable.join(', ')})` : '';
+  const unreadable = github.unreadable?.length ? `, ${github.unreadable.length} refused (gone, or not the credentials' to read; left alone a while: ${github.unreadable.join(', ')})` : '';
   return `${machines}; at GitHub ${github.registrationsRemoved} removed, ${github.jobsRequeued} jobs routed again, ${github.jobsDequeued} taken out of a queue${unreadable}`;
 }
 

@@ -18,7 +18,7 @@ it("says what a sweep run did to machines, and at GitHub when it looked there", 
     'deleted 1 of 5 listed, 0 failed; at GitHub 2 removed, 0 jobs routed again, 3 taken out of a queue',
   );
   expect(sweepOutcome(run({ ...machines, github: { registrationsRemoved: 0, jobsRequeued: 1, jobsDequeued: 0, jobIds: [7], unreadable: ['repo:globex/private'] } }))).toBe(
-    "deleted 1 of 5 listed, 0 failed; at GitHub 0 removed, 1 jobs routed again, 0 taken out of a queue, 1 not readable with an enterprise's credentials (left alone a while: repo:globex/private)",
+    "deleted 1 of 5 listed, 0 failed; at GitHub 0 removed, 1 jobs routed again, 0 taken out of a queue, 1 refused (gone, or not the credentials' to read; left alone a while: repo:globex/private)",
   );
   expect(sweepOutcome(run(undefined, 'activity failed: provider unreachable'))).toBe('activity failed: provider unreachable');
   expect(sweepOutcome(undefined)).toBe('');

@@ -389,6 +389,43 @@ describe('jobs of an organisation pool whose queued webhook was lost', () => {
   });
 });
 
+describe('a repository an organisation pool heard from that is gone since', () => {
+  it('is named once by the look for lost jobs and left alone a while, not failed on every sweep', async () => {
+    const org = uniqueName('gone-org').toLowerCase().slice(0, 30);
+    const pool = e2ePool(org, { provider: PROVIDER, minIdleRunners: 0, maxRunners: 1, github: { credentials: 'default', scope: { kind: 'org', org } } });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    const [gone, kept] = [`${org}/renamed-away`, `${org}/app`];
+    for (const repository of [gone, kept]) {
+      const job = stack.sim.queueJob({ repository, labels: pool.labels });
+      await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 30_000, `the job of ${repository} to run`);
+    }
+    const directory = new PoolDirectory(stack.client, 0);
+    await eventually(async () => (await directory.fetch()).some((p) => p.name === pool.name && p.memo), 30_000, 'the new pool to be listed with its memo');
+    // Renamed (or deleted, or made private to these credentials): GitHub answers 404 for it from now on.
+    stack.sim.setFault({ kind: 'unreadable-repository', repository: gone });
+    const refusals = (report: SweepReport) => (report.github?.failed ?? []).filter((f) => f.target.includes(gone));
+    const looked = (report: SweepReport) => Object.keys(report.github?.lostJobRotation ?? {}).filter((key) => key.startsWith(`repo:${org}/`));
+    const sweeps = await scheduledSweeps(0, 3_600_000, { lostJobRepositories: 20 });
+    try {
+      const first = await sweeps.next();
+      expect(refusals(first)).toEqual([{ target: `queued jobs of repo:${gone}`, error: expect.stringContaining(`repo:${gone} is gone, or the credentials of org:${org} cannot read it`) }]);
+      expect(looked(first)).toEqual([`repo:${kept}`]);
+      const refusedAt = first.github?.unreadable?.[`repo:${gone}`];
+      expect(refusedAt).toEqual(expect.any(Number));
+      // The next sweeps leave it alone, and say nothing more of it; the repository still there is looked into as before.
+      for (let i = 0; i < 2; i++) {
+        const next = await sweeps.next();
+        expect(refusals(next)).toEqual([]);
+        expect(next.github?.unreadable?.[`repo:${gone}`]).toBe(refusedAt);
+        expect(looked(next)).toEqual([`repo:${kept}`]);
+      }
+    } finally {
+      await sweeps.delete();
+      stack.sim.clearFaults();
+    }
+  });
+});
+
 describe('a job of an organisation pool queued by a schedule in a repository the pools never heard of, its webhook lost', () => {
   it("is found by the round of the organisation's repositories, a page a sweep, the round carried from one scheduled sweep to the next", async () => {
     const org = uniqueName('round-org').toLowerCase().slice(0, 30);
@@ -489,7 +526,7 @@ describe("a lost job of an enterprise pool, in a repository of any of the enterp
       const first = await sweeps.next();
       expect(found(first)).toEqual([readable, nightly].sort());
       expect(refusals(first)).toEqual([
-        { target: `queued jobs of repo:${hidden}`, error: expect.stringContaining(`the credentials of enterprise:${enterprise} cannot read repo:${hidden}: left alone for 6 h`) },
+        { target: `queued jobs of repo:${hidden}`, error: expect.stringContaining(`repo:${hidden} is gone, or the credentials of enterprise:${enterprise} cannot read it: left alone for 6 h`) },
       ]);
       const refusedAt = first.github?.unreadable?.[`repo:${hidden}`];
       expect(refusedAt).toEqual(expect.any(Number));
@@ -505,7 +542,7 @@ describe("a lost job of an enterprise pool, in a repository of any of the enterp
       stack.sim.clearFaults();
       expect(found(second)).toEqual([]);
       expect(refusals(second)).toEqual([
-        { target: `repositories pushed to in org:${orgB}`, error: expect.stringContaining(`the credentials of enterprise:${enterprise} cannot read org:${orgB}`) },
+        { target: `repositories pushed to in org:${orgB}`, error: expect.stringContaining(`org:${orgB} is gone, or the credentials of enterprise:${enterprise} cannot read it`) },
       ]);
       expect(second.github?.unreadable).toMatchObject({ [`repo:${hidden}`]: refusedAt, [`org:${orgB}`]: expect.any(Number) });
       expect(second.github?.repositoryRound?.[`org:${orgB}`]).toBeUndefined();
@@ -513,7 +550,8 @@ describe("a lost job of an enterprise pool, in a repository of any of the enterp
       // Round again to the first organisation; the second's refusals are carried on, unsaid.
       const third = await sweeps.next();
       expect(refusals(third)).toEqual([]);
-      expect(Object.keys(third.github?.unreadable ?? {}).sort()).toEqual([`org:${orgB}`, `repo:${hidden}`]);
+      // (Other tests' organisations were refused that 403 too, and are left alone alike.)
+      expect(Object.keys(third.github?.unreadable ?? {}).filter((key) => key.includes(enterprise)).sort()).toEqual([`org:${orgB}`, `repo:${hidden}`]);
       expect(turn(third)).toBe(1);
     } finally {
       await sweeps.delete();

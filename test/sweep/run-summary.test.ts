@@ -26,7 +26,7 @@ describe("a sweep run's summary for the dashboard", () => {
     expect(summary.github).toEqual({ registrationsRemoved: 1, jobsRequeued: 1, jobsDequeued: 2, jobIds: [11, 21, 22] });
   });
 
-  it("names the repositories an enterprise's credentials may not read, only when there are some", () => {
+  it('names what GitHub refused to the look for lost jobs, only when there is some', () => {
     const github = { scopes: 1, ours: 0, owned: 0, removed: [], skipped: [], failed: [], requeued: [] };
     const summary = summariseSweep({ ...machines, github: { ...github, unreadable: { 'repo:globex/private': 2, 'repo:acme/secret': 1 } } });
     expect(summary.github?.unreadable).toEqual(['repo:acme/secret', 'repo:globex/private']);

@@ -320,8 +320,8 @@ describe('dashboard', () => {
       await done.waitFor({ timeout: 30_000 });
       // What its GitHub side did, beside what it did to machines.
       expect(await runs.getByRole('columnheader').allTextContents()).toContain('At GitHub');
-      expect(await done.textContent()).toMatch(/\d+ removed · \d+ routed again · \d+ taken out · 1 not readable/);
-      expect(await done.getByText('1 not readable').getAttribute('title')).toContain(`not readable with an enterprise's credentials, left alone a while: repo:${hidden}`);
+      expect(await done.textContent()).toMatch(/\d+ removed · \d+ routed again · \d+ taken out · 1 refused/);
+      expect(await done.getByText('1 refused').getAttribute('title')).toContain(`refused by GitHub (gone, or not the credentials' to read), left alone a while: repo:${hidden}`);
       const actions = (await stack.client.schedule.getHandle(scheduleId).describe()).info.recentActions;
       expect(actions).toHaveLength(1);
     } finally {
