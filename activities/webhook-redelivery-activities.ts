@@ -6,7 +6,9 @@
  *
  * A GitHub App has one webhook of its own. Token credentials have none; their events
  * come through webhooks of the repositories and organisations their pools register in,
- * so the pass follows each of those that delivers to runnerflow. Which ones is looked
+ * so the pass follows each of those that delivers to runnerflow. An enterprise has no
+ * webhooks a token can read: for an enterprise's pools, the organisations of the
+ * repositories they have lately had jobs from stand in for it. Which ones is looked
  * up again every `hookRefreshMs`, not on every pass: finding them costs a query per pool
  * and a call per scope. A pass then costs one listing call per webhook (per 100 new
  * attempts) and one call per redelivery, whatever the number of runners.
@@ -16,7 +18,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context, log } from '@temporalio/activity';
-import { Client } from '@temporalio/client';
+import { Client, QueryNotRegisteredError } from '@temporalio/client';
 import { PoolDirectory } from '../api/pool-directory';
 import { eachConcurrently } from '../domain/concurrency';
 import {
@@ -31,8 +33,8 @@ import {
   type RedeliveryOptions,
   type RedeliveryState,
 } from '../domain/webhook-redelivery';
-import { scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
-import { poolStateQuery } from '../workflows/pool-messages';
+import { GitHubApiError, scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
+import { poolStateQuery, recentRepositoriesQuery } from '../workflows/pool-messages';
 import { webhookRedeliveries, webhookRedeliveryLastRun } from '../observability/metrics';
 import { reportErrorText, toActivityFailure } from './failures';
 
@@ -64,6 +66,13 @@ export interface RedeliveryReport {
   truncated: boolean;
   /** Token credentials: the webhooks followed, e.g. `repo:acme/app hook 123`. */
   hooks?: string[];
+  /**
+   * Token credentials: organisations looked at for an enterprise's pools whose webhooks GitHub
+   * would not list to these credentials (404 or 403), e.g. `org:acme (for enterprise:big)`.
+   * Expected where the token may manage the enterprise's runners but not its organisations'
+   * webhooks, so not counted among the failures.
+   */
+  unreadable?: string[];
   failed: { target: string; error: string }[];
   state: RedeliveryState;
 }
@@ -74,7 +83,14 @@ export interface WebhookRedeliveryDeps {
   /** Repositories' and organisations' webhooks, for token credentials. */
   scopeHooks?: (credentials: string) => ScopeWebhooksPort;
   /** Token credentials: the scopes of the pools that use them (`poolScopesFrom` reads them from Temporal). */
-  poolScopes?: (credentials: string) => Promise<{ scopes: GitHubScope[]; failed: { target: string; error: string }[] }>;
+  poolScopes?: (credentials: string) => Promise<PoolScopes>;
+}
+
+export interface PoolScopes {
+  scopes: GitHubScope[];
+  failed: { target: string; error: string }[];
+  /** Organisations among `scopes` that stand in for an enterprise's pools (scope key → the enterprise's), none of the pools' own. */
+  forEnterprise?: Record<string, string>;
 }
 
 /** Pages read per webhook and pass: 2,000 attempts, several minutes of a very busy organisation's webhooks. */
@@ -88,24 +104,51 @@ const hookName = (stream: Pick<HookStreamState, 'scope' | 'hookId'>): string => 
 /** Pools asked at once: many pools, or a few that do not answer, stay well inside a pass's heartbeat. */
 const POOL_QUERIES_AT_ONCE = 16;
 
-/** The scopes of the running pools (of this installation's task queue) that use the credentials: a query per pool. */
+/**
+ * The scopes of the running pools (of this installation's task queue) that use the credentials:
+ * a query per pool. An enterprise pool adds the organisations of the repositories it has lately
+ * had jobs from (one more query): their webhooks carry its jobs' events.
+ */
 export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs = 5_000): NonNullable<WebhookRedeliveryDeps['poolScopes']> {
   const directory = new PoolDirectory(client, 0, taskQueue);
   return async (credentials) => {
     const scopes = new Map<string, GitHubScope>();
+    const heard = new Map<string, string>();
     const failed: { target: string; error: string }[] = [];
     const pools = (await directory.fetch()).filter((entry) => entry.memo);
     await eachConcurrently(pools, POOL_QUERIES_AT_ONCE, async (entry) => {
       try {
+        const handle = client.workflow.getHandle(entry.workflowId);
         // The memo lacks the credentials; the pool's own state has them.
-        const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(entry.workflowId).query(poolStateQuery));
-        if (settings.github.credentials === credentials) scopes.set(scopeKey(settings.github.scope), settings.github.scope);
+        const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(poolStateQuery));
+        if (settings.github.credentials !== credentials) return;
+        scopes.set(scopeKey(settings.github.scope), settings.github.scope);
+        if (settings.github.scope.kind === 'enterprise') {
+          const enterprise = scopeKey(settings.github.scope);
+          try {
+            const recent = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(recentRepositoriesQuery));
+            for (const [repository] of recent) {
+              const org = repository.split('/')[0];
+              if (org) heard.set(scopeKey({ kind: 'org', org: org.toLowerCase() }), enterprise);
+            }
+          } catch (err) {
+            // A pool run by an older worker has no such query: its organisations are known from its next run on.
+            if (!(err instanceof QueryNotRegisteredError)) failed.push({ target: `recent repositories of pool ${entry.name}`, error: reportErrorText(err) });
+          }
+        }
       } catch (err) {
         failed.push({ target: `pool ${entry.name}`, error: reportErrorText(err) });
       }
       Context.current().heartbeat();
     });
-    return { scopes: [...scopes.values()], failed };
+    // An organisation a pool of its own uses is followed as that pool's.
+    const forEnterprise: Record<string, string> = {};
+    for (const [key, enterprise] of heard) {
+      if (scopes.has(key) || [...scopes.keys()].some((k) => k.toLowerCase() === key)) continue;
+      scopes.set(key, { kind: 'org', org: key.slice('org:'.length) });
+      forEnterprise[key] = enterprise;
+    }
+    return { scopes: [...scopes.values()], failed, ...(Object.keys(forEnterprise).length > 0 ? { forEnterprise } : {}) };
   };
 }
 
@@ -223,7 +266,7 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
     const previous = new Map(known.map((s) => [hookName(s), s]));
     const streams: HookStreamState[] = [];
     for (const scope of found.scopes) {
-      // An enterprise has no webhooks a token can read.
+      // An enterprise has no webhooks a token can read: its organisations stand in for it (`poolScopesFrom`).
       if (scope.kind === 'enterprise') continue;
       const hookScope: HookScope = scope;
       try {
@@ -234,6 +277,11 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
         }
         Context.current().heartbeat();
       } catch (err) {
+        const forEnterprise = found.forEnterprise?.[scopeKey(scope)];
+        if (forEnterprise && err instanceof GitHubApiError && (err.status === 403 || err.status === 404)) {
+          (report.unreadable ??= []).push(`${scopeKey(scope)} (for ${forEnterprise})`);
+          continue;
+        }
         report.failed.push({ target: `${scopeKey(scope)} webhooks`, error: reportErrorText(err) });
         streams.push(...known.filter((s) => scopeKey(s.scope) === scopeKey(scope)));
       }

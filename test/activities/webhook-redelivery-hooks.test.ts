@@ -3,9 +3,9 @@
  * when they are looked up again, and what a failing GitHub call leaves in place.
  */
 import { describe, expect, it } from 'vitest';
-import { createWebhookRedeliveryActivities, type RedeliveryArgs, type RedeliveryReport } from '../../activities/webhook-redelivery-activities';
+import { createWebhookRedeliveryActivities, type PoolScopes, type RedeliveryArgs, type RedeliveryReport } from '../../activities/webhook-redelivery-activities';
 import type { GitHubScope, HookScope, ScopeWebhook, ScopeWebhooksPort, WebhookDelivery } from '../../github/port';
-import { scopeKey } from '../../github/port';
+import { GitHubApiError, scopeKey } from '../../github/port';
 import { WEBHOOK_REDELIVERY_WORKFLOW } from '../../workflows/webhook-redelivery';
 import { uniqueName, useTestWorker } from '../support/temporal';
 
@@ -25,11 +25,14 @@ class WebhooksDouble implements ScopeWebhooksPort {
   readonly listed: string[] = [];
   readonly redelivered: number[] = [];
   failListing = new Set<string>();
+  /** Scopes whose webhooks GitHub will not list to these credentials: 404, as for an organisation the token may not administer. */
+  refuseListing = new Set<string>();
   failDeliveries = new Set<number>();
 
   async listWebhooks(scope: HookScope): Promise<ScopeWebhook[]> {
     this.listed.push(scopeKey(scope));
     if (this.failListing.has(scopeKey(scope))) throw new Error(`GitHub answered 502 listing the webhooks of ${scopeKey(scope)}`);
+    if (this.refuseListing.has(scopeKey(scope))) throw new GitHubApiError(`list webhooks of ${scopeKey(scope)}: 404 Not Found`, 404, false);
     return this.hooks.get(scopeKey(scope)) ?? [];
   }
 
@@ -54,7 +57,7 @@ function failedQueued(id: number, guid: string): WebhookDelivery {
 const github = new WebhooksDouble();
 let poolScopeLookups = 0;
 /** The pools' scopes, and the pools that could not be asked. */
-let pools: { scopes: GitHubScope[]; failed: { target: string; error: string }[] } = { scopes: [repo, org, enterprise], failed: [] };
+let pools: PoolScopes = { scopes: [repo, org, enterprise], failed: [] };
 const env = useTestWorker({
   extraActivities: createWebhookRedeliveryActivities({
     scopeHooks: () => github,
@@ -122,5 +125,29 @@ describe("token credentials' webhooks", () => {
     const fourth = await pass(args({ state: stuck.state, hookRefreshMs: 0 }));
     expect(fourth.hooks).toEqual(['repo:acme/app hook 1']);
     expect(github.redelivered).not.toContain(20);
+  });
+
+  it("follows the webhooks of an enterprise pool's organisations, and leaves one whose webhooks the token may not list out of the failures", async () => {
+    const readable: HookScope = { kind: 'org', org: 'ent-a' };
+    const closed: HookScope = { kind: 'org', org: 'ent-b' };
+    const broken: HookScope = { kind: 'org', org: 'ent-c' };
+    github.hooks.set(scopeKey(readable), [{ id: 7, active: true, events: ['workflow_job'], url: OURS }]);
+    github.deliveries.set(7, [failedQueued(70, 'guid-7')]);
+    github.refuseListing.add(scopeKey(closed));
+    github.failListing.add(scopeKey(broken));
+    const forEnterprise = Object.fromEntries([readable, closed, broken].map((s) => [scopeKey(s), scopeKey(enterprise)]));
+    pools = { scopes: [enterprise, readable, closed, broken], failed: [], forEnterprise };
+    try {
+      const report = await pass(args());
+      expect(report.hooks).toEqual(['org:ent-a hook 7']);
+      expect(report.redelivered).toEqual(['guid-7']);
+      expect(report.unreadable).toEqual(['org:ent-b (for enterprise:big)']);
+      // Any other failure is one, as for the pools' own scopes.
+      expect(report.failed.map((f) => f.target)).toEqual(['org:ent-c webhooks']);
+    } finally {
+      github.refuseListing.clear();
+      github.failListing.clear();
+      pools = { scopes: [repo, org], failed: [] };
+    }
   });
 });

@@ -92,4 +92,32 @@ describe('failed webhook deliveries with token credentials', () => {
     expect(sampleSum(families.get('runnerflow_webhook_redeliveries_total'), { credentials, outcome: 'given_up' })).toBe(0);
     expect(sampleSum(families.get('runnerflow_webhook_redelivery_last_run_timestamp_seconds'), { credentials })).toBeGreaterThan(Date.now() / 1000 - 60);
   });
+
+  it("an enterprise pool's job whose queued webhook found the API down gets its runner, through the webhook of the organisation its pool has had jobs from", async () => {
+    const enterprise = uniqueName('ent').toLowerCase();
+    const org = `${enterprise}-org`;
+    const pool = e2ePool(enterprise, { labels: ['self-hosted', 'linux', enterprise], github: { credentials, scope: { kind: 'enterprise', enterprise } } });
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    // A first job reaches the pool as usual: it learns which organisation its jobs come from.
+    const first = stack.sim.queueJob({ repository: `${org}/app`, labels: pool.labels });
+    await eventually(() => stack.sim.jobs().find((j) => j.id === first.id && j.status === 'completed'), 45_000, 'the first job run');
+
+    stack.sim.setWebhook({ url: 'http://127.0.0.1:9/webhooks/github' });
+    const job = stack.sim.queueJob({ repository: `${org}/app`, labels: pool.labels });
+    await stack.sim.webhooksIdle();
+    const failed = stack.sim.deliveries().filter((d) => d.action === 'queued' && d.status === 'error');
+    expect(failed.length).toBeGreaterThanOrEqual(1);
+    stack.sim.setWebhook({ url: `${stack.api.url}/webhooks/github` });
+
+    const done = await eventually(() => {
+      const j = stack.sim.jobs().find((x) => x.id === job.id);
+      return j?.status === 'completed' ? j : undefined;
+    }, 45_000, `job ${job.id} run on a runner of the enterprise pool`);
+    expect(done.runnerName).toMatch(new RegExp(`^${pool.name}-`));
+    const reports = await eventually(async () => {
+      const results = await completedReports(stack);
+      return results.some((r) => r.hooks?.some((h) => h.startsWith(`org:${org} hook `))) ? results : undefined;
+    }, 20_000, "a pass following the organisation's webhook");
+    expect(reports.flatMap((r) => r.redelivered)).toEqual(expect.arrayContaining(failed.filter((d) => d.repository === `${org}/app`).map((d) => d.id)));
+  });
 });
