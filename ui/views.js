@@ -480,7 +480,7 @@ export function livenessView(checks) {
 }
 
 /**
- * @typedef {{ examined: number, redelivered: number, givenUp: number, failing: number, hooks?: string[], truncated: boolean,
+ * @typedef {{ examined: number, redelivered: number, givenUp: number, failing: number, hooks?: string[], unreadable?: string[], truncated: boolean,
  *   failures: { target: string, error: string }[] }} RedeliveryResult
  * @typedef {{ credentials: string, scheduleId: string, scheduled: boolean, paused?: boolean, note?: string, intervalMs?: number,
  *   nextRunAt?: string, runs: { workflowId: string, runId: string, scheduledAt: string, status: string, error?: string, result?: RedeliveryResult }[] }} Redelivery
@@ -497,8 +497,13 @@ export function redeliveriesView(redeliveries) {
         h('td', {}, count(result?.redelivered)),
         h('td', {}, count(result?.givenUp)),
         h('td', {}, count(result?.failing)),
-        // An App's own webhook, or the repository and organisation webhooks a token's pools use.
-        h('td', { title: result?.hooks?.join('\n') ?? '' }, result ? (result.hooks ? String(result.hooks.length) : 'App') : '–'),
+        // An App's own webhook, or the repository and organisation webhooks a token's pools use
+        // (and, in the tooltip, an enterprise pool's organisations whose webhooks the token may not list).
+        h(
+          'td',
+          { title: [...(result?.hooks ?? []), ...(result?.unreadable ?? []).map((o) => `not listed to these credentials: ${o}`)].join('\n') },
+          result ? (result.hooks ? String(result.hooks.length) : 'App') : '–',
+        ),
       ],
       'redelivery pass',
     );

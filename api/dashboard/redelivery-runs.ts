@@ -19,6 +19,8 @@ export interface RedeliveryResult {
   failing: number;
   /** Token credentials: the repository and organisation webhooks followed. */
   hooks?: string[];
+  /** Token credentials: organisations of an enterprise's pools whose webhooks GitHub would not list to them (not failures). */
+  unreadable?: string[];
   truncated: boolean;
   failures: { target: string; error: string }[];
 }
@@ -36,6 +38,7 @@ function summarise(report: RedeliveryReport): RedeliveryResult {
     givenUp: report.givenUp.length,
     failing: report.failing,
     ...(report.hooks ? { hooks: report.hooks } : {}),
+    ...(report.unreadable?.length ? { unreadable: report.unreadable } : {}),
     truncated: report.truncated,
     failures: report.failed.slice(0, FAILURES_SHOWN),
   };
