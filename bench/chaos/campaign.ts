@@ -47,6 +47,11 @@ export interface ChaosOptions {
   mode?: ChaosMode;
   /** Scale sets: jobs offered to acquire (the default), or assigned by GitHub's broker with no offer. */
   scaleSetAssignment?: ScaleSetAssignment;
+  /**
+   * `repo` (the default): the pool serves one repository. `enterprise`: it serves an enterprise, whose
+   * jobs come from repositories of two organisations; its token's webhooks are those organisations'.
+   */
+  scope?: 'repo' | 'enterprise';
   lifecycles: number;
   seed: number;
   /** Stops the Temporal server, waits `downMs`, and starts it on the same database; without it the restart step is skipped. */
@@ -68,6 +73,7 @@ export interface ChaosReport {
   mode: ChaosMode;
   /** Scale-set mode: how its jobs reached the scale set. */
   scaleSetAssignment?: ScaleSetAssignment;
+  scope: 'repo' | 'enterprise';
   /** Scale sets of the campaign's pool still at GitHub after the pool was deleted (scale-set mode). */
   scaleSetsLeft: number;
   lifecycles: number;
@@ -271,7 +277,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const name = uniqueName('chaos').toLowerCase().slice(0, 40);
     const pool: PoolSettingsInput = {
       name,
-      github: { credentials, scope: { kind: 'repo', owner: 'chaos', repo: 'app' } },
+      github: { credentials, scope: options.scope === 'enterprise' ? { kind: 'enterprise', enterprise: 'chaos-ent' } : { kind: 'repo', owner: 'chaos', repo: 'app' } },
       labels: ['self-hosted', 'linux', LABEL],
       provider,
       ...(mode === 'scaleSet'
@@ -299,9 +305,11 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     log(`chaos: ${mode === 'scaleSet' ? `scale-set pool (jobs ${options.scaleSetAssignment === 'broker' ? 'assigned by the broker' : 'offered to acquire'})` : 'pool'} ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
 
     const driver = new ChaosDriver(stack, taskQueue, random, options, injected, mode, name);
+    // An enterprise's jobs come from its organisations' repositories.
+    const repositories = options.scope === 'enterprise' ? ['chaos-ent-a/app', 'chaos-ent-b/api'] : ['chaos/app'];
     const queueing = (async () => {
       for (let i = 0; i < options.lifecycles && Date.now() < deadline; i++) {
-        jobIds.add(stack.sim.queueJob({ repository: 'chaos/app', labels: jobLabels, durationMs: random.int(200, 1_500) }).id);
+        jobIds.add(stack.sim.queueJob({ repository: repositories[i % repositories.length]!, labels: jobLabels, durationMs: random.int(200, 1_500) }).id);
         await sleep(random.int(10, 120));
       }
     })();
@@ -372,7 +380,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const { asked, poolsReset, stuckRunnersEnded } = await livenessOutcomes(stack, provider);
     const uncounted = { asked, notReset: asked.filter((name) => !driver.resets.has(name)) };
     const settledJobs = { takenOut: await settledJobsTakenOut(stack, provider), stillHeld };
-    return { seed: options.seed, mode, ...(mode === 'scaleSet' ? { scaleSetAssignment: options.scaleSetAssignment ?? 'acquire' } : {}), scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, settledJobs, github, outcome };
+    return { seed: options.seed, mode, scope: options.scope ?? 'repo', ...(mode === 'scaleSet' ? { scaleSetAssignment: options.scaleSetAssignment ?? 'acquire' } : {}), scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, settledJobs, github, outcome };
   } finally {
     // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);

@@ -43,6 +43,8 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'GitHub API calls by operation', value: Object.entries(report.github.byOperation).sort((a, b) => b[1] - a[1]).map(([op, n]) => `${op} ${n}`).join(', ') },
     { figure: 'elapsed', value: `${Math.round(report.elapsedMs / 1000)} s` },
   ];
-  const kind = report.mode !== 'scaleSet' ? '' : report.scaleSetAssignment === 'broker' ? ' (scale set, jobs assigned by the broker)' : ' (scale set)';
+  const kind =
+    (report.mode !== 'scaleSet' ? '' : report.scaleSetAssignment === 'broker' ? ' (scale set, jobs assigned by the broker)' : ' (scale set)') +
+    (report.scope === 'enterprise' ? ' (an enterprise pool, jobs from two organisations)' : '');
   return printTable(`chaos campaign${kind}, seed ${report.seed}, ${report.lifecycles} lifecycles`, figures);
 }
