@@ -13,7 +13,7 @@ import type { PoolEntry } from '../api/pool-directory';
 import { poolsKnowingJobs } from '../api/temporal/known-jobs';
 import { repositoriesToLookInto, stillUnreadable, UNREADABLE_LEFT_FOR_MS } from '../domain/lost-job-repositories';
 import { QUEUED_RUNS_PER_SWEEP, runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
-import { GitHubApiError, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type PushedRepository } from '../github/port';
+import { isAccessRefused, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type PushedRepository } from '../github/port';
 import { recentRepositoriesQuery, type QueuedJob } from '../workflows/pool-messages';
 import type { RecentRepository } from '../workflows/recent-repositories';
 import type { GitHubSweepReport } from './github-sweep-activities';
@@ -59,7 +59,7 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
    * on in `unreadable`), named once.
    */
   function failedOrRefused(report: GitHubSweepReport, target: string, key: string, err: unknown, refusedFor: string | undefined): void {
-    if (refusedFor && err instanceof GitHubApiError && (err.status === 403 || err.status === 404)) {
+    if (refusedFor && isAccessRefused(err)) {
       (report.unreadable ??= {})[key.toLowerCase()] = now();
       const hours = UNREADABLE_LEFT_FOR_MS / 3_600_000;
       report.failed.push({
@@ -102,6 +102,8 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
     const carriedOn: Record<string, LostJobRotation> = {};
     report.lostJobRotation = carriedOn;
     const lookedInto = new Set<string>();
+    /** `owner/name` (lower case) of the repositories looked into this sweep, or refused a while ago: not to look into (again). */
+    const notToLookInto = (): Set<string> => new Set([...lookedInto, ...Object.keys(report.unreadable ?? {})].map((key) => key.replace(/^repo:/, '')));
     /** `refusedFor`: see `failedOrRefused`; absent for a repository pool's own repository, whose refusal is its pool's to mend. */
     async function lookInto(credentials: string, scope: RepoScope, maxRuns: number, refusedFor?: string): Promise<number> {
       const key = scopeKey(scope);
@@ -139,15 +141,13 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
       const org = scope.org.toLowerCase();
       const roundKey = `org:${org}`;
       const ofOrg = (repo: RepoScope | undefined): repo is RepoScope => repo !== undefined && repo.owner.toLowerCase() === org;
-      /** Looked into this sweep, or refused a while ago. */
-      const skipped = () => new Set([...lookedInto, ...Object.keys(report.unreadable ?? {})].map((key) => key.replace(/^repo:/, '')));
       const orgRefused = () => report.unreadable?.[roundKey] !== undefined;
       const [recent, pushed] =
         args.lostJobRepositories > 0
           ? await Promise.all([heard(), orgRefused() ? [] : pushedRepositoriesOf(credentials, scope, args.lostJobRepositories, report, refusedFor)])
           : [[], []];
       // Repository pools of the same repositories were looked into above.
-      const picked = repositoriesToLookInto({ org, heard: recent, pushed, lookedInto: skipped(), now: now(), count: args.lostJobRepositories })
+      const picked = repositoriesToLookInto({ org, heard: recent, pushed, lookedInto: notToLookInto(), now: now(), count: args.lostJobRepositories })
         .map(repoScopeOf)
         .filter(ofOrg);
       let runsLeft = QUEUED_RUNS_PER_SWEEP;
@@ -171,7 +171,7 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
       // a job queued by a schedule or a dispatch, or past the most lately active, is found too,
       // within as many sweeps as there are pages of them. Each is looked into even when the
       // bound is spent (a run at least): the round has moved past it.
-      const skip = skipped();
+      const skip = notToLookInto();
       const inTurn = (await repositoriesInTurn(credentials, scope, args.lostJobRound, args.repositoryRound, rounds, report, refusedFor)).filter(
         (repo) => ofOrg(repo) && !skip.has(scopeKey(repo).toLowerCase().replace(/^repo:/, '')),
       );
@@ -190,8 +190,7 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
     async function lookIntoEnterprise(group: ScopeGroup & { scope: EnterpriseScope }, organisationsLooked: ReadonlySet<string>): Promise<void> {
       const refusedFor = scopeKey(group.scope);
       const heard = await recentRepositoriesOf(group, report);
-      const skip = new Set([...lookedInto, ...Object.keys(report.unreadable ?? {})].map((key) => key.replace(/^repo:/, '')));
-      const picked = repositoriesToLookInto({ heard, pushed: [], lookedInto: skip, now: now(), count: args.lostJobRepositories })
+      const picked = repositoriesToLookInto({ heard, pushed: [], lookedInto: notToLookInto(), now: now(), count: args.lostJobRepositories })
         .map(repoScopeOf)
         .filter((scope): scope is RepoScope => scope !== undefined);
       await lookIntoSharing(group.credentials, picked, QUEUED_RUNS_PER_SWEEP, refusedFor);

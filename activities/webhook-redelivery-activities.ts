@@ -33,7 +33,7 @@ import {
   type RedeliveryOptions,
   type RedeliveryState,
 } from '../domain/webhook-redelivery';
-import { GitHubApiError, scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
+import { isAccessRefused, scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
 import { poolStateQuery, recentRepositoriesQuery } from '../workflows/pool-messages';
 import { webhookRedeliveries, webhookRedeliveryLastRun } from '../observability/metrics';
 import { reportErrorText, toActivityFailure } from './failures';
@@ -144,7 +144,7 @@ export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs
     // An organisation a pool of its own uses is followed as that pool's.
     const forEnterprise: Record<string, string> = {};
     for (const [key, enterprise] of heard) {
-      if (scopes.has(key) || [...scopes.keys()].some((k) => k.toLowerCase() === key)) continue;
+      if ([...scopes.keys()].some((k) => k.toLowerCase() === key)) continue;
       scopes.set(key, { kind: 'org', org: key.slice('org:'.length) });
       forEnterprise[key] = enterprise;
     }
@@ -278,7 +278,7 @@ export function createWebhookRedeliveryActivities(deps: WebhookRedeliveryDeps) {
         Context.current().heartbeat();
       } catch (err) {
         const forEnterprise = found.forEnterprise?.[scopeKey(scope)];
-        if (forEnterprise && err instanceof GitHubApiError && (err.status === 403 || err.status === 404)) {
+        if (forEnterprise && isAccessRefused(err)) {
           (report.unreadable ??= []).push(`${scopeKey(scope)} (for ${forEnterprise})`);
           continue;
         }

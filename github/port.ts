@@ -216,6 +216,15 @@ export class GitHubApiError extends Error {
   }
 }
 
+/**
+ * GitHub would not show these credentials what they asked for: 404 (what it answers for a private
+ * repository, or one deleted or renamed) or 403 (a permission they lack). Rate limits are
+ * `GitHubRateLimitError`, never this.
+ */
+export function isAccessRefused(err: unknown): boolean {
+  return err instanceof GitHubApiError && (err.status === 403 || err.status === 404);
+}
+
 export function scopeUrl(scope: GitHubScope, webBaseUrl = 'https://github.com'): string {
   const base = webBaseUrl.replace(/\/+$/, '');
   switch (scope.kind) {

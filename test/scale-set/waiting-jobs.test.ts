@@ -21,19 +21,36 @@ async function unmatchedIds(): Promise<number[]> {
   return (res.body as { jobs: UnmatchedJob[] }).jobs.map((j) => j.jobId);
 }
 
+/** A webhook pool of the organisation acme with no room, taking `label`, once the pool list shows it. */
+async function webhookPoolFor(label: string): Promise<PoolSettingsInput & { name: string }> {
+  const pool = {
+    name: uniqueName('p').toLowerCase().slice(0, 40),
+    github: { credentials: 'default', scope: { kind: 'org' as const, org: 'acme' } },
+    labels: [label],
+    provider: SIMULATED_PROVIDER,
+    maxRunners: 0,
+  };
+  expect((await apiRequest(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+  const directory = new PoolDirectory(stack.client, 0);
+  await eventually(async () => ((await directory.fetch()).some((p) => p.name === pool.name && p.memo) ? true : undefined), 30_000, 'the webhook pool listed');
+  return pool;
+}
+
+/** A sweep of the simulated provider that looks for lost jobs at once, in every repository it may. */
+function sweepForLostJobs() {
+  return stack.client.workflow.execute(providerSweep, {
+    taskQueue: stack.loaded.config.temporal.taskQueue,
+    workflowId: uniqueName(`sweep/${SIMULATED_PROVIDER}`),
+    args: [{ provider: SIMULATED_PROVIDER, gracePeriodMs: 3_600_000, githubRunners: true, lostJobAgeMs: 0, lostJobRepositories: 20, lostJobRound: 5 }],
+  });
+}
+
 describe("a scale set's job waiting for a runner", () => {
   it('is left to its listener: not routed, not unmatched, not taken for a lost job by the sweep', async () => {
     const { pool } = await listeningPool(stack, { maxRunners: 0 });
     // A webhook pool in the same organisation, so that the sweep does look into its repositories.
     const label = uniqueName('wh').toLowerCase();
-    const webhookPool: PoolSettingsInput = {
-      name: uniqueName('p').toLowerCase().slice(0, 40),
-      github: { credentials: 'default', scope: { kind: 'org', org: 'acme' } },
-      labels: [label],
-      provider: SIMULATED_PROVIDER,
-      maxRunners: 0,
-    };
-    expect((await apiRequest(stack, 'POST', '/api/v1/pools', webhookPool)).status).toBe(201);
+    await webhookPoolFor(label);
     const repository = `acme/${uniqueName('app').toLowerCase()}`;
 
     const waiting = stack.sim.queueJob({ repository, labels: [pool.name] });
@@ -57,13 +74,7 @@ describe("a scale set's job waiting for a runner", () => {
     expect(route.reason).toContain(`scale set ${pool.name} (pool ${pool.name})`);
     expect(await runnerflowCli(stack, ['jobs', 'route', '--labels', pool.name, '--repository', repository])).toContain('a scale set takes it, not job routing');
 
-    const directory = new PoolDirectory(stack.client, 0);
-    await eventually(async () => ((await directory.fetch()).some((p) => p.name === webhookPool.name && p.memo) ? true : undefined), 30_000, 'the webhook pool listed');
-    const report = await stack.client.workflow.execute(providerSweep, {
-      taskQueue: stack.loaded.config.temporal.taskQueue,
-      workflowId: uniqueName(`sweep/${SIMULATED_PROVIDER}`),
-      args: [{ provider: SIMULATED_PROVIDER, gracePeriodMs: 3_600_000, githubRunners: true, lostJobAgeMs: 0, lostJobRepositories: 20, lostJobRound: 5 }],
-    });
+    const report = await sweepForLostJobs();
     // It looked into the repository, and found the webhook pool's lost job; the scale set's, still
     // queued at GitHub and known to no webhook pool, it left alone.
     expect(Object.keys(report.github?.lostJobRotation ?? {})).toContain(`repo:${repository}`);
@@ -80,11 +91,7 @@ describe("a scale set's job waiting for a runner", () => {
     const { pool } = await listeningPool(stack, { maxRunners: 0, github: { credentials: 'default', scope: { kind: 'org', org: 'scale-sets-only' } } });
     const waiting = stack.sim.queueJob({ repository: 'scale-sets-only/app', labels: [pool.name] });
     await stack.sim.webhooksIdle();
-    const report = await stack.client.workflow.execute(providerSweep, {
-      taskQueue: stack.loaded.config.temporal.taskQueue,
-      workflowId: uniqueName(`sweep/${SIMULATED_PROVIDER}`),
-      args: [{ provider: SIMULATED_PROVIDER, gracePeriodMs: 3_600_000, githubRunners: true, lostJobAgeMs: 0, lostJobRepositories: 20, lostJobRound: 5 }],
-    });
+    const report = await sweepForLostJobs();
     // Its organisation's repositories were not looked into: no listing, no call.
     expect(Object.keys(report.github?.lostJobRotation ?? {}).filter((key) => key.startsWith('repo:scale-sets-only/'))).toEqual([]);
     expect(Object.keys(report.github?.repositoryRound ?? {})).not.toContain('org:scale-sets-only');
@@ -95,17 +102,8 @@ describe("a scale set's job waiting for a runner", () => {
   it("is left to the scale set when the webhook pool that held it goes: a label moved from a webhook pool to a scale set", async () => {
     // The webhook pool and the scale set answer to the same label; a webhook pool is routed the job first.
     const label = uniqueName('moved').toLowerCase();
-    const webhookPool: PoolSettingsInput = {
-      name: uniqueName('p').toLowerCase().slice(0, 40),
-      github: { credentials: 'default', scope: { kind: 'org', org: 'acme' } },
-      labels: [label],
-      provider: SIMULATED_PROVIDER,
-      maxRunners: 0,
-    };
-    expect((await apiRequest(stack, 'POST', '/api/v1/pools', webhookPool)).status).toBe(201);
+    const webhookPool = await webhookPoolFor(label);
     const { pool } = await listeningPool(stack, { maxRunners: 0, scaleSet: { name: label } });
-    const directory = new PoolDirectory(stack.client, 0);
-    await eventually(async () => ((await directory.fetch()).some((p) => p.name === webhookPool.name && p.memo) ? true : undefined), 30_000, 'the webhook pool listed');
     const job = stack.sim.queueJob({ repository: 'acme/moving', labels: [label] });
     const held = stack.client.workflow.getHandle(poolWorkflowId(webhookPool.name));
     await eventually(async () => ((await held.query(poolStateQuery)).queuedJobs.some((j) => j.jobId === job.id) ? true : undefined), 20_000, 'the webhook pool to hold the job');
