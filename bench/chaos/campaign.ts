@@ -151,6 +151,11 @@ const TIMINGS = {
   scaleSetWaitingJobsInterval: 5_000,
   // A pool's look at campaign speed: a runner that ended unreported, or a terminated scale-set listener, is found within seconds.
   poolAuditInterval: 5_000,
+  // A session refused with a 409 is asked for again at campaign speed. At the default 30 s, each
+  // injected conflict lies in wait for the next ask (the ask is rare, the fault outlives the
+  // wait), and a campaign whose jobs fell behind met one at ask after ask: its last jobs waited
+  // minutes for a session while the weather went on.
+  scaleSetConflictRetry: 3_000,
 };
 /**
  * Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within
@@ -453,6 +458,10 @@ async function describeOpen(stack: ProcessStack, workflowId: string): Promise<st
       const view = await handle.query(poolStateQuery);
       return `${workflowId} deleting=${view.deleting} runners=${view.runners.map((r) => `${r.name}:${r.status}/${r.runnerStatus}`).join(',')}`;
     }
+    if (workflowId.startsWith('scaleset/')) {
+      const view = await handle.query(scaleSetStateQuery);
+      return `${workflowId} ${view.status} sessions opened=${view.sessionsOpened} jobs acquired=${view.jobsAcquired} last error: ${view.lastError ?? '-'}`;
+    }
     const state = await handle.query(stateQuery);
     const last = state.transitions.at(-1);
     return `${workflowId} ${state.status}/${state.runnerStatus} job=${state.jobId ?? '-'} last: ${last ? `${last.from}→${last.to} ${last.reason ?? ''}` : '-'}`;
@@ -506,6 +515,9 @@ class ChaosDriver {
   readonly vanished = new Set<string>();
   /** Runners reset after they left: each rightly makes its machine again. */
   readonly resets = new Set<string>();
+  /** The scale-set listener's status when last looked at, and the look under way (see `watchListener`). */
+  private listenerStatus?: string;
+  private listenerLook?: Promise<void>;
 
   constructor(
     private readonly stack: ProcessStack,
@@ -544,6 +556,7 @@ class ChaosDriver {
       if (this.resets.size < MAX_RUNNER_RESETS && (this.random.chance(0.02) || (this.resets.size === 0 && progress() >= 0.5))) await this.resetLeftRunner();
       // Once, while jobs still wait: the scale set has no session until the pool's look starts a listener again.
       if (this.injected.listenerTerminations === 0 && progress() >= 0.3) await this.terminateListener();
+      if (this.mode === 'scaleSet') this.watchListener();
       if (this.restarting) continue;
       if (now >= nextWorkerKill || (this.injected.workerKills === 0 && progress() >= 0.25)) {
         nextWorkerKill = now + this.random.int(10_000, 30_000);
@@ -660,6 +673,25 @@ class ChaosDriver {
       // Temporal restarting, or the runner already reset by another look: another chance later.
       this.options.log(`chaos: reset not made: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Logs each change of the listener's status, with its last error: a campaign whose jobs wait for
+   * an acquire says in its log what the listener was doing. One look at a time, in the background,
+   * since a query waits while no worker runs.
+   */
+  private watchListener(): void {
+    if (this.listenerLook) return;
+    const look = async (): Promise<void> => {
+      const view = await this.stack.client.workflow.getHandle(scaleSetListenerId(this.poolName)).query(scaleSetStateQuery);
+      if (view.status === this.listenerStatus) return;
+      this.listenerStatus = view.status;
+      this.options.log(`chaos: listener ${view.status}${view.lastError ? ` (${view.lastError})` : ''}`);
+    };
+    this.listenerLook = look()
+      .catch(() => undefined)
+      .then(() => sleep(1_000))
+      .finally(() => (this.listenerLook = undefined));
   }
 
   /** What `temporal workflow terminate` does to the scale set's listener: it ends without closing its session. */
