@@ -36,7 +36,8 @@ export type PollResult =
       messageId: number;
       statistics: RunnerScaleSetStatistic | null;
       available: number[];
-      started: { requestId: number; runnerName: string }[];
+      /** `repository` (`owner/name`): where the job comes from, when the message says. */
+      started: { requestId: number; runnerName: string; repository?: string }[];
       completed: { requestId: number; runnerName: string; result: string }[];
       /** A message of a type the listener does not know: only its statistics are read. */
       unsupportedType?: string;
@@ -113,7 +114,10 @@ export function createScaleSetActivities(deps: ScaleSetActivityDeps) {
           if (message.unsupportedType !== undefined) result.unsupportedType = message.unsupportedType;
           for (const job of message.jobs) {
             if (job.messageType === 'JobAvailable') result.available.push(job.runnerRequestId);
-            else if (job.messageType === 'JobStarted') result.started.push({ requestId: job.runnerRequestId, runnerName: job.runnerName });
+            else if (job.messageType === 'JobStarted') {
+              const repository = job.ownerName && job.repositoryName ? `${job.ownerName}/${job.repositoryName}` : undefined;
+              result.started.push({ requestId: job.runnerRequestId, runnerName: job.runnerName, ...(repository ? { repository } : {}) });
+            }
             else if (job.messageType === 'JobCompleted') result.completed.push({ requestId: job.runnerRequestId, runnerName: job.runnerName, result: job.result });
           }
           return result;

@@ -131,6 +131,8 @@ export class PoolBook {
   }
 
   jobProgress(args: JobProgressArgs, now: number): boolean {
+    // A scale set's job has no `queued` webhook: its start is where the pool hears its repository.
+    this.repositories.record(args.repository, now);
     if (!this.remember(`${args.jobId}:${args.action}`)) return false;
     const left = this.queued.delete(args.jobId);
     // The webhook names the runner that took the job, often before the runner's own report

@@ -112,6 +112,8 @@ export interface JobProgressArgs {
   jobId: number;
   action: 'in_progress' | 'completed';
   runnerName?: string;
+  /** `owner/name` of the job's repository, when the sender knows it (a scale set's listener does). */
+  repository?: string;
 }
 export interface RunnerChangedArgs {
   name: string;
@@ -164,7 +166,7 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   runnersChanged: 'Runner instances of this pool changed status (sent by the instance workflows, batched). Input: {"reports": [...]}',
   poolState: 'Settings, runners with their statuses, the oldest queued jobs with their count, and the current target size.',
   knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
-  recentRepositories: 'The repositories the pool has lately had jobs queued from (at most 100), most lately first, each as [owner/name, epoch ms]: where the sweep looks for jobs of an organisation pool whose queued webhook was lost.',
+  recentRepositories: 'The repositories the pool has lately had jobs from (at most 100; queued, or for a scale set started), most lately first, each as [owner/name, epoch ms]: where the sweep looks for jobs of an organisation pool whose queued webhook was lost, and whose organisations\' webhooks an enterprise pool\'s failed deliveries are asked for again through.',
   startedRunners: 'Names of the runners the pool counts whose workflows are known to exist (started, or heard from).',
   unheardRunners: 'Names of the runners the pool counts as starting: known to exist, not yet heard come online or leave.',
   countedRunners: 'Names of every runner the pool counts, started or still starting.',

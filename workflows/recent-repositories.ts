@@ -6,6 +6,10 @@
  * the pool are the ones whose next job it would take: a busy repository that lost one delivery
  * is the common case, and it is found at the next sweep.
  *
+ * An enterprise's pool has no webhook a token can read: the organisations of these repositories
+ * stand in for it when failed deliveries are asked for again. A scale set's jobs reach its pool
+ * with no `queued` webhook, so their starts (as the listener hears them) are recorded too.
+ *
  * Kept in the pool's workflow because that is where every queued job arrives anyway: a map
  * update per job, no history event, carried across continue-as-new in a few kilobytes.
  */

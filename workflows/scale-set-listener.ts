@@ -212,7 +212,9 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
   async function tellRunners(message: Extract<PollResult, { kind: 'message' }>): Promise<void> {
     const sends: Promise<unknown>[] = [];
     for (const s of message.started) {
-      sends.push(pool.signal(jobProgressSignal, { jobId: s.requestId, action: 'in_progress', runnerName: s.runnerName }));
+      // The repository too: the pool keeps where its jobs come from (an enterprise's pool follows
+      // the webhooks of their organisations), and no `queued` webhook tells it for a scale set's job.
+      sends.push(pool.signal(jobProgressSignal, { jobId: s.requestId, action: 'in_progress', runnerName: s.runnerName, ...(s.repository ? { repository: s.repository } : {}) }));
       sends.push(getExternalWorkflowHandle(runnerWorkflowId(s.runnerName)).signal(jobStartedSignal, { jobId: s.requestId }));
     }
     for (const c of message.completed) {

@@ -82,11 +82,12 @@ export function queuedJobsArgs(signal: string, jobs: unknown): QueuedJob[] {
 }
 
 export function jobProgressArgs(args: unknown): JobProgressArgs | undefined {
-  const { jobId, action, runnerName } = asObject(args);
+  const { jobId, action, runnerName, repository } = asObject(args);
   if (!isPositiveInt(jobId) || (action !== 'in_progress' && action !== 'completed') || (runnerName !== undefined && typeof runnerName !== 'string')) {
     return ignored('jobProgress', 'needs a positive integer jobId, action in_progress or completed, and a string runnerName if any', args);
   }
-  return { jobId, action, ...(typeof runnerName === 'string' ? { runnerName } : {}) };
+  // A repository that is not a string is left out, not the job's progress with it: it only says where jobs come from.
+  return { jobId, action, ...(typeof runnerName === 'string' ? { runnerName } : {}), ...(typeof repository === 'string' ? { repository } : {}) };
 }
 
 /** One runner's report; a batch is checked report by report, so one bad report loses only itself. */

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, inject } from 'vitest';
 import { apiRequest as api, startDevStack, SIMULATED_PROVIDER, type DevStack } from '../../devstack/stack';
+import type { GitHubSimulatorOptions } from '../../github/simulator/server';
 import type { PoolSettingsInput } from '../../domain/pool';
 import { FakeProviderControl } from '../../providers/fake';
 import { uniqueName } from '../support/temporal';
@@ -29,7 +30,7 @@ export interface E2EStackOptions {
   githubTokenCredentials?: string;
 }
 
-export async function startE2EStack(simulator: { jobDurationMs?: number } = {}, options: E2EStackOptions = {}): Promise<DevStack & { machines: FakeProviderControl }> {
+export async function startE2EStack(simulator: Pick<GitHubSimulatorOptions, 'jobDurationMs' | 'longPollMs'> = {}, options: E2EStackOptions = {}): Promise<DevStack & { machines: FakeProviderControl }> {
   const stack = await startDevStack({
     temporalAddress: inject('temporalAddress'),
     taskQueue: uniqueName('tq-e2e'),
@@ -63,7 +64,7 @@ export function e2ePool(repo: string, overrides: Partial<PoolSettingsInput> = {}
 export type E2EStack = Awaited<ReturnType<typeof startE2EStack>>;
 
 /** One stack for the whole file, stopped after its last test. */
-export function useE2EStack(simulator: { jobDurationMs?: number } = {}, options: E2EStackOptions = {}): E2EStack {
+export function useE2EStack(simulator: Pick<GitHubSimulatorOptions, 'jobDurationMs' | 'longPollMs'> = {}, options: E2EStackOptions = {}): E2EStack {
   const stack = {} as E2EStack;
   beforeAll(async () => {
     Object.assign(stack, await startE2EStack(simulator, options));

@@ -9,11 +9,14 @@ import type { RedeliveryReport } from '../../activities/webhook-redelivery-activ
 import type { CredentialsRedelivery } from '../../api/dashboard/redelivery-runs';
 import { sampleSum, scrape } from '../support/prometheus-text';
 import { eventually, uniqueName } from '../support/temporal';
+import { poolWorkflowId, recentRepositoriesQuery } from '../../workflows/pool-messages';
+import { SIMULATED_PROVIDER } from '../../devstack/stack';
 import { api, e2ePool, useE2EStack, type E2EStack } from './stack';
 
 const credentials = uniqueName('token').toLowerCase();
 const stack = useE2EStack(
-  { jobDurationMs: 300 },
+  // Scale sets' message polls answered within a second, so that their listeners stop at once.
+  { jobDurationMs: 300, longPollMs: 1_000 },
   {
     githubTokenCredentials: credentials,
     // The webhook URL is where the stack's simulator delivers, the API's; webhooks are looked up again every second.
@@ -122,5 +125,43 @@ describe('failed webhook deliveries with token credentials', () => {
     // The same delivery (one GUID), sent again at runnerflow's request through that webhook, reached the API.
     expect(reports.flatMap((r) => r.redelivered)).toContain(failed[0]!.id);
     expect(stack.sim.deliveries().filter((d) => d.id === failed[0]!.id).map((d) => d.status)).toContain(200);
+  });
+
+  it("an enterprise scale set's job events that found the API down are asked for again, through the webhook of the organisation its jobs come from", async () => {
+    const enterprise = uniqueName('ent-ss').toLowerCase();
+    const org = `${enterprise}-org`;
+    const name = uniqueName('ss').toLowerCase().slice(0, 40);
+    const pool = { name, mode: 'scaleSet', github: { credentials, scope: { kind: 'enterprise', enterprise } }, labels: ['self-hosted', 'linux'], provider: SIMULATED_PROVIDER, maxRunners: 2, bootstrapTimeout: 20_000, idleTimeout: 500 };
+    expect((await api(stack, 'POST', '/api/v1/pools', pool)).status).toBe(201);
+    // A scale set's jobs name it in `runs-on`; the listener acquires them, and no webhook brings one to the pool.
+    const runJob = async (): Promise<number> => {
+      const job = stack.sim.queueJob({ repository: `${org}/app`, labels: [name] });
+      await eventually(() => stack.sim.jobs().find((j) => j.id === job.id && j.status === 'completed'), 45_000, `job ${job.id} run by the scale set`);
+      return job.id;
+    };
+    await runJob();
+    // The job's start, as the listener heard it, told the pool where its jobs come from.
+    const recent = await stack.client.workflow.getHandle(poolWorkflowId(name)).query(recentRepositoriesQuery);
+    expect(recent.map(([repository]) => repository)).toContain(`${org}/app`);
+
+    // The API out of reach for a whole job: the scale set runs it all the same, and GitHub keeps its events failed.
+    const sentBefore = stack.sim.deliveries().length;
+    stack.sim.setWebhook({ url: 'http://127.0.0.1:9/webhooks/github' });
+    const jobId = await runJob();
+    await stack.sim.webhooksIdle();
+    const failed = stack.sim.deliveries().slice(sentBefore).filter((d) => d.status === 'error');
+    expect(failed.map((d) => d.action).sort()).toEqual(['completed', 'in_progress', 'queued']);
+    stack.sim.setWebhook({ url: `${stack.api.url}/webhooks/github` });
+
+    const reports = await eventually(async () => {
+      const results = await completedReports(stack);
+      const asked = new Set(results.flatMap((r) => r.redelivered));
+      return failed.every((f) => asked.has(f.id)) ? results : undefined;
+    }, 30_000, `passes that asked again for job ${jobId}'s three events`);
+    expect(reports.some((r) => r.hooks?.some((h) => h.startsWith(`org:${org} hook `)))).toBe(true);
+    // The same deliveries (one GUID each), sent again through the organisation's webhook, reached the API
+    // (a 202 for the events of a runner that has left since).
+    for (const f of failed) expect(stack.sim.deliveries().filter((d) => d.id === f.id).some((d) => typeof d.status === 'number' && d.status < 300)).toBe(true);
+    expect((await api(stack, 'DELETE', `/api/v1/pools/${name}`)).status).toBeLessThan(300);
   });
 });

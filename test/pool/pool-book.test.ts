@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
 import { LEAVE_REASK_MS, PoolBook } from '../../workflows/pool-book';
 import { FAST_TIMINGS } from '../support/temporal';
+import { jobProgressArgs } from '../../workflows/signal-input';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 let seq = 0;
@@ -340,6 +341,20 @@ describe('PoolBook scaling', () => {
     expect(book.runnerChanged({ seq: 3, name: a!, status: 'running', runnerStatus: 'idle', jobId: 5 }, T0)).toBe(true);
   });
 
+  it("records the repository a job's start names (a scale set's job has no queued webhook), also when the start is heard again", () => {
+    const book = new PoolBook(settings({ minIdleRunners: 0 }), FAST_TIMINGS);
+    book.jobProgress({ jobId: 8, action: 'in_progress', repository: 'Acme-East/app' }, T0);
+    // Heard again (a redelivered message): nothing changes but when the repository was last heard of.
+    expect(book.jobProgress({ jobId: 8, action: 'in_progress', repository: 'acme-east/app' }, T0 + 2_000)).toBe(false);
+    book.jobProgress({ jobId: 9, action: 'completed', repository: 'acme-west/api' }, T0 + 3_000);
+    // Most lately first, each repository once, and carried across continue-as-new.
+    expect(book.repositories.newestFirst()).toEqual([
+      ['acme-west/api', T0 + 3_000],
+      ['acme-east/app', T0 + 2_000],
+    ]);
+    expect(new PoolBook(book.settings, FAST_TIMINGS, book.carry()).repositories.newestFirst()).toEqual(book.repositories.newestFirst());
+  });
+
   it("takes a job off the queue when a runner's own report names it, and ignores a late queued redelivery", () => {
     const book = new PoolBook(settings({ minIdleRunners: 0 }), FAST_TIMINGS);
     const [a] = startN(book, 1);
@@ -372,6 +387,13 @@ describe('PoolBook scaling', () => {
     // A redelivery of a kept job is still not counted twice.
     expect(book.jobQueued(job(3), T0)).toBe(false);
     expect(book.carry()).toMatchObject({ queuedJobsDropped: 1 });
+  });
+});
+
+describe('jobProgress signal input', () => {
+  it("keeps a job's repository, and drops one that is not a string without dropping the job's progress", () => {
+    expect(jobProgressArgs({ jobId: 4, action: 'in_progress', runnerName: 'r1', repository: 'acme/app' })).toEqual({ jobId: 4, action: 'in_progress', runnerName: 'r1', repository: 'acme/app' });
+    expect(jobProgressArgs({ jobId: 4, action: 'completed', repository: 42 })).toEqual({ jobId: 4, action: 'completed' });
   });
 });
 
