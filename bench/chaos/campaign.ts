@@ -48,10 +48,12 @@ export interface ChaosOptions {
   /** Scale sets: jobs offered to acquire (the default), or assigned by GitHub's broker with no offer. */
   scaleSetAssignment?: ScaleSetAssignment;
   /**
-   * `repo` (the default): the pool serves one repository. `enterprise`: it serves an enterprise, whose
-   * jobs come from repositories of two organisations; its token's webhooks are those organisations'.
+   * `repo` (the default): the pool serves one repository. `org`: it serves an organisation, whose
+   * jobs come from three of its repositories through the organisation's webhook. `enterprise`: it
+   * serves an enterprise, whose jobs come from repositories of two organisations; its token's
+   * webhooks are those organisations'.
    */
-  scope?: 'repo' | 'enterprise';
+  scope?: ChaosScope;
   lifecycles: number;
   seed: number;
   /** Stops the Temporal server, waits `downMs`, and starts it on the same database; without it the restart step is skipped. */
@@ -73,7 +75,7 @@ export interface ChaosReport {
   mode: ChaosMode;
   /** Scale-set mode: how its jobs reached the scale set. */
   scaleSetAssignment?: ScaleSetAssignment;
-  scope: 'repo' | 'enterprise';
+  scope: ChaosScope;
   /** Scale sets of the campaign's pool still at GitHub after the pool was deleted (scale-set mode). */
   scaleSetsLeft: number;
   lifecycles: number;
@@ -231,6 +233,19 @@ function githubFault(random: SeededRandom, mode: ChaosMode, ownOnly = false): Si
   }
 }
 
+export type ChaosScope = 'repo' | 'org' | 'enterprise';
+const POOL_SCOPES: Record<ChaosScope, PoolSettingsInput['github']['scope']> = {
+  repo: { kind: 'repo', owner: 'chaos', repo: 'app' },
+  org: { kind: 'org', org: 'chaos-org' },
+  enterprise: { kind: 'enterprise', enterprise: 'chaos-ent' },
+};
+/** Where the campaign's jobs are queued: an organisation's or an enterprise's come from several repositories. */
+const JOB_REPOSITORIES: Record<ChaosScope, readonly string[]> = {
+  repo: ['chaos/app'],
+  org: ['chaos-org/app', 'chaos-org/api', 'chaos-org/web'],
+  enterprise: ['chaos-ent-a/app', 'chaos-ent-b/api'],
+};
+
 export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   const mode = options.mode ?? 'webhook';
@@ -282,7 +297,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const name = uniqueName('chaos').toLowerCase().slice(0, 40);
     const pool: PoolSettingsInput = {
       name,
-      github: { credentials, scope: options.scope === 'enterprise' ? { kind: 'enterprise', enterprise: 'chaos-ent' } : { kind: 'repo', owner: 'chaos', repo: 'app' } },
+      github: { credentials, scope: POOL_SCOPES[options.scope ?? 'repo'] },
       labels: ['self-hosted', 'linux', LABEL],
       provider,
       ...(mode === 'scaleSet'
@@ -310,8 +325,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     log(`chaos: ${mode === 'scaleSet' ? `scale-set pool (jobs ${options.scaleSetAssignment === 'broker' ? 'assigned by the broker' : 'offered to acquire'})` : 'pool'} ${pool.name}, seed ${options.seed}, ${options.lifecycles} lifecycles, provider failure rate ${failureRate}`);
 
     const driver = new ChaosDriver(stack, taskQueue, random, options, injected, mode, name);
-    // An enterprise's jobs come from its organisations' repositories.
-    const repositories = options.scope === 'enterprise' ? ['chaos-ent-a/app', 'chaos-ent-b/api'] : ['chaos/app'];
+    const repositories = JOB_REPOSITORIES[options.scope ?? 'repo'];
     const queueing = (async () => {
       for (let i = 0; i < options.lifecycles && Date.now() < deadline; i++) {
         jobIds.add(stack.sim.queueJob({ repository: repositories[i % repositories.length]!, labels: jobLabels, durationMs: random.int(200, 1_500) }).id);

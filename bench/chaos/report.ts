@@ -45,6 +45,6 @@ export function printChaosReport(report: ChaosReport): number {
   ];
   const kind =
     (report.mode !== 'scaleSet' ? '' : report.scaleSetAssignment === 'broker' ? ' (scale set, jobs assigned by the broker)' : ' (scale set)') +
-    (report.scope === 'enterprise' ? ' (an enterprise pool, jobs from two organisations)' : '');
+    (report.scope === 'enterprise' ? ' (an enterprise pool, jobs from two organisations)' : report.scope === 'org' ? ' (an organisation pool, jobs from three repositories)' : '');
   return printTable(`chaos campaign${kind}, seed ${report.seed}, ${report.lifecycles} lifecycles`, figures);
 }
