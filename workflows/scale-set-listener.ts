@@ -251,7 +251,11 @@ export async function scaleSetListener(input: ScaleSetListenerInput): Promise<Sc
     if (opened.outcome === 'conflict') {
       // Another listener holds the scale set: never poll beside it; ask again later.
       status = 'conflict';
-      state.lastError = opened.message;
+      // Said so that an operator can tell a wait that ends by itself from one that does not.
+      const every = t.scaleSetConflictRetryMs < 1_000 ? `${t.scaleSetConflictRetryMs} ms` : `${Math.round(t.scaleSetConflictRetryMs / 1_000)} s`;
+      state.lastError =
+        `another session holds scale set ${state.scaleSetId}; asked for again every ${every}. ` +
+        `A session nobody polls (a terminated listener's) lapses within minutes; one that another installation polls does not (${opened.message})`;
       await condition(() => stop !== undefined, t.scaleSetConflictRetryMs);
       return false;
     }

@@ -158,6 +158,8 @@ describe('the scale-set listener under faults', () => {
       return s.status === 'conflict' ? s : undefined;
     }, 20_000, 'second listener in conflict');
     expect(refused.scaleSetId).toBe(owner.scaleSetId);
+    // What an operator reads: whose session is in the way, how often it is asked for, and when the wait ends by itself.
+    expect(refused.lastError).toMatch(new RegExp(`^another session holds scale set ${owner.scaleSetId}; asked for again every \\d+ m?s\\. A session nobody polls .* lapses`));
     // Several conflict retries later it still holds no session, and the owner still listens.
     await new Promise((r) => setTimeout(r, 2_000));
     const later = await intruder.query(scaleSetStateQuery);
