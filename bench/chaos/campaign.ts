@@ -368,7 +368,11 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     };
     await until(async () => ((await settledHeld()).length === 0 ? true : undefined), Math.max(0, Math.min(SETTLED_WAIT_MS, deadline - Date.now() - 60_000)), 1_000);
     const stillHeld = await settledHeld();
-    if (stillHeld.length > 0) log(`chaos: jobs GitHub has run still queued in the pool: ${stillHeld.join(', ')}`);
+    if (stillHeld.length > 0) {
+      log(`chaos: jobs GitHub has run still queued in the pool: ${stillHeld.join(', ')}`);
+      // What the sweeps, which take such jobs out, were doing meanwhile.
+      for (const line of await recentSweeps(stack, provider, Date.now() - SETTLED_WAIT_MS)) log(`chaos: ${line}`);
+    }
     const deleted = await processStackRequest(stack, 'DELETE', `/api/v1/pools/${pool.name}`);
     if (deleted.status >= 300) log(`chaos: pool delete answered ${deleted.status}`);
     await until(async () => ((await stack.client.workflow.getHandle(poolWorkflowId(pool.name)).describe()).status.name === 'RUNNING' ? undefined : true), Math.max(0, deadline - Date.now()), 500);
@@ -462,6 +466,25 @@ async function settledJobsTakenOut(stack: ProcessStack, provider: string): Promi
     for (const { jobId } of report.github?.dequeued ?? []) jobs.add(jobId);
   }
   return jobs.size;
+}
+
+/** The provider's sweep runs started since `sinceMs`, by status, and the distinct GitHub failures of those that completed. */
+async function recentSweeps(stack: ProcessStack, provider: string, sinceMs: number): Promise<string[]> {
+  const statuses = new Map<string, number>();
+  const failures = new Set<string>();
+  try {
+    for await (const info of stack.client.workflow.list({ query: `WorkflowType = '${PROVIDER_SWEEP_WORKFLOW}'` })) {
+      if (!info.workflowId.startsWith(`${sweepScheduleId(provider)}-`) || info.startTime.getTime() < sinceMs) continue;
+      statuses.set(info.status.name, (statuses.get(info.status.name) ?? 0) + 1);
+      if (info.status.name !== 'COMPLETED') continue;
+      const report = (await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as SweepReport;
+      for (const f of report.github?.failed ?? []) failures.add(`${f.target}: ${f.error}`.slice(0, 200));
+    }
+  } catch (err) {
+    return [`sweep runs not read: ${(err as Error).message}`];
+  }
+  const byStatus = [...statuses].map(([status, n]) => `${n} ${status.toLowerCase()}`).join(', ') || 'none';
+  return [`sweep runs meanwhile: ${byStatus}`, ...[...failures].slice(0, 5).map((f) => `sweep failure: ${f}`)];
 }
 
 /** What an open workflow is waiting for, for the report. */
