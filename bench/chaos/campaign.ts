@@ -442,17 +442,35 @@ function failedDeliveries(log: readonly SentDelivery[]): Pick<ChaosReport['injec
   return { failedDeliveries: failed.length, failedDeliveriesAnswered: failed.filter((d) => d.answered).length };
 }
 
+/**
+ * The runs a schedule of the campaign's provider started (its runs' ids begin with the schedule's),
+ * each with its result once completed: only completed ones with `completedOnly`, only those started
+ * since `startedSince` (epoch ms) with it.
+ */
+async function* scheduleRuns<R>(
+  stack: ProcessStack,
+  workflowType: string,
+  scheduleId: string,
+  { completedOnly = false, startedSince = 0 }: { completedOnly?: boolean; startedSince?: number },
+): AsyncGenerator<{ status: string; report?: R }> {
+  const query = `WorkflowType = '${workflowType}'${completedOnly ? " AND ExecutionStatus = 'Completed'" : ''}`;
+  for await (const info of stack.client.workflow.list({ query })) {
+    if (!info.workflowId.startsWith(`${scheduleId}-`) || info.startTime.getTime() < startedSince) continue;
+    const completed = info.status.name === 'COMPLETED';
+    const report = completed ? ((await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as R) : undefined;
+    yield { status: info.status.name, ...(report !== undefined ? { report } : {}) };
+  }
+}
+
 /** Runners the provider's liveness passes asked to leave because their pool did not count them, and the stuck pools and runners they healed. */
 async function livenessOutcomes(stack: ProcessStack, provider: string): Promise<{ asked: string[]; poolsReset: number; stuckRunnersEnded: number }> {
   const names = new Set<string>();
   let poolsReset = 0;
   let stuckRunnersEnded = 0;
-  for await (const info of stack.client.workflow.list({ query: `WorkflowType = '${LIVENESS_CHECK_WORKFLOW}' AND ExecutionStatus = 'Completed'` })) {
-    if (!info.workflowId.startsWith(`${livenessScheduleId(provider, 'machines')}-`)) continue;
-    const report = (await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as LivenessReport;
-    for (const { name } of report.uncounted ?? []) names.add(name);
-    poolsReset += report.repaired?.length ?? 0;
-    stuckRunnersEnded += report.stuckRunnersEnded?.length ?? 0;
+  for await (const { report } of scheduleRuns<LivenessReport>(stack, LIVENESS_CHECK_WORKFLOW, livenessScheduleId(provider, 'machines'), { completedOnly: true })) {
+    for (const { name } of report?.uncounted ?? []) names.add(name);
+    poolsReset += report?.repaired?.length ?? 0;
+    stuckRunnersEnded += report?.stuckRunnersEnded?.length ?? 0;
   }
   return { asked: [...names].sort(), poolsReset, stuckRunnersEnded };
 }
@@ -460,10 +478,8 @@ async function livenessOutcomes(stack: ProcessStack, provider: string): Promise<
 /** Jobs the provider's sweeps took out of a pool's queue because GitHub had already run them. */
 async function settledJobsTakenOut(stack: ProcessStack, provider: string): Promise<number> {
   const jobs = new Set<number>();
-  for await (const info of stack.client.workflow.list({ query: `WorkflowType = '${PROVIDER_SWEEP_WORKFLOW}' AND ExecutionStatus = 'Completed'` })) {
-    if (!info.workflowId.startsWith(`${sweepScheduleId(provider)}-`)) continue;
-    const report = (await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as SweepReport;
-    for (const { jobId } of report.github?.dequeued ?? []) jobs.add(jobId);
+  for await (const { report } of scheduleRuns<SweepReport>(stack, PROVIDER_SWEEP_WORKFLOW, sweepScheduleId(provider), { completedOnly: true })) {
+    for (const { jobId } of report?.github?.dequeued ?? []) jobs.add(jobId);
   }
   return jobs.size;
 }
@@ -473,12 +489,9 @@ async function recentSweeps(stack: ProcessStack, provider: string, sinceMs: numb
   const statuses = new Map<string, number>();
   const failures = new Set<string>();
   try {
-    for await (const info of stack.client.workflow.list({ query: `WorkflowType = '${PROVIDER_SWEEP_WORKFLOW}'` })) {
-      if (!info.workflowId.startsWith(`${sweepScheduleId(provider)}-`) || info.startTime.getTime() < sinceMs) continue;
-      statuses.set(info.status.name, (statuses.get(info.status.name) ?? 0) + 1);
-      if (info.status.name !== 'COMPLETED') continue;
-      const report = (await stack.client.workflow.getHandle(info.workflowId, info.runId).result()) as SweepReport;
-      for (const f of report.github?.failed ?? []) failures.add(`${f.target}: ${f.error}`.slice(0, 200));
+    for await (const { status, report } of scheduleRuns<SweepReport>(stack, PROVIDER_SWEEP_WORKFLOW, sweepScheduleId(provider), { startedSince: sinceMs })) {
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      for (const f of report?.github?.failed ?? []) failures.add(`${f.target}: ${f.error}`.slice(0, 200));
     }
   } catch (err) {
     return [`sweep runs not read: ${(err as Error).message}`];
