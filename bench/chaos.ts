@@ -2,11 +2,12 @@
  * The chaos campaign (see bench/chaos/campaign.ts), on its own Temporal dev
  * server with a persistent SQLite file so that the server restart keeps state.
  *
- *   npx tsx bench/chaos.ts [--jobs 200] [--full] [--seed N] [--minutes M] [--no-machine-kills] [--no-server-restart] [--scale-set [--broker]] [--org | --enterprise]
+ *   npx tsx bench/chaos.ts [--jobs 200] [--full] [--seed N] [--minutes M] [--no-machine-kills] [--no-server-restart] [--scale-set [--broker]] [--org | --enterprise] [--workers N] [--apis N]
  *
  * --full runs 1,000 lifecycles; --scale-set makes the pool a runner scale set, whose jobs --broker has GitHub's
  * broker assign with no offer to acquire; --org makes it an organisation's pool, whose jobs come from three
- * of its repositories; --enterprise an enterprise's, whose jobs come from two organisations' repositories. Loopback only; the dev server listens on
+ * of its repositories; --enterprise an enterprise's, whose jobs come from two organisations' repositories.
+ * --workers and --apis run that many of each (1 by default), killed one at a time. Loopback only; the dev server listens on
  * CHAOS_TEMPORAL_PORT (a free port by default) and is stopped at the end.
  */
 import { bundleWorkflows } from '../worker/workflow-bundle';
@@ -30,7 +31,7 @@ runBench('chaos', async () => {
   const minutes = intArg('minutes', has('full') ? 60 : 20);
   exitAfter((minutes + 3) * 60_000, 'chaos');
   const log = (m: string) => console.log(m);
-  log(`chaos campaign${has('broker') ? ' (scale set, broker)' : has('scale-set') ? ' (scale set)' : ''}${has('enterprise') ? ' (enterprise pool)' : has('org') ? ' (organisation pool)' : ''}: seed ${seed} (--seed ${seed} repeats it), ${lifecycles} lifecycles, at most ${minutes} min`);
+  log(`chaos campaign${has('broker') ? ' (scale set, broker)' : has('scale-set') ? ' (scale set)' : ''}${has('enterprise') ? ' (enterprise pool)' : has('org') ? ' (organisation pool)' : ''}${intArg('workers', 1) > 1 || intArg('apis', 1) > 1 ? ` (${intArg('workers', 1)} workers, ${intArg('apis', 1)} APIs)` : ''}: seed ${seed} (--seed ${seed} repeats it), ${lifecycles} lifecycles, at most ${minutes} min`);
 
   const stateDir = mkdtempSync(join(tmpdir(), 'runnerflow-chaos-temporal-'));
   const port = String(process.env.CHAOS_TEMPORAL_PORT ?? (await freePort()));
@@ -61,6 +62,8 @@ runBench('chaos', async () => {
       lifecycles,
       seed,
       killMachines: !has('no-machine-kills'),
+      workers: intArg('workers', 1),
+      apis: intArg('apis', 1),
       workflowBundlePath: bundlePath,
       timeLimitMs: minutes * 60_000,
       log,

@@ -62,6 +62,12 @@ export interface ChaosOptions {
   killMachines: boolean;
   /** Provider create and delete failure rate (0.3 by default). */
   providerFailureRate?: number;
+  /**
+   * Worker and API processes (1 each by default). With more, one at a time is killed while the
+   * others go on, as in an installation that runs several against one Temporal cluster.
+   */
+  workers?: number;
+  apis?: number;
   workflowBundlePath?: string;
   /** The whole campaign, settling included, ends within this. */
   timeLimitMs: number;
@@ -281,8 +287,8 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     await startProcessStack({
       temporalAddress: options.temporalAddress,
       taskQueue,
-      workers: 1,
-      apis: 1,
+      workers: options.workers ?? 1,
+      apis: options.apis ?? 1,
       ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
       // A provider name of its own: sweep and liveness schedules are per provider, and the suite's server is shared.
       simulatedProvider: provider,
@@ -617,11 +623,13 @@ class ChaosDriver {
       } else if (this.options.restartTemporal && !this.temporalRestarted && now >= temporalRestartAt) {
         this.temporalRestarted = true;
         this.inBackground(() => this.restartTemporal());
-      } else if (ended(this.stack.workers[0]!)) {
+      } else if (this.endedSlot(this.stack.workers) !== undefined) {
         // A worker that died on its own (e.g. while Temporal was away), or did not start again, is started like a killed one.
-        this.inBackground(() => this.startWorker());
-      } else if (ended(this.stack.apis[0]!)) {
-        this.inBackground(() => this.startApi());
+        const slot = this.endedSlot(this.stack.workers)!;
+        this.inBackground(() => this.startWorker(slot));
+      } else if (this.endedSlot(this.stack.apis) !== undefined) {
+        const slot = this.endedSlot(this.stack.apis)!;
+        this.inBackground(() => this.startApi(slot));
       }
     }
     await this.restarting;
@@ -630,8 +638,13 @@ class ChaosDriver {
   /** Makes sure a worker and the API run (after the last kills). */
   async ensureRunning(): Promise<void> {
     await this.restarting;
-    if (ended(this.stack.workers[0]!)) await this.startWorker();
-    if (ended(this.stack.apis[0]!)) await this.startApi();
+    for (const [slot, worker] of this.stack.workers.entries()) if (ended(worker)) await this.startWorker(slot);
+    for (const [slot, api] of this.stack.apis.entries()) if (ended(api)) await this.startApi(slot);
+  }
+
+  private endedSlot(processes: readonly StackProcess[]): number | undefined {
+    const slot = processes.findIndex(ended);
+    return slot < 0 ? undefined : slot;
   }
 
   /**
@@ -652,28 +665,40 @@ class ChaosDriver {
     this.injected.githubFaults[fault.kind] = (this.injected.githubFaults[fault.kind] ?? 0) + 1;
   }
 
+  /** One of the workers; the others, if any, go on meanwhile. */
   private async killWorker(): Promise<void> {
-    await this.stack.workers[0]!.kill('SIGKILL');
+    const slot = this.pickSlot(this.stack.workers);
+    await this.stack.workers[slot]!.kill('SIGKILL');
     this.injected.workerKills += 1;
-    this.options.log(`chaos: worker SIGKILLed (${this.injected.workerKills})`);
+    this.options.log(`chaos: worker${this.slotName(this.stack.workers, slot)} SIGKILLed (${this.injected.workerKills})`);
     await sleep(this.random.int(500, 3_000));
-    await this.startWorker();
+    await this.startWorker(slot);
   }
 
   private async killApi(): Promise<void> {
-    await this.stack.apis[0]!.kill('SIGKILL');
+    const slot = this.pickSlot(this.stack.apis);
+    await this.stack.apis[slot]!.kill('SIGKILL');
     this.injected.apiKills += 1;
-    this.options.log(`chaos: API SIGKILLed (${this.injected.apiKills})`);
+    this.options.log(`chaos: API${this.slotName(this.stack.apis, slot)} SIGKILLed (${this.injected.apiKills})`);
     await sleep(this.random.int(500, 3_000));
-    await this.startApi();
+    await this.startApi(slot);
   }
 
-  private startWorker(): Promise<void> {
-    return startedWithinAttempts(() => this.stack.startWorker(0));
+  /** Draws only when there is a choice, so that a seed of a one-process campaign repeats as before. */
+  private pickSlot(processes: readonly StackProcess[]): number {
+    return processes.length > 1 ? this.random.int(0, processes.length - 1) : 0;
   }
 
-  private startApi(): Promise<void> {
-    return startedWithinAttempts(() => this.stack.restartApi(0));
+  private slotName(processes: readonly StackProcess[], slot: number): string {
+    return processes.length > 1 ? ` ${slot + 1} of ${processes.length}` : '';
+  }
+
+  private startWorker(slot: number): Promise<void> {
+    return startedWithinAttempts(() => this.stack.startWorker(slot));
+  }
+
+  private startApi(slot: number): Promise<void> {
+    return startedWithinAttempts(() => this.stack.restartApi(slot));
   }
 
   /**
