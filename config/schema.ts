@@ -225,7 +225,18 @@ export const configSchema = z
       })
       .strict()
       .default({ listen: '127.0.0.1:8080', intakeRelayAfter: 200, intakeRelayIdle: 10_000, intakePace: 20, idleReportHold: 0 }),
-    github: z.object({ credentials: z.array(githubCredentialsSchema).default([]) }).strict().default({ credentials: [] }),
+    github: z
+      .object({
+        credentials: z.array(githubCredentialsSchema).default([]),
+        /**
+         * How often a secret given as a file (a token, an App's private key) is looked at for a new
+         * value: a rotated one is used from then on without a restart. A value GitHub refuses (401)
+         * has the file looked at again before the next call.
+         */
+        secretRecheck: durationMs.default(10_000),
+      })
+      .strict()
+      .default({ credentials: [], secretRecheck: 10_000 }),
     providers: z.array(providerConfigSchema).default([]),
     timings: timingsOverrideSchema.default({}),
     sweep: z

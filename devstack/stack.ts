@@ -39,6 +39,8 @@ export interface DevStackOptions {
   githubAppCredentials?: string;
   /** The token credentials' name (`default` unless given); a unique one keeps their redelivery schedule apart. */
   githubTokenCredentials?: string;
+  /** The credentials' secret (the token, or the App's private key) read from this file instead of the environment. */
+  githubSecretFile?: string;
   listen?: string;
   simulator?: GitHubSimulatorOptions;
   workflowBundlePath?: string;
@@ -88,6 +90,7 @@ export interface StackConfigInput {
   /** GitHub App credentials under this name instead of a token (see DevStackOptions). */
   githubAppCredentials?: string;
   githubTokenCredentials?: string;
+  githubSecretFile?: string;
   extra?: Record<string, unknown>;
 }
 
@@ -108,10 +111,11 @@ export function stackConfig(input: StackConfigInput): Record<string, unknown> {
       ...((extra.api as Record<string, unknown> | undefined) ?? {}),
     },
     github: {
+      ...((extra.github as Record<string, unknown> | undefined) ?? {}),
       credentials: [
         input.githubAppCredentials
-          ? { name: input.githubAppCredentials, apiUrl: input.githubUrl, auth: { type: 'app', appId: 1, installationId: 1, privateKey: { env: 'RUNNERFLOW_SIMULATOR_APP_KEY' } } }
-          : { name: input.githubTokenCredentials ?? 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } },
+          ? { name: input.githubAppCredentials, apiUrl: input.githubUrl, auth: { type: 'app', appId: 1, installationId: 1, privateKey: input.githubSecretFile ? { file: input.githubSecretFile } : { env: 'RUNNERFLOW_SIMULATOR_APP_KEY' } } }
+          : { name: input.githubTokenCredentials ?? 'default', apiUrl: input.githubUrl, auth: { type: 'pat', token: input.githubSecretFile ? { file: input.githubSecretFile } : { env: 'RUNNERFLOW_SIMULATOR_TOKEN' } } },
       ],
     },
     // The simulated provider is not built from config; declaring it lets pools name it.
@@ -136,6 +140,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       ...(machinesDir ? { machinesDir, simulatedProvider: simulatedName } : {}),
       ...(options.githubAppCredentials ? { githubAppCredentials: options.githubAppCredentials } : {}),
       ...(options.githubTokenCredentials ? { githubTokenCredentials: options.githubTokenCredentials } : {}),
+      ...(options.githubSecretFile ? { githubSecretFile: options.githubSecretFile } : {}),
       ...(options.config ? { extra: options.config } : {}),
     }),
     'dev stack config',
@@ -144,7 +149,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   const logger = options.logger ?? silentLogger;
   const connection = await connectTemporal({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
-  const github = createGitHubRegistry(config, env, { debug: () => undefined, warn: (message, fields) => logger.warn(message, fields) });
+  const github = createGitHubRegistry(config, env, { debug: () => undefined, info: (message, fields) => logger.info(message, fields), warn: (message, fields) => logger.warn(message, fields) });
 
   const api = await serveApi({ loaded, client, github, logger });
   sim.setWebhook({ url: `${api.url}/webhooks/github`, secret: env.RUNNERFLOW_WEBHOOK_SECRET });

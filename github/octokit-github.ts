@@ -40,6 +40,7 @@ export type GitHubAuth =
 
 export interface GitHubLogger {
   debug(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
 }
 
@@ -52,6 +53,8 @@ export interface OctokitGitHubOptions {
   logger?: GitHubLogger;
   /** Upper bound for one HTTP call, so an activity never hangs on a stuck connection. */
   requestTimeoutMs?: number;
+  /** Told when GitHub refuses the credentials (401): a rotated secret may be waiting to be read. */
+  onUnauthorized?: () => void;
 }
 
 interface RawResponse {
@@ -69,7 +72,7 @@ interface RunnerJson {
   labels: { name: string }[];
 }
 
-const silentLogger: GitHubLogger = { debug: () => undefined, warn: () => undefined };
+const silentLogger: GitHubLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 const PAGE_SIZE = 100;
 
 function scopeRoute(scope: GitHubScope): { prefix: string; params: Record<string, string> } {
@@ -342,6 +345,7 @@ export class OctokitGitHub implements GitHubPort, WebhookDeliveriesPort, ScopeWe
     } catch (err) {
       const failure = asHttpFailure(err);
       if (failure?.response) this.observe(operation, failure.status, failure.response.headers);
+      if (failure?.status === 401) this.options.onUnauthorized?.();
       if (failure?.response && expected.includes(failure.status)) {
         res = { status: failure.status, data: failure.response.data, headers: failure.response.headers };
         this.count(operation, String(failure.status));

@@ -1,9 +1,12 @@
 /**
  * One GitHubPort per configured credentials name, built on first use (so a
- * missing secret only fails the pools that use it) and kept for the process:
- * an App's installation token cache lives in its Octokit instance.
+ * missing secret only fails the pools that use it) and kept while its secret
+ * stays the same: an App's installation token cache lives in its Octokit
+ * instance. A secret file replaced by a rotation (a new token, a new private
+ * key) gets a new port at the next call after it is seen, so no process needs
+ * a restart; callers ask the registry for the port per call.
  */
-import { resolveSecret } from '../config/load';
+import { RotatingSecret } from '../config/rotating-secret';
 import type { GitHubCredentialsConfig, RunnerflowConfig } from '../config/schema';
 import { ActionsServiceClient } from './actions/client';
 import type { ActionsServicePort } from './actions/port';
@@ -37,10 +40,17 @@ export class UnknownGitHubCredentialsError extends Error {
   }
 }
 
-function authOf(credentials: GitHubCredentialsConfig, env: NodeJS.ProcessEnv): GitHubAuth {
+function authOf(credentials: GitHubCredentialsConfig, secret: string): GitHubAuth {
   const auth = credentials.auth;
-  if (auth.type === 'pat') return { type: 'pat', token: resolveSecret(auth.token, env) ?? '' };
-  return { type: 'app', appId: auth.appId, installationId: auth.installationId, privateKey: resolveSecret(auth.privateKey, env) ?? '' };
+  if (auth.type === 'pat') return { type: 'pat', token: secret };
+  return { type: 'app', appId: auth.appId, installationId: auth.installationId, privateKey: secret };
+}
+
+const secretRefOf = (credentials: GitHubCredentialsConfig) => (credentials.auth.type === 'pat' ? credentials.auth.token : credentials.auth.privateKey);
+
+interface CredentialsEntry {
+  port: OctokitGitHub;
+  secret: RotatingSecret;
 }
 
 export function createGitHubRegistry(
@@ -48,35 +58,48 @@ export function createGitHubRegistry(
   env: NodeJS.ProcessEnv = process.env,
   logger?: GitHubLogger,
 ): GitHubRegistry {
-  const ports = new Map<string, OctokitGitHub>();
+  const entries = new Map<string, CredentialsEntry>();
   const actionsClients = new Map<string, ActionsServicePort>();
-  const octokitFor = (credentialsName: string): OctokitGitHub => {
-    const cached = ports.get(credentialsName);
-    if (cached) return cached;
-    const credentials = config.github.credentials.find((c) => c.name === credentialsName);
-    if (!credentials) throw new UnknownGitHubCredentialsError(credentialsName, config.github.credentials.map((c) => c.name));
-    const port = new OctokitGitHub({
-      credentialsName,
+  const portOf = (credentials: GitHubCredentialsConfig, secret: RotatingSecret, value: string): OctokitGitHub =>
+    new OctokitGitHub({
+      credentialsName: credentials.name,
       apiUrl: credentials.apiUrl,
       webUrl: credentials.webUrl,
-      auth: authOf(credentials, env),
+      auth: authOf(credentials, value),
       logger,
+      onUnauthorized: () => secret.recheckSoon(),
     });
-    ports.set(credentialsName, port);
-    return port;
+  const octokitFor = (credentialsName: string): OctokitGitHub => {
+    const credentials = config.github.credentials.find((c) => c.name === credentialsName);
+    if (!credentials) throw new UnknownGitHubCredentialsError(credentialsName, config.github.credentials.map((c) => c.name));
+    const entry = entries.get(credentialsName);
+    if (!entry) {
+      const secret = new RotatingSecret(secretRefOf(credentials), env, config.github.secretRecheck);
+      const port = portOf(credentials, secret, secret.read().value);
+      entries.set(credentialsName, { port, secret });
+      return port;
+    }
+    const reading = entry.secret.read();
+    if (reading.problem) logger?.warn('github credentials: their secret file changed but cannot be read yet; the last value stays in use', { credentials: credentialsName, problem: reading.problem });
+    if (reading.changed) {
+      entry.port = portOf(credentials, entry.secret, reading.value);
+      logger?.info('github credentials: their secret file has a new value; calls from now on use it', { credentials: credentialsName });
+    }
+    return entry.port;
   };
   const registry: GitHubRegistry = {
     actions(credentialsName, scope) {
       const key = `${credentialsName}\u0000${scopeKey(scope)}`;
       const cached = actionsClients.get(key);
       if (cached) return cached;
-      const port = registry.get(credentialsName);
+      registry.get(credentialsName);
       const credentials = config.github.credentials.find((c) => c.name === credentialsName)!;
       const client = new ActionsServiceClient({
         apiUrl: credentials.apiUrl,
         ...(credentials.webUrl ? { webUrl: credentials.webUrl } : {}),
         scope,
-        registrationToken: () => registrationTokenFor(port, scope),
+        // Asked for per exchange: the credentials' secret may have been rotated since.
+        registrationToken: () => registrationTokenFor(registry.get(credentialsName), scope),
       });
       actionsClients.set(key, client);
       return client;

@@ -12,6 +12,7 @@ import { isActionsPath } from './actions-routes';
 import { SimActionsService } from './actions-service';
 import { SimAgents, type AgentState, type SimAgent, type StartAgentInput } from './agents';
 import { handleControl } from './control-api';
+import { SimCredentials } from './credentials';
 import { FaultPlan, type SimFault } from './faults';
 import { githubError, matchRoute, SimGitHubApi } from './github-api';
 import { BadRequest, readJsonBody, sleep, writeResponse, type SimResponse } from './http-util';
@@ -107,6 +108,10 @@ export interface GitHubSimulator {
   deleteScaleSet(scaleSetId: number): boolean;
   /** How jobs reach scale sets from now on: offered to acquire (the default), or assigned by the broker. */
   setScaleSetAssignment(mode: ScaleSetAssignment): void;
+  /** A token refused from now on (`401 Bad credentials`), as an expired or revoked one is. */
+  revokeToken(token: string): void;
+  /** The App's private keys from now on, as PEM public keys: a JWT none of them signed gets no installation token. */
+  setAppKeys(publicKeysPem: readonly string[] | undefined): void;
   close(): Promise<void>;
 }
 
@@ -117,6 +122,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   const onError = options.onError ?? ((m: string) => console.warn(`[github-simulator] ${m}`));
   const state = new SimState();
   const faults = new FaultPlan();
+  const credentials = new SimCredentials();
   const webhooks = new WebhookSender({ url: options.webhookUrl, secret: options.webhookSecret }, faults, onError, options.webhookConcurrency ?? 1);
   const agents = new SimAgents(state, webhooks, onError);
   const window = new RateLimitWindow(options.rateLimit ?? 5000);
@@ -168,6 +174,8 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     callsByOperation[route.op.name] = (callsByOperation[route.op.name] ?? 0) + 1;
     const body = method === 'GET' || method === 'DELETE' ? {} : await readJsonBody(req);
     if (!req.headers.authorization) return { answer: githubError(401, 'Requires authentication', 'https://docs.github.com/rest'), key, op: route.op.name };
+    const refused = credentials.refusal(req.headers.authorization, route.op.name);
+    if (refused) return { answer: refused, key, op: route.op.name };
 
     const latency = faults.forRequest('latency', route.op.name);
     if (latency) await sleep(latency.ms);
@@ -302,6 +310,8 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     addScaleSet: (scope, name, labels) => scaleSets.create(scope, 1, name, labels).id,
     deleteScaleSet: (scaleSetId) => scaleSets.delete(scaleSetId, (runnerId) => agents.runnerRemoved(runnerId)),
     setScaleSetAssignment: (mode) => scaleSets.setAssignment(mode),
+    revokeToken: (token) => credentials.revokeToken(token),
+    setAppKeys: (keys) => credentials.setAppKeys(keys),
     async close() {
       agents.close();
       await webhooks.idle();

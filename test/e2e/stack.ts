@@ -28,6 +28,8 @@ export interface E2EStackOptions {
   githubAppCredentials?: string;
   /** Token credentials under this name instead of `default`. */
   githubTokenCredentials?: string;
+  /** The credentials' secret read from this file instead of the environment. */
+  githubSecretFile?: string;
 }
 
 export async function startE2EStack(simulator: Pick<GitHubSimulatorOptions, 'jobDurationMs' | 'longPollMs'> = {}, options: E2EStackOptions = {}): Promise<DevStack & { machines: FakeProviderControl }> {
@@ -38,6 +40,7 @@ export async function startE2EStack(simulator: Pick<GitHubSimulatorOptions, 'job
     ...(options.simulatedProvider ? { simulatedProvider: options.simulatedProvider } : {}),
     ...(options.githubAppCredentials ? { githubAppCredentials: options.githubAppCredentials } : {}),
     ...(options.githubTokenCredentials ? { githubTokenCredentials: options.githubTokenCredentials } : {}),
+    ...(options.githubSecretFile ? { githubSecretFile: options.githubSecretFile } : {}),
     workflowBundlePath: inject('workflowBundlePath'),
     config: { timings: E2E_TIMINGS, controllerId: uniqueName('ctl'), sweep: { enabled: false }, liveness: { enabled: false }, ...options.config },
     simulator: { onError: () => undefined, webhookConcurrency: 8, ...simulator },

@@ -47,7 +47,7 @@ describe('OctokitGitHub against the simulator', () => {
 
   it('warns about none of the answers the port expects (404 gone, 422 busy, 409 name taken), nor about a failure it hands back', async () => {
     const lines: { level: string; message: string }[] = [];
-    const logger = { debug: (message: string) => lines.push({ level: 'debug', message }), warn: (message: string) => lines.push({ level: 'warn', message }) };
+    const logger = { debug: (message: string) => lines.push({ level: 'debug', message }), info: (message: string) => lines.push({ level: 'info', message }), warn: (message: string) => lines.push({ level: 'warn', message }) };
     const github = new OctokitGitHub({ credentialsName: 'sim', apiUrl: env.sim.url, auth: { type: 'pat', token: 'ghp_simulated' }, logger });
     const first = await github.createRunnerCredential(jitRequest('pool-a-9'));
     if (first.kind !== 'jit') throw new Error('expected a JIT credential');
