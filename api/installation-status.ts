@@ -8,6 +8,7 @@
  * does not spend), so a status costs a few calls whatever the number of runners. A check that cannot be made is a warning that says why, never an error for the whole.
  */
 import { reportErrorText } from '../activities/failures';
+import type { GitHubCredentialsConfig } from '../config/schema';
 import { GitHubApiError, GitHubRateLimitError } from '../github/port';
 import { MACHINE_CLEANUP_WORKFLOW } from '../workflows/cleanup-messages';
 import { providerLiveness } from './dashboard/liveness-runs';
@@ -163,6 +164,16 @@ export const LOW_RATE_LIMIT_SHARE = 0.1;
 const calls = (n: number): string => n.toLocaleString('en-US');
 const clockUtc = (iso: string): string => `${iso.slice(11, 16)} UTC`;
 
+/** How refused credentials are renewed: a secret file is read again by every process, a variable needs a restart. */
+export function renewalHint(credentials: GitHubCredentialsConfig): string {
+  const { auth } = credentials;
+  const what = auth.type === 'pat' ? 'the renewed token' : "the App's new private key (and check its installation id)";
+  const ref = auth.type === 'pat' ? auth.token : auth.privateKey;
+  return 'file' in ref
+    ? `write ${what} into ${ref.file}: every process uses it from its next call, with no restart`
+    : `put ${what} in ${ref.env} and restart the processes (a secret file would be read again without one)`;
+}
+
 /** One look per credentials at their rate limit: it proves GitHub takes them, and says how much of the hour is left. */
 async function githubCheck(services: Services): Promise<StatusCheck> {
   const { config, github } = services.deps;
@@ -187,7 +198,7 @@ async function githubCheck(services: Services): Promise<StatusCheck> {
         const refused = err instanceof GitHubApiError && (err.status === 401 || err.status === 403);
         const reason = reportErrorText(err, 300);
         return refused
-          ? { name, status: 'failing', line: `${name}: refused`, problem: `GitHub refused credentials ${name} (${reason}): no runner can be registered with them; renew the token, or check the App's key and installation id` }
+          ? { name, status: 'failing', line: `${name}: refused`, problem: `GitHub refused credentials ${name} (${reason}): no runner can be registered with them; ${renewalHint(config.github.credentials.find((c) => c.name === name)!)}` }
           : { name, status: 'warning', line: `${name}: not reached`, problem: `GitHub could not be asked about credentials ${name} (${reason})` };
       }
     }),

@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { InstallationStatus, StatusCheck } from '../../api/installation-status';
+import { renewalHint, type InstallationStatus, type StatusCheck } from '../../api/installation-status';
 import { createApp, type App } from '../../api/app';
 import type { ApiSecrets } from '../../api/deps';
 import { startPool } from '../../api/pool-settings';
@@ -259,7 +259,9 @@ describe('the installation status', () => {
     expect(refused.status).toBe('failing');
     expect(refused.summary).toMatch(/^creds-\S+: refused$/);
     expect(refused.problems).toEqual([
-      expect.stringMatching(/^GitHub refused credentials creds-\S+ \(rate_limit: GitHub answered 401: Bad credentials\): no runner can be registered with them; renew the token/),
+      expect.stringMatching(
+        /^GitHub refused credentials creds-\S+ \(rate_limit: GitHub answered 401: Bad credentials\): no runner can be registered with them; put the renewed token in RUNNERFLOW_TEST_UNUSED_TOKEN and restart the processes \(a secret file would be read again without one\)$/,
+      ),
     ]);
     expect((await cli(app)).code).toBe(3);
 
@@ -334,5 +336,24 @@ describe('the installation status', () => {
       await rig.client.schedule.getHandle(paused).delete().catch(() => undefined);
       await worker.stop();
     }
+  });
+});
+
+describe('what refused credentials say to do', () => {
+  const credentials = (auth: Record<string, unknown>) => parseConfig({ github: { credentials: [{ name: 'c', auth }] } }).github.credentials[0]!;
+
+  it('names the secret file to write into, read again by every process without a restart', () => {
+    expect(renewalHint(credentials({ type: 'pat', token: { file: '/run/secrets/gh-token' } }))).toBe(
+      'write the renewed token into /run/secrets/gh-token: every process uses it from its next call, with no restart',
+    );
+    expect(renewalHint(credentials({ type: 'app', appId: 1, installationId: 2, privateKey: { file: '/run/secrets/app.pem' } }))).toBe(
+      "write the App's new private key (and check its installation id) into /run/secrets/app.pem: every process uses it from its next call, with no restart",
+    );
+  });
+
+  it('names the variable, which takes a restart', () => {
+    expect(renewalHint(credentials({ type: 'app', appId: 1, installationId: 2, privateKey: { env: 'APP_KEY' } }))).toBe(
+      "put the App's new private key (and check its installation id) in APP_KEY and restart the processes (a secret file would be read again without one)",
+    );
   });
 });
