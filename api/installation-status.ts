@@ -16,6 +16,7 @@ import { credentialsRedelivery } from './dashboard/redelivery-runs';
 import type { ScheduleView } from './dashboard/schedule-runs';
 import { providerSweep } from './dashboard/sweep-runs';
 import { readPoolSnapshots } from './pool-metrics';
+import type { PoolSnapshot } from '../observability/pool-gauges';
 import type { Services } from './services';
 import { isNotFound, isWorkflowTaskFailing, temporalFailureReason } from './temporal/errors';
 import { taskQueuePollers } from './temporal/pollers';
@@ -87,6 +88,21 @@ async function workersCheck(services: Services): Promise<StatusCheck> {
   return check('workers', 'ok', `${summary}, one build`);
 }
 
+/**
+ * Every liveness pass, sweep, scrape and dashboard poll asks each pool, and a worker that cannot
+ * keep them all in memory replays one from its history for each question: busy while nothing
+ * happens, and slow to answer (bench/many-pools.ts).
+ */
+function cacheProblem(services: Services, pools: number, snapshots: PoolSnapshot[]): string[] {
+  const kept = services.deps.config.temporal.workflowCacheSize;
+  const atWork = snapshots.reduce((n, s) => n + s.agentStatuses.filter((status) => status !== 'idle').length, 0);
+  const wanted = pools + atWork;
+  if (wanted <= kept) return [];
+  return [
+    `${plural(pools, 'pool')} and ${plural(atWork, 'runner')} at work, but a worker keeps at most ${kept} workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least ${Math.ceil((wanted * 1.2) / 50) * 50} (about 0.6 MB each) and restart the workers, or spread the pools over more workers`,
+  ];
+}
+
 async function poolsCheck(services: Services): Promise<StatusCheck> {
   const { client } = services.deps;
   const unreadable: string[] = [];
@@ -107,8 +123,8 @@ async function poolsCheck(services: Services): Promise<StatusCheck> {
   const listeners = snapshots
     .filter((s) => s.scaleSetListener !== undefined && s.scaleSetListener !== 'listening')
     .map((s) => `pool ${s.pool}: its scale set's listener is ${s.scaleSetListener}, so it takes no jobs (\`runnerflow pool show ${s.pool}\` says why)`);
-  const problems = [...unreadable.sort(), ...listeners];
   const total = snapshots.length + unreadable.length;
+  const problems = [...unreadable.sort(), ...listeners, ...cacheProblem(services, total, snapshots)];
   return check('pools', stuck > 0 ? 'failing' : problems.length > 0 ? 'warning' : 'ok', `${plural(total, 'pool')}, ${snapshots.length} answering`, problems);
 }
 

@@ -14,11 +14,14 @@
  * RSS, and how long a scrape and a dashboard poll take. Run it for several N (50, 200, 500) to see
  * whether the cost grows with the pools and by how much.
  *
- *   npx tsx bench/many-pools.ts --pools 200 [--window-s 60]
+ *   npx tsx bench/many-pools.ts --pools 200 [--window-s 60] [--settle-s 30] [--cache 250]
+ *
+ * --cache sets `temporal.workflowCacheSize`, the workflows the worker keeps in memory.
  */
 import { readFileSync } from 'node:fs';
 import { processStackRequest, startProcessStack } from '../devstack/process-stack';
 import { SIMULATED_PROVIDER } from '../devstack/stack';
+import { WORKFLOW_CACHE_SIZE } from '../config/schema';
 import type { PoolSettingsInput } from '../domain/pool';
 import { cpuBetween, cpuSnapshot } from './cpu';
 import { exitAfter, intArg, mb, ms, percentile, printTable, quietTemporal, runBench, sleep, stopOnInterrupt, temporalServer, uniqueName, until, type Figure } from './common';
@@ -35,7 +38,9 @@ function rssOf(pid: number): number {
 runBench('many-pools', async () => {
   const n = intArg('pools', 200);
   const windowMs = intArg('window-s', 60) * 1_000;
-  exitAfter(10 * 60_000 + n * 1_000 + 2 * windowMs, 'many-pools');
+  const cacheSize = intArg('cache', WORKFLOW_CACHE_SIZE);
+  const settleMs = intArg('settle-s', 30) * 1_000;
+  exitAfter(10 * 60_000 + n * 1_000 + 2 * windowMs + settleMs, 'many-pools');
   quietTemporal();
   const temporal = await temporalServer(console.log);
   const taskQueue = uniqueName('pools-tq');
@@ -46,6 +51,7 @@ runBench('many-pools', async () => {
       workers: 1,
       apis: 1,
       simulator: { jobDurationMs: 1_000, webhookConcurrency: 16, rateLimit: Number.MAX_SAFE_INTEGER },
+      config: { temporal: { workflowCacheSize: cacheSize } },
     }),
   );
   const prefix = uniqueName('mp').toLowerCase().slice(0, 24);
@@ -75,7 +81,7 @@ runBench('many-pools', async () => {
     const allIdle = await until(() => (idle() >= n ? Date.now() : undefined), 120_000 + n * 500, 500);
     console.log(`many-pools: ${idle()}/${n} runners idle after ${ms(Date.now() - started)}; settling`);
     // The pools' first minutes hold their creation's work: let it pass before measuring.
-    await sleep(30_000);
+    await sleep(settleMs);
 
     const pids = { 'bench process (simulator, agents)': process.pid, 'worker process': stack.workers[0]?.child.pid, 'API process': stack.apis[0]?.child.pid };
     const idleBefore = cpuSnapshot(pids);
@@ -117,7 +123,7 @@ runBench('many-pools', async () => {
       rows
         .filter((r) => !r.what.includes(': '))
         .map(({ what, seconds }) => ({ figure: `${label}: ${what}`, value: `${(seconds / (windowMs / 1000)).toFixed(3)} cores; ${perPoolMinute(seconds)} per pool and minute` }));
-    printTable(`Many pools: ${n} pools, one idle runner each, production check intervals, ${windowMs / 1000} s windows`, [
+    printTable(`Many pools: ${n} pools, one idle runner each, production check intervals, ${windowMs / 1000} s windows, ${cacheSize} workflows cached`, [
       { figure: 'runners idle', value: `${idle()}/${n}`, target: String(n), met: idle() >= n },
       { figure: 'time until all idle', value: allIdle ? ms(allIdle - started) : 'not reached' },
       ...byProcess(idleCpu, 'idle'),

@@ -169,6 +169,9 @@ export const DEFAULT_WEB_UI_URL = 'http://127.0.0.1:8233';
 /** Kept for the installations that began with it: their runners' labels and machines' tags carry it. */
 export const DEFAULT_CONTROLLER_ID = 'runnerflow';
 
+/** Workflows a worker keeps in memory unless `temporal.workflowCacheSize` says otherwise. */
+export const WORKFLOW_CACHE_SIZE = 250;
+
 export const configSchema = z
   .object({
     /** Identifies this installation to providers (GARM_CONTROLLER_ID) and in tags. */
@@ -186,9 +189,18 @@ export const configSchema = z
          * less work (workflows/stack-traces-off.ts); on, for debugging a workflow.
          */
         workflowStackTraces: z.boolean().default(false),
+        /**
+         * Workflows a worker keeps in memory, about 0.6 MB each. An idle runner need not stay: it
+         * waits on signals and is replayed from its short history when one comes. A pool must:
+         * every liveness pass, sweep, metrics scrape and dashboard poll asks each pool, and a
+         * pool not kept is replayed from its history for each question (with 500 pools and 250
+         * kept, the worker was busy half a core while nothing happened). Keep at least the pools
+         * a worker serves plus the runners busy at once (bench/many-pools.ts).
+         */
+        workflowCacheSize: z.number().int().min(1).default(WORKFLOW_CACHE_SIZE),
       })
       .strict()
-      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow', webUiUrl: DEFAULT_WEB_UI_URL, workflowStackTraces: false }),
+      .default({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'runnerflow', webUiUrl: DEFAULT_WEB_UI_URL, workflowStackTraces: false, workflowCacheSize: WORKFLOW_CACHE_SIZE }),
     api: z
       .object({
         listen: listenSchema.default('127.0.0.1:8080'),

@@ -102,7 +102,7 @@ export function stackConfig(input: StackConfigInput): Record<string, unknown> {
     // shared by parallel stacks on a server: off unless asked for (App credentials get a name of their own).
     ...(input.githubAppCredentials || input.githubTokenCredentials ? {} : { redelivery: { enabled: false } }),
     ...extra,
-    temporal: { address: input.temporalAddress, namespace: input.namespace ?? 'default', taskQueue: input.taskQueue },
+    temporal: { ...((extra.temporal as Record<string, unknown> | undefined) ?? {}), address: input.temporalAddress, namespace: input.namespace ?? 'default', taskQueue: input.taskQueue },
     api: {
       listen: input.listen ?? '127.0.0.1:0',
       adminToken: { env: 'RUNNERFLOW_ADMIN_TOKEN' },

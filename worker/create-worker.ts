@@ -1,5 +1,6 @@
 import { Client, type Connection } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { WORKFLOW_CACHE_SIZE } from '../config/schema';
 import { createForceDeleteActivities } from '../activities/force-delete-activities';
 import { createGitHubSweepActivities } from '../activities/github-sweep-activities';
 import { createInstanceActivities, type InstanceActivityDeps } from '../activities/instance-activities';
@@ -48,8 +49,9 @@ export interface RunnerflowWorkerOptions {
  * Measured with bench/live-runners.ts and bench/queue-to-start.ts (bench/README.md):
  * - maxCachedWorkflows: an idle runner waits for days on signals alone, so it need
  *   not stay in memory; evicted, it is replayed from its short history when a
- *   signal comes. The pool workflows are busy and stay cached (least recently used
- *   goes first). The SDK's default sizes the cache from the heap, which let
+ *   signal comes. The pool workflows are asked often and stay cached (least recently
+ *   used goes first) as long as the cache holds them all: `temporal.workflowCacheSize`
+ *   (bench/many-pools.ts). The SDK's default sizes the cache from the heap, which let
  *   thousands of idle runners hold about half a megabyte each.
  * - slots: a runner's workflow task keeps its slot while its report to the pool
  *   (a local activity) runs; with the SDK's 40, new runners' first tasks waited
@@ -61,7 +63,7 @@ export interface RunnerflowWorkerOptions {
  *   poll round trip; autoscaling pollers grow with the backlog the server reports.
  */
 export const WORKER_TUNING = {
-  maxCachedWorkflows: 250,
+  maxCachedWorkflows: WORKFLOW_CACHE_SIZE,
   maxConcurrentWorkflowTaskExecutions: 200,
   maxConcurrentLocalActivityExecutions: 200,
   workflowTaskPollerBehavior: { type: 'autoscaling' },

@@ -89,6 +89,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     taskQueue: config.temporal.taskQueue,
     ...(options.workflowBundlePath ? { workflowBundlePath: options.workflowBundlePath } : {}),
     workflowStackTraces: config.temporal.workflowStackTraces,
+    maxCachedWorkflows: config.temporal.workflowCacheSize,
     log,
     warn: (message) => (options.logger ? options.logger.warn(message) : log(message)),
     activities: {

@@ -31,9 +31,9 @@ const rig = useLivenessRig();
 type Switches = { sweep?: boolean; liveness?: boolean; redelivery?: boolean };
 
 /** The API for a task queue, with a provider and credentials of its own and the schedules switched as given (all off by default). */
-function statusApp(taskQueue: string, provider: string, on: Switches = {}, github: GitHubPort = rig.github, secrets: Partial<ApiSecrets> = {}): App {
+function statusApp(taskQueue: string, provider: string, on: Switches = {}, github: GitHubPort = rig.github, secrets: Partial<ApiSecrets> = {}, workflowCacheSize?: number): App {
   const config = parseConfig({
-    temporal: { taskQueue },
+    temporal: { taskQueue, ...(workflowCacheSize ? { workflowCacheSize } : {}) },
     providers: [{ type: 'fake', name: provider, stateDir: '/tmp/runnerflow-status-test-unused' }],
     github: { credentials: [{ name: uniqueName('creds'), auth: { type: 'pat', token: { env: 'RUNNERFLOW_TEST_UNUSED_TOKEN' } } }] },
     sweep: { enabled: on.sweep ?? false },
@@ -149,6 +149,23 @@ describe('the installation status', () => {
       });
     } finally {
       await rig.client.workflow.getHandle(poolWorkflowId(settings.name)).terminate('test done');
+    }
+  });
+
+  it('warns when the pools outnumber the workflows a worker keeps in memory, saying what to set', async () => {
+    const taskQueue = uniqueName('tq-cache');
+    const provider = addProvider(rig).name;
+    const pools = ['cache-a', 'cache-b', 'cache-c'].map((name) => poolSettingsFor(provider, name));
+    for (const settings of pools) await startPool(rig.client, taskQueue, parseConfig({}), settings);
+    try {
+      const cacheLine = (check: StatusCheck) => check.problems?.find((p) => p.includes('workflowCacheSize'));
+      const warned = await eventually(async () => cacheLine(named(await statusOf(statusApp(taskQueue, provider, {}, rig.github, {}, 2)), 'pools')), 20_000, 'the pools to be listed');
+      expect(warned).toBe(
+        '3 pools and 0 runners at work, but a worker keeps at most 2 workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least 50 (about 0.6 MB each) and restart the workers, or spread the pools over more workers',
+      );
+      expect(cacheLine(named(await statusOf(statusApp(taskQueue, provider, {}, rig.github, {}, 3)), 'pools'))).toBeUndefined();
+    } finally {
+      for (const settings of pools) await rig.client.workflow.getHandle(poolWorkflowId(settings.name)).terminate('test done');
     }
   });
 
