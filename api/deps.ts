@@ -38,6 +38,8 @@ export interface AppLimits {
   poolMetricsCacheMs: number;
   /** How long the summary waits for each pool: one pool whose worker is gone must not stall the dashboard. */
   summaryPoolTimeoutMs: number;
+  /** How long a summary's pools are shared with the summary requests that follow (every open dashboard polls). */
+  summaryShareMs: number;
   /** The least time between two asks for a provider's liveness pass on behalf of its stuck pools. */
   stuckPoolAskGapMs: number;
 }
@@ -48,6 +50,7 @@ export const DEFAULT_LIMITS: AppLimits = {
   poolCacheMs: 3_000,
   poolMetricsCacheMs: 5_000,
   summaryPoolTimeoutMs: 2_000,
+  summaryShareMs: 1_000,
   stuckPoolAskGapMs: 10_000,
 };
 

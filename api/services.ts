@@ -1,10 +1,12 @@
 import type { QueryDefinition } from '@temporalio/common';
 import { DEFAULT_LIMITS, type AppDeps, type AppLimits } from './deps';
+import type { PoolOverview } from './dashboard/pool-overview';
 import { IdleReportHold } from './idle-report-hold';
 import { PoolDirectory } from './pool-directory';
 import { StuckWorkflowAlarm } from './stuck-workflow-alarm';
 import { TemporalJobSink } from './temporal-job-sink';
 import { WebhookSignatures } from './webhooks/github';
+import { SharedRead } from './shared-read';
 import { orNotFound } from './temporal/running';
 import { poolNameOf } from '../workflows/pool-messages';
 import { instanceNameFromWorkflowId } from '../workflows/messages';
@@ -21,6 +23,8 @@ export interface Services {
   stuckWorkflows: StuckWorkflowAlarm;
   /** Deliveries' signatures as this process saw them: the previous secret of a rotation, or none. */
   signatures: WebhookSignatures;
+  /** The summary's pools, read once for the dashboards that ask at about the same time. */
+  summaryPools: SharedRead<PoolOverview[]>;
   /** Runs a Temporal call bounded by the query timeout. */
   bounded<R>(fn: () => Promise<R>): Promise<R>;
   /** Queries a workflow within the query timeout; an unknown workflow is 404 naming `what`. */
@@ -52,6 +56,7 @@ export function createServices(deps: AppDeps): Services {
     idleReports,
     stuckWorkflows,
     signatures: new WebhookSignatures(),
+    summaryPools: new SharedRead(limits.summaryShareMs),
     bounded,
     query: async (workflowId, what, query) => {
       try {

@@ -306,13 +306,18 @@ async function poll() {
   polling.running = true;
   clearTimeout(state.timer);
   let keepGoing;
+  const startedAt = Date.now();
   try {
     keepGoing = await refresh();
   } finally {
     polling.running = false;
   }
   if (!keepGoing) return;
-  state.timer = setTimeout(() => void poll(), polling.again ? 0 : POLL_MS);
+  // A refresh asks every pool; with hundreds of them it takes seconds of the workers' and the
+  // server's time, so the page waits in proportion and an installation's size never turns an open
+  // tab into a steady load.
+  const pause = Math.max(POLL_MS, 2 * (Date.now() - startedAt));
+  state.timer = setTimeout(() => void poll(), polling.again ? 0 : pause);
   polling.again = false;
 }
 

@@ -48,8 +48,10 @@ export const overviewRoutes: Route<Services>[] = [
     },
     async handle({ services }) {
       const { config, client } = services.deps;
-      const [entries, unmatchedJobs] = await Promise.all([services.bounded(() => services.pools.fetch()), unmatchedCount(services)]);
-      const pools = await Promise.all(entries.map((entry) => poolOverview(services, entry)));
+      const [pools, unmatchedJobs] = await Promise.all([
+        services.summaryPools.read(async () => Promise.all((await services.bounded(() => services.pools.fetch())).map((entry) => poolOverview(services, entry)))),
+        unmatchedCount(services),
+      ]);
       return json({
         temporal: { namespace: client.options.namespace, webUiUrl: config.temporal.webUiUrl, taskQueue: services.deps.taskQueue },
         pools,
