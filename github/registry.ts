@@ -92,6 +92,7 @@ export function createGitHubRegistry(
       const key = `${credentialsName}\u0000${scopeKey(scope)}`;
       const cached = actionsClients.get(key);
       if (cached) return cached;
+      // Unknown credentials are refused here, naming the configured ones, not at the first exchange.
       registry.get(credentialsName);
       const credentials = config.github.credentials.find((c) => c.name === credentialsName)!;
       const client = new ActionsServiceClient({
