@@ -99,7 +99,7 @@ function cacheProblem(services: Services, pools: number, snapshots: PoolSnapshot
   const wanted = pools + atWork;
   if (wanted <= kept) return [];
   return [
-    `${plural(pools, 'pool')} and ${plural(atWork, 'runner')} at work, but a worker keeps at most ${kept} workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least ${Math.ceil((wanted * 1.2) / 50) * 50} (about 0.6 MB each) and restart the workers, or spread the pools over more workers`,
+    `${plural(pools, 'pool')} and ${plural(atWork, 'runner')} at work, but a worker keeps at most ${kept} workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least ${Math.ceil((wanted * 1.2) / 50) * 50} (1 – 2 MB of worker memory each) and restart the workers, or spread the pools over more workers`,
   ];
 }
 

@@ -190,7 +190,7 @@ export const configSchema = z
          */
         workflowStackTraces: z.boolean().default(false),
         /**
-         * Workflows a worker keeps in memory, about 0.6 MB each. An idle runner need not stay: it
+         * Workflows a worker keeps in memory, 1 – 2 MB of RSS each. An idle runner need not stay: it
          * waits on signals and is replayed from its short history when one comes. A pool must:
          * every liveness pass, sweep, metrics scrape and dashboard poll asks each pool, and a
          * pool not kept is replayed from its history for each question (with 500 pools and 250
