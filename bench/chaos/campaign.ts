@@ -614,6 +614,8 @@ class ChaosDriver {
       if (this.injected.listenerTerminations === 0 && progress() >= 0.3) await this.terminateListener();
       if (this.mode === 'scaleSet') this.watchListener();
       if (this.restarting) continue;
+      const deadWorker = this.endedSlot(this.stack.workers);
+      const deadApi = this.endedSlot(this.stack.apis);
       if (now >= nextWorkerKill || (this.injected.workerKills === 0 && progress() >= 0.25)) {
         nextWorkerKill = now + this.random.int(10_000, 30_000);
         this.inBackground(() => this.killWorker());
@@ -623,19 +625,17 @@ class ChaosDriver {
       } else if (this.options.restartTemporal && !this.temporalRestarted && now >= temporalRestartAt) {
         this.temporalRestarted = true;
         this.inBackground(() => this.restartTemporal());
-      } else if (this.endedSlot(this.stack.workers) !== undefined) {
+      } else if (deadWorker !== undefined) {
         // A worker that died on its own (e.g. while Temporal was away), or did not start again, is started like a killed one.
-        const slot = this.endedSlot(this.stack.workers)!;
-        this.inBackground(() => this.startWorker(slot));
-      } else if (this.endedSlot(this.stack.apis) !== undefined) {
-        const slot = this.endedSlot(this.stack.apis)!;
-        this.inBackground(() => this.startApi(slot));
+        this.inBackground(() => this.startWorker(deadWorker));
+      } else if (deadApi !== undefined) {
+        this.inBackground(() => this.startApi(deadApi));
       }
     }
     await this.restarting;
   }
 
-  /** Makes sure a worker and the API run (after the last kills). */
+  /** Makes sure every worker and API runs (after the last kills). */
   async ensureRunning(): Promise<void> {
     await this.restarting;
     for (const [slot, worker] of this.stack.workers.entries()) if (ended(worker)) await this.startWorker(slot);
