@@ -9,6 +9,7 @@
  */
 import { reportErrorText } from '../activities/failures';
 import type { GitHubCredentialsConfig } from '../config/schema';
+import { workflowCacheAdvice } from '../config/workflow-cache';
 import { GitHubApiError, GitHubRateLimitError } from '../github/port';
 import { MACHINE_CLEANUP_WORKFLOW } from '../workflows/cleanup-messages';
 import { providerLiveness } from './dashboard/liveness-runs';
@@ -88,19 +89,10 @@ async function workersCheck(services: Services): Promise<StatusCheck> {
   return check('workers', 'ok', `${summary}, one build`);
 }
 
-/**
- * Every liveness pass, sweep, scrape and dashboard poll asks each pool, and a worker that cannot
- * keep them all in memory replays one from its history for each question: busy while nothing
- * happens, and slow to answer (bench/many-pools.ts).
- */
 function cacheProblem(services: Services, pools: number, snapshots: PoolSnapshot[]): string[] {
-  const kept = services.deps.config.temporal.workflowCacheSize;
   const atWork = snapshots.reduce((n, s) => n + s.agentStatuses.filter((status) => status !== 'idle').length, 0);
-  const wanted = pools + atWork;
-  if (wanted <= kept) return [];
-  return [
-    `${plural(pools, 'pool')} and ${plural(atWork, 'runner')} at work, but a worker keeps at most ${kept} workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least ${Math.ceil((wanted * 1.2) / 50) * 50} (1 – 2 MB of worker memory each) and restart the workers, or spread the pools over more workers`,
-  ];
+  const advice = workflowCacheAdvice(pools, atWork, services.deps.config.temporal.workflowCacheSize);
+  return advice ? [advice] : [];
 }
 
 async function poolsCheck(services: Services): Promise<StatusCheck> {

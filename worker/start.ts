@@ -14,6 +14,7 @@ import { createSweepActivities } from '../activities/sweep-activities';
 import { mintInstanceToken } from '../api/instance-token';
 import { seal, unseal } from '../api/sealed-secret';
 import type { LoadedConfig } from '../config/load';
+import { workflowCacheAdvice } from '../config/workflow-cache';
 import type { GitHubRegistry } from '../github/registry';
 import { createProviders } from '../providers/registry';
 import type { ProviderPort } from '../providers/port';
@@ -74,6 +75,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
     for (const s of await ensureRedeliverySchedules(client, config, config.temporal.taskQueue)) {
       if (s.change !== 'unchanged') log(`redelivery schedule ${s.scheduleId}: ${s.change}`);
     }
+    // Pools made after the start are the status check's to count; a listing that fails says nothing.
+    const pools = await new PoolDirectory(client, 0, config.temporal.taskQueue).fetch().catch(() => []);
+    const advice = workflowCacheAdvice(pools.length, 0, config.temporal.workflowCacheSize);
+    if (advice && options.logger) options.logger.warn(advice);
+    else if (advice) log(advice);
   } catch (err) {
     await clientConnection.close();
     throw err;

@@ -8,7 +8,10 @@ import { FakeProviderControl } from '../../providers/fake';
 import { startWorker } from '../../worker/start';
 import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { sweepScheduleId } from '../../worker/sweep-schedule';
-import { connectClient, temporalAddress, uniqueName } from '../support/temporal';
+import { startPool } from '../../api/pool-settings';
+import { poolWorkflowId } from '../../workflows/pool-messages';
+import { poolSettingsFor } from '../liveness/counterfeit';
+import { connectClient, eventually, temporalAddress, uniqueName } from '../support/temporal';
 import { CONTROLLER, triggerSweep } from './helpers';
 
 describe('startWorker', () => {
@@ -52,6 +55,44 @@ describe('startWorker', () => {
       await schedule.delete();
       await Promise.all(liveness.map((id) => client.schedule.getHandle(id).delete()));
       await started.stop();
+      await connection.close();
+    }
+  });
+
+  it('says at start when its pools outnumber the workflows it keeps in memory, and what to set', async () => {
+    const taskQueue = uniqueName('tq-cache');
+    const provider = uniqueName('cache-provider');
+    const config = parseConfig({
+      controllerId: CONTROLLER,
+      temporal: { address: temporalAddress(), namespace: 'default', taskQueue, workflowCacheSize: 2 },
+      providers: [{ type: 'fake', name: provider, stateDir: mkdtempSync(join(tmpdir(), 'runnerflow-cache-')) }],
+      sweep: { enabled: false },
+      liveness: { enabled: false },
+    });
+    const { client, connection } = await connectClient();
+    const pools = ['cache-a', 'cache-b', 'cache-c'].map((tag) => poolSettingsFor(provider, tag));
+    for (const settings of pools) await startPool(client, taskQueue, config, settings);
+    // Visibility lists a workflow a moment after it starts.
+    await eventually(async () => {
+      let listed = 0;
+      for await (const _ of client.workflow.list({ query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'` })) listed += 1;
+      return listed >= pools.length ? true : undefined;
+    }, 20_000, 'the pools listed');
+    const logged: string[] = [];
+    const started = await startWorker({
+      loaded: { config, source: 'test', env: {} },
+      github: createGitHubRegistry(config, {}),
+      instanceTokenKey: 'test-instance-token-key',
+      workflowBundlePath: inject('workflowBundlePath'),
+      log: (m) => logged.push(m),
+    });
+    try {
+      expect(logged).toContain(
+        '3 pools and 0 runners at work, but a worker keeps at most 2 workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least 50 (1 – 2 MB of worker memory each) and restart the workers, or spread the pools over more workers',
+      );
+    } finally {
+      await started.stop();
+      await Promise.all(pools.map((settings) => client.workflow.getHandle(poolWorkflowId(settings.name)).terminate('test done')));
       await connection.close();
     }
   });
