@@ -287,7 +287,15 @@ it('a configured start without an admin token says so in its banner instead of p
   } finally {
     process.kill(-child.pid!, 'SIGINT');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
-    if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+    // Only a start still running is killed: one that ended (by a signal too) has no group left, and
+    // an ESRCH thrown here would hide what the test found.
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      }
+    }
     rmSync(dir, { recursive: true, force: true });
   }
 }, 150_000);
