@@ -14,6 +14,19 @@ import { poolSettingsFor } from '../liveness/counterfeit';
 import { connectClient, eventually, temporalAddress, uniqueName } from '../support/temporal';
 import { CONTROLLER, triggerSweep } from './helpers';
 
+/** A worker of this config, with what it logs. */
+async function startLoggingWorker(config: ReturnType<typeof parseConfig>) {
+  const logged: string[] = [];
+  const started = await startWorker({
+    loaded: { config, source: 'test', env: {} },
+    github: createGitHubRegistry(config, {}),
+    instanceTokenKey: 'test-instance-token-key',
+    workflowBundlePath: inject('workflowBundlePath'),
+    log: (m) => logged.push(m),
+  });
+  return { started, logged };
+}
+
 describe('startWorker', () => {
   it('creates the sweep schedules and runs the sweep activity', async () => {
     const provider = uniqueName('start-provider');
@@ -26,14 +39,7 @@ describe('startWorker', () => {
       sweep: { interval: '24h', gracePeriod: '1h' },
     });
     const orphan = new FakeProviderControl(stateDir).addInstance({ name: uniqueName('orphan'), controllerId: CONTROLLER, createdAt: Date.now() - 2 * 3_600_000 });
-    const logged: string[] = [];
-    const started = await startWorker({
-      loaded: { config, source: 'test', env: {} },
-      github: createGitHubRegistry(config, {}),
-      instanceTokenKey: 'test-instance-token-key',
-      workflowBundlePath: inject('workflowBundlePath'),
-      log: (m) => logged.push(m),
-    });
+    const { started, logged } = await startLoggingWorker(config);
     const { client, connection } = await connectClient();
     const schedule = client.schedule.getHandle(sweepScheduleId(provider));
     const liveness = [livenessScheduleId(provider, 'machines'), livenessScheduleId(provider, 'github')];
@@ -78,14 +84,7 @@ describe('startWorker', () => {
       for await (const _ of client.workflow.list({ query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'` })) listed += 1;
       return listed >= pools.length ? true : undefined;
     }, 20_000, 'the pools listed');
-    const logged: string[] = [];
-    const started = await startWorker({
-      loaded: { config, source: 'test', env: {} },
-      github: createGitHubRegistry(config, {}),
-      instanceTokenKey: 'test-instance-token-key',
-      workflowBundlePath: inject('workflowBundlePath'),
-      log: (m) => logged.push(m),
-    });
+    const { started, logged } = await startLoggingWorker(config);
     try {
       expect(logged).toContain(
         '3 pools and 0 runners at work, but a worker keeps at most 2 workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least 50 (1 – 2 MB of worker memory each) and restart the workers, or spread the pools over more workers',
