@@ -112,3 +112,10 @@ export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): CpuRow[] {
   rows.push({ what: 'whole machine', seconds: after.machine - before.machine });
   return rows;
 }
+
+/** Resident set size of another process, from /proc (bytes). */
+export function rssOf(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  if (!kb) throw new Error(`no VmRSS for process ${pid}`);
+  return Number(kb) * 1024;
+}

@@ -27,9 +27,8 @@
  * worker's. A create attempt cut off in one worker is often retried in another,
  * so the JIT configs minted per runner show whether a runner was registered twice.
  */
-import { readFileSync } from 'node:fs';
 import { exitAfter, intArg, mb, ms, printTable, quietTemporal, runBench, sleep, stopOnInterrupt, temporalServer, until } from './common';
-import { cpuBetween, cpuSnapshot } from './cpu';
+import { cpuBetween, cpuSnapshot, rssOf } from './cpu';
 import { terminatePoolWorkflows } from './stack';
 import { processStackRequest, startProcessStack } from '../devstack/process-stack';
 import { SIMULATED_PROVIDER } from '../devstack/stack';
@@ -37,13 +36,6 @@ import type { PoolSettingsInput } from '../domain/pool';
 import { livenessCheck } from '../workflows/liveness-check';
 import { poolStateQuery, poolWorkflowId } from '../workflows/pool-messages';
 import { uniqueName } from './common';
-
-/** Resident set size of another process, from /proc (bytes). */
-function rssOf(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  if (!kb) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(kb) * 1024;
-}
 
 /** One line a second: runners idle so far, and the cores each process kept busy in that second. */
 async function printTimeline(started: number, pids: Record<string, number | undefined>, idle: () => number, on: () => boolean): Promise<void> {

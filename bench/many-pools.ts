@@ -20,23 +20,17 @@
  *
  * --cache sets `temporal.workflowCacheSize`, the workflows the worker keeps in memory.
  */
-import { readFileSync } from 'node:fs';
 import { processStackRequest, startProcessStack } from '../devstack/process-stack';
 import { SIMULATED_PROVIDER } from '../devstack/stack';
 import { WORKFLOW_CACHE_SIZE } from '../config/schema';
 import type { PoolSettingsInput } from '../domain/pool';
-import { cpuBetween, cpuSnapshot } from './cpu';
+import { cpuBetween, cpuSnapshot, rssOf } from './cpu';
 import { exitAfter, intArg, mb, ms, percentile, printTable, quietTemporal, runBench, sleep, stopOnInterrupt, temporalServer, uniqueName, until, type Figure } from './common';
 
 const SCRAPE_EVERY_MS = 15_000;
 /** The dashboard page's pause between polls (ui/app.js). */
 const DASHBOARD_POLL_MS = 1_500;
 const CREATE_PARALLEL = 10;
-
-function rssOf(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kb ?? 0) * 1024;
-}
 
 runBench('many-pools', async () => {
   const n = intArg('pools', 200);
