@@ -11,6 +11,7 @@ import { reportErrorText } from '../activities/failures';
 import type { GitHubCredentialsConfig } from '../config/schema';
 import { workflowCacheAdvice } from '../config/workflow-cache';
 import { GitHubApiError, GitHubRateLimitError } from '../github/port';
+import { secretRefOf } from '../github/registry';
 import { MACHINE_CLEANUP_WORKFLOW } from '../workflows/cleanup-messages';
 import { providerLiveness } from './dashboard/liveness-runs';
 import { credentialsRedelivery } from './dashboard/redelivery-runs';
@@ -174,9 +175,8 @@ const clockUtc = (iso: string): string => `${iso.slice(11, 16)} UTC`;
 
 /** How refused credentials are renewed: a secret file is read again by every process, a variable needs a restart. */
 export function renewalHint(credentials: GitHubCredentialsConfig): string {
-  const { auth } = credentials;
-  const what = auth.type === 'pat' ? 'the renewed token' : "the App's new private key (and check its installation id)";
-  const ref = auth.type === 'pat' ? auth.token : auth.privateKey;
+  const what = credentials.auth.type === 'pat' ? 'the renewed token' : "the App's new private key (and check its installation id)";
+  const ref = secretRefOf(credentials);
   return 'file' in ref
     ? `write ${what} into ${ref.file}: every process uses it from its next call, with no restart`
     : `put ${what} in ${ref.env} and restart the processes (a secret file would be read again without one)`;

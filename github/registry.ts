@@ -7,7 +7,7 @@
  * a restart; callers ask the registry for the port per call.
  */
 import { RotatingSecret } from '../config/rotating-secret';
-import type { GitHubCredentialsConfig, RunnerflowConfig } from '../config/schema';
+import type { GitHubCredentialsConfig, RunnerflowConfig, SecretRef } from '../config/schema';
 import { ActionsServiceClient } from './actions/client';
 import type { ActionsServicePort } from './actions/port';
 import { OctokitGitHub, type GitHubAuth, type GitHubLogger } from './octokit-github';
@@ -46,7 +46,8 @@ function authOf(credentials: GitHubCredentialsConfig, secret: string): GitHubAut
   return { type: 'app', appId: auth.appId, installationId: auth.installationId, privateKey: secret };
 }
 
-const secretRefOf = (credentials: GitHubCredentialsConfig) => (credentials.auth.type === 'pat' ? credentials.auth.token : credentials.auth.privateKey);
+/** Where the credentials' secret comes from: the token, or the App's private key. */
+export const secretRefOf = (credentials: GitHubCredentialsConfig): SecretRef => (credentials.auth.type === 'pat' ? credentials.auth.token : credentials.auth.privateKey);
 
 interface CredentialsEntry {
   port: OctokitGitHub;
