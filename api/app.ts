@@ -54,6 +54,16 @@ function failureResponse(err: unknown, request: Request, logger: Logger, taskQue
   return errorResponse(new HttpError(500, 'internal', `internal server error (request id ${requestId})`, { requestId }));
 }
 
+/** A token refused may be the one just written into the admin token's file: look, and check it once more. */
+function authorizeAdmin(request: Request, secrets: AppDeps['secrets']): void {
+  try {
+    requireAdmin(request, secrets.adminToken);
+  } catch (err) {
+    if (!secrets.recheck?.()) throw err;
+    requireAdmin(request, secrets.adminToken);
+  }
+}
+
 export function createApp(deps: AppDeps): App {
   const services = createServices(deps);
   const routes = apiRoutes();
@@ -61,7 +71,7 @@ export function createApp(deps: AppDeps): App {
     try {
       const url = new URL(request.url);
       const { route, params } = findRoute(routes, request.method, url.pathname);
-      if (route.auth === 'admin') requireAdmin(request, deps.secrets.adminToken);
+      if (route.auth === 'admin') authorizeAdmin(request, deps.secrets);
       return await route.handle({ request, url, params, services });
     } catch (err) {
       return failureResponse(err, request, deps.logger, deps.taskQueue);

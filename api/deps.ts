@@ -25,6 +25,11 @@ export interface ApiSecrets {
   previousWebhookSecret?: string;
   /** Key that signs and verifies instance callback tokens. */
   instanceTokenKey: string;
+  /**
+   * Looks at the secret files again now, whatever the interval; true when a value changed. Asked
+   * when a caller's secret matched none: it may have been signed with a secret just written in.
+   */
+  recheck?(): boolean;
 }
 
 export interface AppLimits {

@@ -252,7 +252,12 @@ async function webhooksCheck(services: Services): Promise<StatusCheck> {
       seen.previous > 0 && seen.lastPreviousAt !== undefined
         ? `${plural(seen.previous, 'delivery', 'deliveries')} signed with it since this API process started, the last at ${at(seen.lastPreviousAt)}: GitHub still has the old secret; give it the new one`
         : `no delivery signed with it since this API process started (${at(seen.since)})`;
-    problems.push(`${signed}; once GitHub signs with the new secret only, remove api.previousWebhookSecret: an old secret left accepted can still sign deliveries`);
+    const previousRef = services.deps.config.api.previousWebhookSecret;
+    const ending =
+      previousRef && 'file' in previousRef
+        ? `empty its file ${previousRef.file} (every API process stops accepting it, with no restart)`
+        : 'remove api.previousWebhookSecret and restart the API processes';
+    problems.push(`${signed}; once GitHub signs with the new secret only, ${ending}: an old secret left accepted can still sign deliveries`);
   }
   if (problems.length === 0) return check('webhooks', 'ok', 'deliveries verified with api.webhookSecret');
   return check('webhooks', 'warning', summaries.join('; '), problems);

@@ -7,7 +7,7 @@
  * again only when it changed. An environment variable cannot change under a running process, so
  * a secret given as one is read once.
  */
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { resolveSecret } from './load';
 import type { SecretRef } from './schema';
 
@@ -17,6 +17,14 @@ export interface SecretReading {
   changed: boolean;
   /** The file changed but could not be read (half-way through its replacement): the last value is kept. */
   problem?: string;
+}
+
+export interface RotatingSecretOptions {
+  /**
+   * An empty file reads as no value, not as a file half-way through its replacement: for a secret
+   * whose absence is a state of its own (the previous webhook secret once a rotation is over).
+   */
+  emptyMeansNone?: boolean;
 }
 
 export class RotatingSecret {
@@ -32,9 +40,10 @@ export class RotatingSecret {
     private readonly env: NodeJS.ProcessEnv,
     private readonly recheckMs: number,
     private readonly now: () => number = Date.now,
+    private readonly options: RotatingSecretOptions = {},
   ) {
     this.stamp = this.stampOfFile();
-    this.value = resolveSecret(ref, env) ?? '';
+    this.value = this.readValue();
     this.checkedAt = now();
   }
 
@@ -46,7 +55,7 @@ export class RotatingSecret {
     this.refused = false;
     let next: string;
     try {
-      next = resolveSecret(this.ref, this.env) ?? '';
+      next = this.readValue();
     } catch (err) {
       // The stamp is left as it was, so the next look reads the file again.
       return { value: this.value, changed: false, problem: (err as Error).message };
@@ -62,6 +71,11 @@ export class RotatingSecret {
     this.refused = true;
   }
 
+  private readValue(): string {
+    if (this.options.emptyMeansNone && 'file' in this.ref && fileIsBlank(this.ref.file)) return '';
+    return resolveSecret(this.ref, this.env) ?? '';
+  }
+
   /**
    * What changes when the file is replaced: a swapped symlink or a rename gives another inode, an
    * in-place write another size or time. Following symlinks is what a secret volume needs.
@@ -74,5 +88,13 @@ export class RotatingSecret {
     } catch {
       return undefined;
     }
+  }
+}
+
+function fileIsBlank(file: string): boolean {
+  try {
+    return readFileSync(file, 'utf8').trim() === '';
+  } catch {
+    return false;
   }
 }

@@ -210,7 +210,8 @@ export const configSchema = z
         webhookSecret: secretRefSchema.optional(),
         /**
          * While the webhook's secret is rotated: the old one, accepted beside `webhookSecret`
-         * until GitHub has been given the new one (deliveries in flight carry either).
+         * until GitHub has been given the new one (deliveries in flight carry either). Given as a
+         * file, an empty file is no previous secret: emptying it ends the rotation.
          */
         previousWebhookSecret: secretRefSchema.optional(),
         /** Key that signs instance callback tokens; a random one per process when unset. */
@@ -241,9 +242,10 @@ export const configSchema = z
       .object({
         credentials: z.array(githubCredentialsSchema).default([]),
         /**
-         * How often a secret given as a file (a token, an App's private key) is looked at for a new
-         * value: a rotated one is used from then on without a restart. A value GitHub refuses (401)
-         * has the file looked at again before the next call.
+         * How often a secret given as a file (a token, an App's private key, and the API's admin
+         * token and webhook secrets) is looked at for a new value: a rotated one is used from then
+         * on without a restart. A value GitHub refuses (401), and a request whose secret matched
+         * none of the API's, has the file looked at again at once.
          */
         secretRecheck: durationMs.default(10_000),
       })

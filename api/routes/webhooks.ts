@@ -22,14 +22,21 @@ export const webhookRoutes: Route<Services>[] = [
       },
     },
     async handle({ request, services }) {
-      const secret = services.deps.secrets.webhookSecret;
+      const { secrets } = services.deps;
+      const secret = secrets.webhookSecret;
       if (!secret) {
         throw new HttpError(503, 'webhooks_disabled', 'no webhook secret is configured (set RUNNERFLOW_WEBHOOK_SECRET or api.webhookSecret)');
       }
-      const previousSecret = services.deps.secrets.previousWebhookSecret;
+      const previousSecret = secrets.previousWebhookSecret;
       return handleGitHubWebhook(request, {
         secret,
         ...(previousSecret ? { previousSecret } : {}),
+        secretsAfterRecheck: () => {
+          const current = secrets.recheck?.() ? secrets.webhookSecret : undefined;
+          if (!current) return undefined;
+          const previous = secrets.previousWebhookSecret;
+          return { secret: current, ...(previous ? { previousSecret: previous } : {}) };
+        },
         signatures: services.signatures,
         sink: services.sink,
         logger: services.deps.logger,

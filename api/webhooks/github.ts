@@ -68,6 +68,11 @@ export interface GitHubWebhookDeps {
    * the new one: during a rotation some deliveries (in flight, or sent again) carry either.
    */
   previousSecret?: string;
+  /**
+   * Secrets read again now, when a delivery matched none or only the previous secret: a secret
+   * file may have just been replaced or emptied. Undefined when nothing changed.
+   */
+  secretsAfterRecheck?: () => { secret: string; previousSecret?: string } | undefined;
   /** Where signatures seen are counted (previous secret, none); one shared by the process by default. */
   signatures?: WebhookSignatures;
   sink: WorkflowJobSink;
@@ -108,7 +113,7 @@ async function signatureValid(secret: string, payload: string, signature: string
 }
 
 /** Which configured secret signed the delivery, if any. */
-async function signedWith(deps: GitHubWebhookDeps, payload: string, signature: string): Promise<'current' | 'previous' | undefined> {
+async function signedWith(deps: Pick<GitHubWebhookDeps, 'secret' | 'previousSecret'>, payload: string, signature: string): Promise<'current' | 'previous' | undefined> {
   if (await signatureValid(deps.secret, payload, signature)) return 'current';
   if (deps.previousSecret && (await signatureValid(deps.previousSecret, payload, signature))) return 'previous';
   return undefined;
@@ -180,7 +185,11 @@ export async function handleGitHubWebhook(request: Request, deps: GitHubWebhookD
     return failure(401, 'missing_signature', 'X-Hub-Signature-256 header is required');
   }
   const signatures = deps.signatures ?? sharedSignatures;
-  const signer = await signedWith(deps, payload, signature);
+  let signer = await signedWith(deps, payload, signature);
+  // A signature that matched nothing may be the secret just written in; one that matched the
+  // previous secret, the one whose file was just emptied to end the rotation.
+  const rechecked = signer === 'current' ? undefined : deps.secretsAfterRecheck?.();
+  if (rechecked) signer = await signedWith(rechecked, payload, signature);
   if (!signer) {
     count('unauthorized');
     if (signatures.signedWithNone()) {
