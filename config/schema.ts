@@ -131,7 +131,7 @@ const awsEc2ProviderSchema = z
     subnetId: z.string().optional(),
     securityGroupIds: z.array(z.string()).default([]),
     keyName: z.string().optional(),
-    /** Static credentials; otherwise the AWS SDK's default chain is used. */
+    /** Static credentials, read again when their files change; otherwise the AWS SDK's default chain is used. */
     accessKeyId: secretRefSchema.optional(),
     secretAccessKey: secretRefSchema.optional(),
     /** RunInstances and the GitHub call that comes before it take a few seconds at most. */
@@ -242,10 +242,10 @@ export const configSchema = z
       .object({
         credentials: z.array(githubCredentialsSchema).default([]),
         /**
-         * How often a secret given as a file (a token, an App's private key, and the API's admin
-         * token and webhook secrets) is looked at for a new value: a rotated one is used from then
-         * on without a restart. A value GitHub refuses (401), and a request whose secret matched
-         * none of the API's, has the file looked at again at once.
+         * How often a secret given as a file (a token, an App's private key, the API's admin token
+         * and webhook secrets, an aws-ec2 provider's static keys) is looked at for a new value: a
+         * rotated one is used from then on without a restart. A value GitHub or EC2 refuses, and a
+         * request whose secret matched none of the API's, has the file looked at again at once.
          */
         secretRecheck: durationMs.default(10_000),
       })

@@ -22,14 +22,14 @@ export class UnknownProviderError extends Error {
   }
 }
 
-function build(config: ProviderConfig, env: NodeJS.ProcessEnv): ProviderPort {
+function build(config: ProviderConfig, env: NodeJS.ProcessEnv, secretRecheckMs: number): ProviderPort {
   switch (config.type) {
     case 'local-process':
       return new LocalProcessProvider(config, env);
     case 'external':
       return new ExternalProvider(config, env);
     case 'aws-ec2':
-      return new AwsEc2Provider(config, env);
+      return new AwsEc2Provider(config, env, { secretRecheckMs });
     case 'fake':
       return new FakeProvider(config);
   }
@@ -39,7 +39,7 @@ function build(config: ProviderConfig, env: NodeJS.ProcessEnv): ProviderPort {
 export function createProviders(config: RunnerflowConfig, env: NodeJS.ProcessEnv = process.env): Map<string, ProviderPort> {
   // The schema's own defaults, so the fallback matches a configured local-process provider.
   const configs: ProviderConfig[] = config.providers.length > 0 ? config.providers : [providerConfigSchema.parse({ type: 'local-process', name: DEFAULT_PROVIDER_NAME })];
-  return new Map(configs.map((c) => [c.name, instrumentProvider(asConfigured(build(c, env), c))]));
+  return new Map(configs.map((c) => [c.name, instrumentProvider(asConfigured(build(c, env, config.github.secretRecheck), c))]));
 }
 
 /** A provider with what its config entry says about it beyond its own settings; also for ones built elsewhere (the dev stack's simulated machines). */

@@ -15,7 +15,7 @@ import {
   type _InstanceType,
 } from '@aws-sdk/client-ec2';
 import type { AwsEc2ProviderConfig } from '../../config/schema';
-import { resolveSecret } from '../../config/load';
+import { RotatingSecret } from '../../config/rotating-secret';
 import {
   ProviderFaultError,
   ProviderNotFoundError,
@@ -54,7 +54,12 @@ export type AwsEc2ProviderOptions = Pick<AwsEc2ProviderConfig, 'name' | 'region'
 export interface AwsEc2ProviderDeps {
   client?: EC2Client;
   now?: () => number;
+  /** How often static keys given as files are looked at for new values (`github.secretRecheck`). */
+  secretRecheckMs?: number;
 }
+
+/** EC2's answers to keys it does not take: an unknown, deleted or deactivated key, or a wrong secret. */
+const REFUSED_KEYS = /^(AuthFailure|InvalidClientTokenId|SignatureDoesNotMatch|UnrecognizedClientException)/;
 
 /** Same name (and controller), same token: a retried RunInstances returns the first machine. */
 export function clientTokenFor(controllerId: string, name: string): string {
@@ -67,6 +72,8 @@ export class AwsEc2Provider implements ProviderPort {
   private readonly now: () => number;
   /** Instance ids a delete found unknown to EC2, and when it first did (see terminate). */
   private readonly unseenSince = new Map<string, number>();
+  /** Static keys given in the config; without them the SDK's default chain, which renews its own. */
+  private readonly staticKeys: { id: RotatingSecret; secret: RotatingSecret } | undefined;
 
   constructor(
     private readonly config: AwsEc2ProviderOptions,
@@ -74,18 +81,26 @@ export class AwsEc2Provider implements ProviderPort {
     deps: AwsEc2ProviderDeps = {},
   ) {
     this.name = config.name;
-    const accessKeyId = resolveSecret(config.accessKeyId, env);
-    const secretAccessKey = resolveSecret(config.secretAccessKey, env);
-    if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) {
+    if (Boolean(config.accessKeyId) !== Boolean(config.secretAccessKey)) {
       throw new ProviderFaultError(this.name, `provider ${this.name}: accessKeyId and secretAccessKey must be given together`, undefined, false);
     }
     this.now = deps.now ?? Date.now;
+    const recheckMs = deps.secretRecheckMs ?? 10_000;
+    this.staticKeys =
+      config.accessKeyId && config.secretAccessKey
+        ? { id: new RotatingSecret(config.accessKeyId, env, recheckMs), secret: new RotatingSecret(config.secretAccessKey, env, recheckMs) }
+        : undefined;
+    const keys = this.staticKeys;
     this.client =
       deps.client ??
       new EC2Client({
         region: config.region,
         endpoint: config.endpoint,
-        credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+        // The SDK keeps credentials that carry no expiration for the client's whole life, so keys
+        // rotated in their files would never be seen. Keys that say they expire now are asked for
+        // at every request; RotatingSecret decides whether that looks at the files (a clock read
+        // otherwise).
+        credentials: keys ? async () => ({ accessKeyId: keys.id.read().value, secretAccessKey: keys.secret.read().value, expiration: new Date() }) : undefined,
         maxAttempts: 3,
       });
   }
@@ -273,6 +288,12 @@ export class AwsEc2Provider implements ProviderPort {
       if (signal.aborted) throw new ProviderFaultError(this.name, `${operation} timed out after ${ctx.timeoutMs} ms`);
       const e = err as { name?: string; Code?: string; message?: string };
       const code = e.Code ?? e.name ?? 'Error';
+      if (REFUSED_KEYS.test(code)) {
+        // Rotated keys are written one file after the other, or the old key was deleted before the
+        // new one was written: look at both files before the next call, whatever the interval.
+        this.staticKeys?.id.recheckSoon();
+        this.staticKeys?.secret.recheckSoon();
+      }
       throw new ProviderFaultError(this.name, `${operation} failed: ${code}`, e.message, !PERMANENT_ERRORS.test(code));
     }
   }

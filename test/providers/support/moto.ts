@@ -27,10 +27,19 @@ export interface MotoServer {
   stop(): Promise<void>;
 }
 
-export async function startMoto(): Promise<MotoServer> {
+export interface MotoOptions {
+  /**
+   * Requests served before moto checks credentials (IAM's users and keys); unset, it never does.
+   * Each request to a service counts, signed or not.
+   */
+  unauthenticatedRequests?: number;
+}
+
+export async function startMoto(options: MotoOptions = {}): Promise<MotoServer> {
   const server = ensureMotoInstalled();
   const port = await freePort();
-  const child: ChildProcess = spawn(server, ['-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const env = { ...process.env, ...(options.unauthenticatedRequests !== undefined ? { INITIAL_NO_AUTH_ACTION_COUNT: String(options.unauthenticatedRequests) } : {}) };
+  const child: ChildProcess = spawn(server, ['-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'], env });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
