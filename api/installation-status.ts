@@ -91,7 +91,7 @@ async function workersCheck(services: Services): Promise<StatusCheck> {
 }
 
 function cacheProblem(services: Services, pools: number, snapshots: PoolSnapshot[]): string[] {
-  const atWork = snapshots.reduce((n, s) => n + s.agentStatuses.filter((status) => status !== 'idle').length, 0);
+  const atWork = snapshots.reduce((n, s) => n + Object.entries(s.runnersByAgent).reduce((m, [status, count]) => (status === 'idle' ? m : m + count), 0), 0);
   const advice = workflowCacheAdvice(pools, atWork, services.deps.config.temporal.workflowCacheSize);
   return advice ? [advice] : [];
 }
@@ -100,7 +100,7 @@ async function poolsCheck(services: Services): Promise<StatusCheck> {
   const { client } = services.deps;
   const unreadable: string[] = [];
   let stuck = 0;
-  const snapshots = await readPoolSnapshots(client, services.pools, services.limits.summaryPoolTimeoutMs, (pool, err) => {
+  const snapshots = await readPoolSnapshots(client, services.pools, { queryTimeoutMs: services.limits.summaryPoolTimeoutMs, onPoolReadFailed: (pool, err) => {
     // A pool that ended since it was listed has nothing wrong left to say.
     if (isNotFound(err)) return;
     services.stuckWorkflows.heardPool(pool, err);
@@ -112,7 +112,7 @@ async function poolsCheck(services: Services): Promise<StatusCheck> {
     } else {
       unreadable.push(`pool ${pool}: did not answer (${temporalFailureReason(err, services.deps.taskQueue)})`);
     }
-  });
+  } });
   const listeners = snapshots
     .filter((s) => s.scaleSetListener !== undefined && s.scaleSetListener !== 'listening')
     .map((s) => `pool ${s.pool}: its scale set's listener is ${s.scaleSetListener}, so it takes no jobs (\`runnerflow pool show ${s.pool}\` says why)`);

@@ -6,7 +6,7 @@
 import type { Client } from '@temporalio/client';
 import { poolNameOf, poolStateQuery, queuedJobCount, type PoolView, type UnmatchedJob } from '../workflows/pool-messages';
 import type { RunnerStatus, InstanceStatus } from '../domain/instance-status';
-import { countRunners } from './dashboard/pool-counts';
+import { countRunners } from '../domain/pool-counts';
 import type { PoolEntry } from './pool-directory';
 import { poolsKnowingJobs } from './temporal/known-jobs';
 

@@ -6,7 +6,7 @@
  * new read, and callers that need visibility's answer alone call `fetch()`.
  */
 import type { Client } from '@temporalio/client';
-import { RUNNER_POOL_WORKFLOW, type PoolMemo } from '../workflows/pool-messages';
+import { RUNNER_POOL_WORKFLOW, type PoolGlance, type PoolMemo } from '../workflows/pool-messages';
 import { andQuery, quote } from './temporal/visibility';
 import { githubScopeSchema } from '../domain/pool';
 
@@ -26,9 +26,24 @@ function isScaleSetIdentity(value: unknown): value is NonNullable<PoolMemo['scal
   return typeof v === 'object' && v !== null && typeof v.name === 'string' && typeof v.runnerGroup === 'string' && typeof v.credentials === 'string';
 }
 
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+const isCountRecord = (value: unknown): value is Record<string, number> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every(isCount);
+
+/** A pool's glance as its memo holds it; undefined for anything else (a memo written by hand, say), which is then asked of the pool. */
+function asPoolGlance(value: unknown): PoolGlance | undefined {
+  const g = value as Partial<Record<keyof PoolGlance, unknown>> | null;
+  if (typeof g !== 'object' || g === null) return undefined;
+  const counts = g.counts as Partial<Record<keyof PoolGlance['counts'], unknown>> | undefined;
+  if (!counts || ![counts.alive, counts.idle, counts.busy, counts.starting, counts.leaving].every(isCount)) return undefined;
+  if (!isCountRecord(g.statuses) || !isCountRecord(g.agents) || ![g.queuedJobs, g.desired, g.minIdleRunners, g.at].every(isCount)) return undefined;
+  return g as PoolGlance;
+}
+
 function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undefined {
   if (!memo) return undefined;
   const { labels, priority, enabled, maxRunners, provider, scope, mode, scaleSet, deleting } = memo;
+  const glance = asPoolGlance(memo.glance);
   const knownScope = githubScopeSchema.safeParse(scope);
   if (!Array.isArray(labels) || typeof priority !== 'number' || typeof enabled !== 'boolean') return undefined;
   return {
@@ -43,6 +58,7 @@ function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undef
     // And which jobs are its scale set's: GitHub offers those to its listener, so they are not unmatched.
     ...(mode === 'scaleSet' && isScaleSetIdentity(scaleSet) ? { scaleSet: { name: scaleSet.name, runnerGroup: scaleSet.runnerGroup, credentials: scaleSet.credentials } } : {}),
     ...(deleting === true ? { deleting } : {}),
+    ...(glance ? { glance } : {}),
   };
 }
 

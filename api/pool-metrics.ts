@@ -20,40 +20,60 @@ export interface PoolMetricsOptions {
   onPoolReadFailed?: (pool: string, err: unknown) => void;
 }
 
-export async function readPoolSnapshots(
-  client: Client,
-  directory: PoolDirectory,
-  queryTimeoutMs: number,
-  onPoolReadFailed?: PoolMetricsOptions['onPoolReadFailed'],
-): Promise<PoolSnapshot[]> {
+export interface PoolSnapshotReading {
+  queryTimeoutMs: number;
+  /** Told of each pool whose state could not be read. */
+  onPoolReadFailed?: PoolMetricsOptions['onPoolReadFailed'];
+  /**
+   * Take a pool's counts from the glance in its memo, and ask only pools without one. The gauges
+   * do; the status check asks every pool, since a pool whose workflow tasks fail still lists its
+   * last glance, and saying so is the check's job.
+   */
+  fromGlance?: boolean;
+}
+
+const countsOf = (values: readonly string[]): Record<string, number> => {
+  const counts: Record<string, number> = {};
+  for (const v of values) counts[v] = (counts[v] ?? 0) + 1;
+  return counts;
+};
+
+export async function readPoolSnapshots(client: Client, directory: PoolDirectory, reading: PoolSnapshotReading): Promise<PoolSnapshot[]> {
   const pools = await directory.fetch();
-  const query = <T>(workflowId: string, ask: (id: string) => Promise<T>): Promise<T> => client.withDeadline(Date.now() + queryTimeoutMs, () => ask(workflowId));
-  const views = await Promise.all(
-    pools.map(async (pool) => {
-      const view = await query(pool.workflowId, (id) => client.workflow.getHandle(id).query(poolStateQuery)).catch((err: unknown) => {
-        onPoolReadFailed?.(pool.name, err);
-        return undefined;
-      });
-      // A pool that ended between the list and the query has nothing to count.
-      if (!view) return undefined;
-      if (view.settings.mode !== 'scaleSet') return { pool, view };
+  const query = <T>(workflowId: string, ask: (id: string) => Promise<T>): Promise<T> => client.withDeadline(Date.now() + reading.queryTimeoutMs, () => ask(workflowId));
+  const snapshots = await Promise.all(
+    pools.map(async (pool): Promise<PoolSnapshot | undefined> => {
+      const glance = reading.fromGlance ? pool.memo?.glance : undefined;
+      let snapshot: PoolSnapshot;
+      let mode: string | undefined;
+      if (glance && pool.memo) {
+        mode = pool.memo.mode;
+        snapshot = { pool: pool.name, provider: pool.memo.provider, runnersByStatus: glance.statuses, runnersByAgent: glance.agents, queuedJobs: glance.queuedJobs };
+      } else {
+        const view = await query(pool.workflowId, (id) => client.workflow.getHandle(id).query(poolStateQuery)).catch((err: unknown) => {
+          reading.onPoolReadFailed?.(pool.name, err);
+          return undefined;
+        });
+        // A pool that ended between the list and the query has nothing to count.
+        if (!view) return undefined;
+        mode = view.settings.mode;
+        snapshot = {
+          pool: pool.name,
+          provider: view.settings.provider,
+          runnersByStatus: countsOf(view.runners.map((r) => r.status)),
+          runnersByAgent: countsOf(view.runners.map((r) => r.runnerStatus)),
+          queuedJobs: queuedJobCount(view),
+        };
+      }
+      if (mode !== 'scaleSet') return snapshot;
       // A scale-set pool takes jobs only through a listener that holds a session: one stuck in
       // `conflict` (another listener holds the scale set) or gone leaves idle runners and waiting jobs.
       const listener = await query(scaleSetListenerId(pool.name), (id) => client.workflow.getHandle(id).query(scaleSetStateQuery)).catch(() => undefined);
-      return { pool, view, scaleSetListener: listener?.status ?? 'absent', scaleSetDiffers: listener ? scaleSetDifferences(listener) : [] };
+      const differs = listener ? scaleSetDifferences(listener) : [];
+      return { ...snapshot, scaleSetListener: listener?.status ?? 'absent', ...(differs.length > 0 ? { scaleSetDiffers: differs } : {}) };
     }),
   );
-  return views
-    .filter((v) => v !== undefined)
-    .map(({ pool, view, scaleSetListener, scaleSetDiffers }) => ({
-      pool: pool.name,
-      provider: view.settings.provider,
-      runnerStatuses: view.runners.map((r) => r.status),
-      agentStatuses: view.runners.map((r) => r.runnerStatus),
-      queuedJobs: queuedJobCount(view),
-      ...(scaleSetListener !== undefined ? { scaleSetListener } : {}),
-      ...(scaleSetDiffers && scaleSetDiffers.length > 0 ? { scaleSetDiffers } : {}),
-    }));
+  return snapshots.filter((s) => s !== undefined);
 }
 
 /** Registers this client's pools with the gauges; returns the function that unregisters them. */
@@ -66,7 +86,7 @@ export function exposePoolMetrics(client: Client, options: PoolMetricsOptions): 
   return addPoolSnapshotSource(() => {
     const now = Date.now();
     if (!cached || now - cached.at > options.cacheMs) {
-      const snapshots = readPoolSnapshots(openOnly, directory, options.queryTimeoutMs, options.onPoolReadFailed);
+      const snapshots = readPoolSnapshots(openOnly, directory, { queryTimeoutMs: options.queryTimeoutMs, onPoolReadFailed: options.onPoolReadFailed, fromGlance: true });
       cached = { at: now, snapshots };
       snapshots.catch(() => (cached = undefined));
     }

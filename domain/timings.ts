@@ -87,6 +87,12 @@ export interface InstanceTimings {
    * was configurable (they tried five times in about two seconds).
    */
   poolReportTimeoutMs?: number;
+  /**
+   * How often at most a pool writes its counts into its memo (`PoolGlance`), when a decision
+   * changed them: how far behind the dashboard's summary and the metrics' gauges may be. Absent
+   * from the input of pools started before it was configurable.
+   */
+  poolGlanceIntervalMs?: number;
 }
 
 export const DEFAULT_TIMINGS: InstanceTimings = {
@@ -117,6 +123,7 @@ export const DEFAULT_TIMINGS: InstanceTimings = {
   poolAuditIntervalMs: 10 * 60_000,
   poolStepHeartbeatTimeoutMs: 10_000,
   poolReportTimeoutMs: 2 * 60_000,
+  poolGlanceIntervalMs: 2_000,
 };
 
 export const timingsOverrideSchema = z
@@ -148,6 +155,7 @@ export const timingsOverrideSchema = z
     poolAuditInterval: durationMs,
     poolStepHeartbeatTimeout: durationMs,
     poolReportTimeout: durationMs,
+    poolGlanceInterval: durationMs,
   })
   .partial()
   .strict();

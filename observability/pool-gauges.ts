@@ -9,10 +9,10 @@ import { registry } from './metrics';
 export interface PoolSnapshot {
   pool: string;
   provider: string;
-  /** Instance status (GARM's names) of every runner the pool holds. */
-  runnerStatuses: string[];
-  /** Runner (agent) status of every runner: idle, active, pending, ... */
-  agentStatuses: string[];
+  /** The pool's runners counted by instance status (GARM's names). */
+  runnersByStatus: Record<string, number>;
+  /** The pool's runners counted by runner (agent) status: idle, active, pending, ... */
+  runnersByAgent: Record<string, number>;
   queuedJobs: number;
   /** A scale-set pool's listener: its status, or `absent` when no listener answers. Undefined for other pools. */
   scaleSetListener?: string;
@@ -35,12 +35,6 @@ async function snapshots(): Promise<PoolSnapshot[]> {
   return all.flat();
 }
 
-function countBy(values: string[]): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  return counts;
-}
-
 // One collection shared by the gauges of a scrape: they are collected one after another.
 let pending: { at: number; result: Promise<PoolSnapshot[]> } | undefined;
 function currentSnapshots(): Promise<PoolSnapshot[]> {
@@ -50,7 +44,7 @@ function currentSnapshots(): Promise<PoolSnapshot[]> {
 }
 
 /** A gauge of a pool's runners counted by one of their statuses. */
-function runnersByStatus(name: string, help: string, statusesOf: (s: PoolSnapshot) => string[]): void {
+function runnersByStatus(name: string, help: string, countsOf: (s: PoolSnapshot) => Record<string, number>): void {
   new Gauge({
     name,
     help,
@@ -59,7 +53,7 @@ function runnersByStatus(name: string, help: string, statusesOf: (s: PoolSnapsho
     async collect() {
       this.reset();
       for (const s of await currentSnapshots()) {
-        for (const [status, n] of countBy(statusesOf(s))) this.set({ pool: s.pool, provider: s.provider, status }, n);
+        for (const [status, n] of Object.entries(countsOf(s))) if (n > 0) this.set({ pool: s.pool, provider: s.provider, status }, n);
       }
     },
   });
@@ -68,12 +62,12 @@ function runnersByStatus(name: string, help: string, statusesOf: (s: PoolSnapsho
 runnersByStatus(
   'runnerflow_runners',
   'Runners a pool holds, by instance status (pending_create, creating, running, pending_delete, deleting, error, ...)',
-  (s) => s.runnerStatuses,
+  (s) => s.runnersByStatus,
 );
 runnersByStatus(
   'runnerflow_runner_agents',
   'Runners a pool holds, by what the runner agent reported (pending, installing, idle, active, failed, terminated)',
-  (s) => s.agentStatuses,
+  (s) => s.runnersByAgent,
 );
 
 new Gauge({

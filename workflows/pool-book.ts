@@ -11,7 +11,8 @@ import { desiredRunnerCount } from '../domain/scale-set';
 import type { ScaleSetDemandArgs } from './scale-set-messages';
 import type { InstanceTimings } from '../domain/timings';
 import { RecentRepositories } from './recent-repositories';
-import type { JobProgressArgs, PoolCarriedState, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
+import { countRunners } from '../domain/pool-counts';
+import type { JobProgressArgs, PoolCarriedState, PoolGlance, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
 import { QueuedJobs } from './queued-jobs';
 
 /** Job event keys remembered for de-duplication; old ones fall off (GitHub redelivers within hours, not weeks). */
@@ -518,6 +519,24 @@ export class PoolBook {
     const onRunners = new Set<number>();
     for (const r of this.runners.values()) if (r.jobId !== undefined) onRunners.add(r.jobId);
     return jobIds.filter((id) => this.queued.has(id) || onRunners.has(id));
+  }
+
+  /** What the pool publishes in its memo (`PoolGlance`), but for when. */
+  glance(): Omit<PoolGlance, 'at'> {
+    const statuses: PoolGlance['statuses'] = {};
+    const agents: PoolGlance['agents'] = {};
+    for (const { status, runnerStatus } of this.runners.values()) {
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      agents[runnerStatus] = (agents[runnerStatus] ?? 0) + 1;
+    }
+    return {
+      counts: countRunners(this.runners.values()),
+      statuses,
+      agents,
+      queuedJobs: this.queuedJobCount,
+      desired: Math.min(this.demand(), this.settings.maxRunners),
+      minIdleRunners: this.settings.minIdleRunners,
+    };
   }
 
   view(): PoolView {

@@ -3,6 +3,7 @@
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
+import type { PoolCounts } from '../domain/pool-counts';
 import type { GitHubScopeSettings, PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 import type { PackedQueue } from './queued-jobs';
@@ -208,4 +209,31 @@ export interface PoolMemo {
   scaleSet?: { name: string; runnerGroup: string; credentials: string };
   /** Being deleted: it takes no more jobs, though visibility lists it until its last runner is gone. */
   deleting?: true;
+  /** Absent until the pool's first decision, and from pools run by workers that did not write it. */
+  glance?: PoolGlance;
+}
+
+/** What the Web UI shows for the timer that writes a pool's glance once its interval is over. */
+export const GLANCE_TIMER_SUMMARY = 'write the pool glance held back by poolGlanceInterval';
+
+/**
+ * A pool at a glance, written into its memo by a decision that changed it, at most every
+ * `poolGlanceInterval`. The dashboard's summary and the metrics' gauges read every pool's from
+ * one visibility listing instead of asking each pool a query: with hundreds of pools those
+ * queries kept the worker busy replaying pools it did not hold in its cache, and a query that
+ * reaches a pool no worker holds while signals wait is how a pool's history stops replaying
+ * (docs/self-healing.md).
+ */
+export interface PoolGlance {
+  counts: PoolCounts;
+  /** Runners by instance status. */
+  statuses: Partial<Record<InstanceStatus, number>>;
+  /** Runners by what their agent reported. */
+  agents: Partial<Record<RunnerStatus, number>>;
+  queuedJobs: number;
+  /** Runners the pool wants right now (min idle + queued jobs, capped at max). */
+  desired: number;
+  minIdleRunners: number;
+  /** When the decision that wrote it was made (epoch ms, the workflow's clock). */
+  at: number;
 }

@@ -33,6 +33,7 @@ import { LEAVE_REASK_MS, PoolBook } from './pool-book';
 import { poolMemoOf } from './pool-memo';
 import {
   deletePoolSignal,
+  GLANCE_TIMER_SUMMARY,
   jobProgressSignal,
   jobQueuedSignal,
   jobsQueuedSignal,
@@ -136,6 +137,8 @@ const DEFAULT_AUDIT_INTERVAL_MS = 10 * 60_000;
 
 /** For pools whose input predates `poolStepHeartbeatTimeoutMs`. */
 const DEFAULT_STEP_HEARTBEAT_MS = 10_000;
+/** For pools whose input predates `poolGlanceIntervalMs`. */
+const DEFAULT_GLANCE_INTERVAL_MS = 2_000;
 
 const registrations = proxyActivities<GitHubSweepActivities>({
   startToCloseTimeout: 120_000,
@@ -498,6 +501,38 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     await condition(() => dirty || startsReturned !== returned);
   }
 
+  /**
+   * The pool's counts in its memo (`PoolGlance`), written by a decision that changed them, at most
+   * every `poolGlanceInterval` (0: at every such decision). A change within the interval is
+   * written once it is over, by a timer of its own: the last change of a burst must not wait for
+   * the next signal, and the pool's steady wake is left alone (replacing it would cost a timer
+   * cancelled and started again). A busy pool so starts at most one such timer per interval, and
+   * a quiet one writes nothing. (patched: pools that decided without writing it replay so.)
+   */
+  const publishesGlance = patched('pool-publishes-its-glance');
+  let glanceWritten: string | undefined;
+  let glanceWrittenAt = Number.NEGATIVE_INFINITY;
+  let glanceTimerArmed = false;
+  function publishGlance(now: number): void {
+    if (!publishesGlance) return;
+    const glance = book.glance();
+    const key = JSON.stringify(glance);
+    if (key === glanceWritten) return;
+    const due = glanceWrittenAt + (input.timings.poolGlanceIntervalMs ?? DEFAULT_GLANCE_INTERVAL_MS);
+    if (now >= due) {
+      upsertMemo({ glance: { ...glance, at: now } });
+      glanceWritten = key;
+      glanceWrittenAt = now;
+      return;
+    }
+    if (glanceTimerArmed) return;
+    glanceTimerArmed = true;
+    void sleep(due - now, { summary: GLANCE_TIMER_SUMMARY }).then(() => {
+      glanceTimerArmed = false;
+      dirty = true;
+    });
+  }
+
   // A run begun when pools continued as new only at 4,000 events keeps that limit: continuing
   // earlier on replay would be other commands for the same history.
   const historyLimit = input.historyLimit ?? (patched('short-pool-history') ? DEFAULT_HISTORY_LIMIT : EARLIER_HISTORY_LIMIT);
@@ -549,6 +584,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     // Pools whose history predates the bound replay their unbounded decisions unchanged.
     const maxStarts = boundedStarts ? (input.maxStartsPerDecision ?? MAX_STARTS_PER_DECISION) : Infinity;
     createRunners(Math.min(plan.create, maxStarts));
+    publishGlance(Date.now());
     dirty = false;
     // More to start: the next decision follows in a workflow task of its own (a condition that
     // is already true would resolve within this one, and its starts would join this completion).

@@ -3,7 +3,7 @@ import { poolStateQuery, poolWorkflowId, queuedJobCount, type PoolView } from '.
 import type { PoolEntry } from '../pool-directory';
 import type { Services } from '../services';
 import { temporalFailureReason } from '../temporal/errors';
-import { countRunners, runnerPhase, type PoolCounts } from './pool-counts';
+import { countRunners, runnerPhase, type PoolCounts } from '../../domain/pool-counts';
 
 export interface PoolOverview {
   name: string;
@@ -23,6 +23,11 @@ export interface PoolOverview {
   mode?: string;
   /** The pool did not answer its query; the rest of the summary still stands. */
   error?: string;
+  /**
+   * When the pool last wrote the counts shown (its memo's glance), when they come from there; a
+   * pool writes them when they change, so an old time on a quiet pool is no sign of trouble.
+   */
+  glanceAt?: string;
 }
 
 /** The pool's own view with each runner's phase and the counts, as GET /api/v1/pools/:name answers. */
@@ -30,8 +35,28 @@ export function withCounts(view: PoolView): PoolView & { counts: PoolCounts; run
   return { ...view, runners: view.runners.map((r) => ({ ...r, phase: runnerPhase(r) })), counts: countRunners(view.runners) };
 }
 
+/**
+ * One pool for the summary: from the glance in its memo when it wrote one (no query: every open
+ * dashboard reads every pool every few seconds), else asked of the pool.
+ */
 export async function poolOverview(services: Services, entry: PoolEntry): Promise<PoolOverview> {
   const base = { name: entry.name, workflowId: entry.workflowId, runId: entry.runId, provider: entry.memo?.provider, enabled: entry.memo?.enabled };
+  const memo = entry.memo;
+  if (memo?.glance) {
+    const { glance } = memo;
+    return {
+      ...base,
+      mode: memo.mode ?? 'webhook',
+      labels: memo.labels,
+      minIdleRunners: glance.minIdleRunners,
+      maxRunners: memo.maxRunners,
+      desired: glance.desired,
+      counts: glance.counts,
+      queuedJobs: glance.queuedJobs,
+      deleting: memo.deleting === true,
+      glanceAt: new Date(glance.at).toISOString(),
+    };
+  }
   let view: PoolView;
   try {
     const { client } = services.deps;

@@ -8,13 +8,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
-import { countRunners, runnerPhase } from '../../api/dashboard/pool-counts';
+import { readPoolSnapshots } from '../../api/pool-metrics';
+import { PoolDirectory } from '../../api/pool-directory';
+import { startPool } from '../../api/pool-settings';
+import { poolSettingsSchema } from '../../domain/pool';
+import { countRunners, runnerPhase } from '../../domain/pool-counts';
 import { ConfigError, loadConfig, parseConfig } from '../../config/load';
 import { FakeProvider, FakeProviderControl } from '../../providers/fake';
 import { ensureSweepSchedules, sweepScheduleId } from '../../worker/sweep-schedule';
 import { cleanupWorkflowId } from '../../workflows/cleanup-messages';
 import { forceDeleteSignal } from '../../workflows/messages';
-import { jobQueuedSignal, poolWorkflowId, type PoolRunnerView } from '../../workflows/pool-messages';
+import { jobQueuedSignal, poolWorkflowId, type PoolGlance, type PoolRunnerView } from '../../workflows/pool-messages';
 import { addProvider, leakMachine, runningInstance, triggerSweep, useSweepRig } from '../sweep/helpers';
 import { awayFromTheHour, eventually, uniqueName } from '../support/temporal';
 import { ADMIN_TOKEN, INSTANCE_TOKEN_KEY, expectError, recordingLogger, testApp, validPool } from './support';
@@ -36,6 +40,7 @@ interface PoolSummaryBody {
   counts?: Record<string, number>;
   queuedJobs?: number;
   error?: string;
+  glanceAt?: string;
 }
 
 describe('runner phases', () => {
@@ -71,8 +76,9 @@ describe('GET /api/v1/summary', () => {
     const pool = await eventually(async () => {
       const body = (await (await api.call('GET', '/api/v1/summary')).json()) as { pools: PoolSummaryBody[] };
       const found = body.pools.find((p) => p.name === name);
-      return found?.counts?.alive === 3 ? found : undefined;
-    }, 30_000, 'three runners alive');
+      // Asked of the pool until the glance it writes into its memo is listed; from the glance after.
+      return found?.counts?.alive === 3 && found.glanceAt ? found : undefined;
+    }, 30_000, 'three runners alive, from the pool\'s glance');
     expect(pool).toMatchObject({ provider: 'fake', enabled: true, minIdleRunners: 2, maxRunners: 4, desired: 3, queuedJobs: 1, deleting: false });
     const { alive, idle, busy, starting } = pool.counts as Record<'alive' | 'idle' | 'busy' | 'starting', number>;
     expect(idle + busy + starting).toBe(alive);
@@ -86,6 +92,42 @@ describe('GET /api/v1/summary', () => {
     expect(body.temporal).toEqual({ namespace: 'default', webUiUrl: 'http://127.0.0.1:8233', taskQueue: rig.worker.taskQueue });
     expect(typeof body.unmatchedJobs).toBe('number');
     await api.call('DELETE', `/api/v1/pools/${name}`);
+  });
+
+  it('shows a pool from the glance in its memo without asking it, as the metrics gauges do; the status check asks it', async () => {
+    // No worker polls this task queue: a query would time out, so counts shown come from the memo.
+    const taskQueue = uniqueName('no-worker');
+    const api = testApp(rig.client, taskQueue, { limits: { queryTimeoutMs: 800 } });
+    const name = uniqueName('glanced').toLowerCase();
+    const settings = poolSettingsSchema.parse(validPool(name, { minIdleRunners: 1, maxRunners: 5 }));
+    const glance: PoolGlance = {
+      counts: { alive: 3, idle: 1, busy: 1, starting: 1, leaving: 1 },
+      statuses: { running: 3, deleting: 1 },
+      agents: { idle: 1, active: 1, pending: 2 },
+      queuedJobs: 4,
+      desired: 5,
+      minIdleRunners: 1,
+      at: Date.parse('2026-12-01T10:00:00Z'),
+    };
+    await startPool(rig.client, taskQueue, parseConfig({}), settings, { glance });
+    try {
+      const shown = await eventually(async () => {
+        const { pools } = (await (await api.call('GET', '/api/v1/summary')).json()) as { pools: PoolSummaryBody[] };
+        return pools.find((p) => p.name === name);
+      }, 20_000, 'the pool listed');
+      expect(shown).toMatchObject({ counts: glance.counts, desired: 5, queuedJobs: 4, minIdleRunners: 1, maxRunners: 5, glanceAt: '2026-12-01T10:00:00.000Z' });
+      expect(shown.error).toBeUndefined();
+
+      const directory = new PoolDirectory(rig.client, 0, taskQueue);
+      const fromGlance = await readPoolSnapshots(rig.client, directory, { queryTimeoutMs: 800, fromGlance: true });
+      expect(fromGlance).toEqual([{ pool: name, provider: 'fake', runnersByStatus: glance.statuses, runnersByAgent: glance.agents, queuedJobs: 4 }]);
+      const failed: string[] = [];
+      const asked = await readPoolSnapshots(rig.client, directory, { queryTimeoutMs: 800, onPoolReadFailed: (pool) => failed.push(pool) });
+      expect(asked).toEqual([]);
+      expect(failed).toEqual([name]);
+    } finally {
+      await rig.client.workflow.getHandle(poolWorkflowId(name)).terminate('test done');
+    }
   });
 
   it('reports a pool that does not answer in its own entry instead of failing the summary', async () => {

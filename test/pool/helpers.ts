@@ -1,7 +1,8 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
 import { runnerWorkflowId, runnerStatusSignal, stateQuery } from '../../workflows/messages';
-import { poolStateQuery, poolWorkflowId, type PoolView, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { GLANCE_TIMER_SUMMARY, poolStateQuery, poolWorkflowId, type PoolView, type RunnerPoolInput } from '../../workflows/pool-messages';
 import { runnerPool } from '../../workflows/runner-pool';
 import { FAST_TIMINGS, uniqueName } from '../support/temporal';
 
@@ -57,3 +58,7 @@ export function autoRegister(client: Client, pool: WorkflowHandle<typeof runnerP
 export function idleRunners(view: PoolView): string[] {
   return view.runners.filter((r) => r.runnerStatus === 'idle').map((r) => r.name);
 }
+
+/** The timer a pool starts to write its glance once `poolGlanceInterval` is over: not one of its deadlines. */
+export const isGlanceTimer = (event: temporal.api.history.v1.IHistoryEvent): boolean =>
+  new TextDecoder().decode(event.userMetadata?.summary?.data ?? new Uint8Array()).includes(GLANCE_TIMER_SUMMARY);

@@ -4,8 +4,15 @@
  * "Leaving" is the pool's own rule (domain/instance-status.ts) plus runners the
  * pool has asked to go.
  */
-import { isLeaving } from '../../domain/instance-status';
-import type { PoolRunnerView } from '../../workflows/pool-messages';
+import { isLeaving, type InstanceStatus, type RunnerStatus } from './instance-status';
+
+/** What of a runner its phase depends on. */
+export interface PhasedRunner {
+  status: InstanceStatus;
+  runnerStatus: RunnerStatus;
+  /** The pool asked it to leave. */
+  deleteRequested?: boolean;
+}
 
 export interface PoolCounts {
   alive: number;
@@ -17,14 +24,14 @@ export interface PoolCounts {
 
 export type RunnerPhase = 'starting' | 'idle' | 'busy' | 'leaving';
 
-export function runnerPhase(runner: Pick<PoolRunnerView, 'status' | 'runnerStatus' | 'deleteRequested'>): RunnerPhase {
+export function runnerPhase(runner: PhasedRunner): RunnerPhase {
   if (runner.deleteRequested || isLeaving(runner.status, runner.runnerStatus)) return 'leaving';
   if (runner.runnerStatus === 'active') return 'busy';
   if (runner.runnerStatus === 'idle') return 'idle';
   return 'starting';
 }
 
-export function countRunners(runners: readonly PoolRunnerView[]): PoolCounts {
+export function countRunners(runners: Iterable<PhasedRunner>): PoolCounts {
   const counts: PoolCounts = { alive: 0, idle: 0, busy: 0, starting: 0, leaving: 0 };
   for (const runner of runners) {
     const phase = runnerPhase(runner);
