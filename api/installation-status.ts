@@ -18,6 +18,8 @@ import { credentialsRedelivery } from './dashboard/redelivery-runs';
 import type { ScheduleView } from './dashboard/schedule-runs';
 import { providerSweep } from './dashboard/sweep-runs';
 import { readPoolSnapshots } from './pool-metrics';
+import type { PoolEntry } from './pool-directory';
+import { poolsWithReportedProblems } from './temporal/reported-problems';
 import type { PoolSnapshot } from '../observability/pool-gauges';
 import type { Services } from './services';
 import { isNotFound, isWorkflowTaskFailing, temporalFailureReason } from './temporal/errors';
@@ -96,11 +98,20 @@ function cacheProblem(services: Services, pools: number, snapshots: PoolSnapshot
   return advice ? [advice] : [];
 }
 
+/**
+ * Whether every pool decides. A pool's counts come from its glance, and only the pools the
+ * server reports failing (`TemporalReportedProblems`), or that have no glance, are asked: a
+ * query to each of hundreds of pools kept the workers replaying pools they did not cache, every
+ * time an open dashboard refreshed its status. On a server that cannot report problems, every
+ * pool is asked.
+ */
 async function poolsCheck(services: Services): Promise<StatusCheck> {
   const { client } = services.deps;
   const unreadable: string[] = [];
   let stuck = 0;
-  const snapshots = await readPoolSnapshots(client, services.pools, { queryTimeoutMs: services.limits.summaryPoolTimeoutMs, onPoolReadFailed: (pool, err) => {
+  const reported = await poolsWithReportedProblems(client, services.deps.taskQueue);
+  const fromGlance = reported ? (pool: PoolEntry) => !reported.has(pool.workflowId) : false;
+  const snapshots = await readPoolSnapshots(client, services.pools, { queryTimeoutMs: services.limits.summaryPoolTimeoutMs, fromGlance, onPoolReadFailed: (pool, err) => {
     // A pool that ended since it was listed has nothing wrong left to say.
     if (isNotFound(err)) return;
     services.stuckWorkflows.heardPool(pool, err);

@@ -9,7 +9,7 @@ import { addPoolSnapshotSource, type PoolSnapshot } from '../observability/pool-
 import { poolStateQuery, queuedJobCount } from '../workflows/pool-messages';
 import { scaleSetDifferences } from '../domain/scale-set';
 import { scaleSetListenerId, scaleSetStateQuery } from '../workflows/scale-set-messages';
-import { PoolDirectory } from './pool-directory';
+import { PoolDirectory, type PoolEntry } from './pool-directory';
 
 export interface PoolMetricsOptions {
   cacheMs: number;
@@ -25,11 +25,11 @@ export interface PoolSnapshotReading {
   /** Told of each pool whose state could not be read. */
   onPoolReadFailed?: PoolMetricsOptions['onPoolReadFailed'];
   /**
-   * Take a pool's counts from the glance in its memo, and ask only pools without one. The gauges
-   * do; the status check asks every pool, since a pool whose workflow tasks fail still lists its
-   * last glance, and saying so is the check's job.
+   * Take a pool's counts from the glance in its memo (for every pool, or those the function
+   * picks), and ask only the others. A pool whose workflow tasks fail still lists its last glance:
+   * the gauges do not mind, the status check asks those the server reports failing.
    */
-  fromGlance?: boolean;
+  fromGlance?: boolean | ((pool: PoolEntry) => boolean);
 }
 
 const countsOf = (values: readonly string[]): Record<string, number> => {
@@ -43,7 +43,8 @@ export async function readPoolSnapshots(client: Client, directory: PoolDirectory
   const query = <T>(workflowId: string, ask: (id: string) => Promise<T>): Promise<T> => client.withDeadline(Date.now() + reading.queryTimeoutMs, () => ask(workflowId));
   const snapshots = await Promise.all(
     pools.map(async (pool): Promise<PoolSnapshot | undefined> => {
-      const glance = reading.fromGlance ? pool.memo?.glance : undefined;
+      const glanced = typeof reading.fromGlance === 'function' ? reading.fromGlance(pool) : reading.fromGlance === true;
+      const glance = glanced ? pool.memo?.glance : undefined;
       let snapshot: PoolSnapshot;
       let mode: string | undefined;
       if (glance && pool.memo) {

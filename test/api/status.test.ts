@@ -19,7 +19,7 @@ import { livenessScheduleId } from '../../worker/liveness-schedule';
 import { ensureSchedule } from '../../worker/schedules';
 import { MACHINE_CLEANUP_WORKFLOW, cleanupWorkflowId } from '../../workflows/cleanup-messages';
 import { LIVENESS_CHECK_WORKFLOW } from '../../workflows/liveness-check';
-import { UNMATCHED_JOBS_WORKFLOW, poolWorkflowId, unmatchedJobSignal, unmatchedJobsWorkflowId } from '../../workflows/pool-messages';
+import { UNMATCHED_JOBS_WORKFLOW, poolWorkflowId, unmatchedJobSignal, unmatchedJobsWorkflowId, type PoolGlance } from '../../workflows/pool-messages';
 import { counterfeitPool, poolSettingsFor, stuckPool } from '../liveness/counterfeit';
 import { addProvider, useLivenessRig } from '../liveness/helpers';
 import { GitHubDouble } from '../support/github-double';
@@ -244,6 +244,23 @@ describe('the installation status', () => {
         return check.status === 'failing' ? check : undefined;
       }, 30_000, 'the pool named as failing');
       expect(pools.summary).toBe('1 pool, 0 answering');
+      expect(pools.problems).toEqual([expect.stringMatching(new RegExp(`^pool ${settings.name}: its workflow tasks are failing, so it starts no runner`))]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('fails on a stuck pool that shows a glance, found through the problems the server reports, not by asking every pool', async () => {
+    // Its memo holds a glance, as every pool's does once it has decided: without the server's report
+    // the check would take the counts from it and never ask the pool.
+    const glance: PoolGlance = { counts: { alive: 0, idle: 0, busy: 0, starting: 0, leaving: 0 }, statuses: {}, agents: {}, queuedJobs: 0, desired: 0, minIdleRunners: 0, at: Date.now() };
+    const { provider, settings, taskQueue, done } = await stuckPool(rig, 'status-glanced', { memo: { glance } });
+    try {
+      const app = statusApp(taskQueue, provider);
+      const pools = await eventually(async () => {
+        const check = named(await statusOf(app), 'pools');
+        return check.status === 'failing' ? check : undefined;
+      }, 30_000, 'the pool named as failing');
       expect(pools.problems).toEqual([expect.stringMatching(new RegExp(`^pool ${settings.name}: its workflow tasks are failing, so it starts no runner`))]);
     } finally {
       await done();

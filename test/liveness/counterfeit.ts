@@ -26,6 +26,8 @@ export interface CounterfeitOptions {
    * as written by the very code that cannot replay it.
    */
   buildId?: string;
+  /** Memo entries beside the pool's own (a glance, say). */
+  memo?: Record<string, unknown>;
 }
 
 /** Starts a workflow whose first task a counterfeit of its type makes, on a worker stopped once it has. */
@@ -68,7 +70,7 @@ export function counterfeitPool(client: Client, taskQueue: string, settings: Poo
       taskQueue,
       workflowId: poolWorkflowId(settings.name),
       args: [input],
-      memo: { ...poolMemoOf(settings) },
+      memo: { ...options.memo, ...poolMemoOf(settings) },
       typedSearchAttributes: [{ key: RUNNER_POOL, value: settings.name }],
     });
   return withCounterfeitFirstTask(taskQueue, start, options);
@@ -84,12 +86,12 @@ export const STUCK_JOB = 515151;
  * A pool on a provider of its own whose first task a counterfeit made, a runnerflow worker on its
  * task queue, and a job that makes the worker take a task and fail it on nondeterminism.
  */
-export async function stuckPool(rig: LivenessRig, tag: string, options: { buildId?: string; beforeWorker?: (provider: string) => Promise<void> } = {}) {
+export async function stuckPool(rig: LivenessRig, tag: string, options: { buildId?: string; memo?: Record<string, unknown>; beforeWorker?: (provider: string) => Promise<void> } = {}) {
   const provider = addProvider(rig).name;
   const settings = poolSettingsFor(provider, tag);
   const taskQueue = uniqueName(`tq-${tag}`);
   await options.beforeWorker?.(provider);
-  const pool = await counterfeitPool(rig.client, taskQueue, settings, options.buildId ? { buildId: options.buildId } : {});
+  const pool = await counterfeitPool(rig.client, taskQueue, settings, { ...(options.buildId ? { buildId: options.buildId } : {}), ...(options.memo ? { memo: options.memo } : {}) });
   const worker = await startTestWorker({ taskQueue, providers: rig.providers, github: rig.github });
   const done = async () => {
     await pool.terminate('test done').catch(() => undefined);
