@@ -235,18 +235,23 @@ describe('the installation status', () => {
     }
   });
 
+  /** Waits for the `pools` check to fail on a pool stuck as `stuckPool` makes it, and checks it names the pool. */
+  async function failingPoolsCheck(stuck: Awaited<ReturnType<typeof stuckPool>>): Promise<StatusCheck> {
+    const app = statusApp(stuck.taskQueue, stuck.provider);
+    const pools = await eventually(async () => {
+      const check = named(await statusOf(app), 'pools');
+      return check.status === 'failing' ? check : undefined;
+    }, 30_000, 'the pool named as failing');
+    expect(pools.problems).toEqual([expect.stringMatching(new RegExp(`^pool ${stuck.settings.name}: its workflow tasks are failing, so it starts no runner`))]);
+    return pools;
+  }
+
   it('fails on a pool whose workflow tasks keep failing, naming it', async () => {
-    const { provider, settings, taskQueue, done } = await stuckPool(rig, 'status-stuck');
+    const stuck = await stuckPool(rig, 'status-stuck');
     try {
-      const app = statusApp(taskQueue, provider);
-      const pools = await eventually(async () => {
-        const check = named(await statusOf(app), 'pools');
-        return check.status === 'failing' ? check : undefined;
-      }, 30_000, 'the pool named as failing');
-      expect(pools.summary).toBe('1 pool, 0 answering');
-      expect(pools.problems).toEqual([expect.stringMatching(new RegExp(`^pool ${settings.name}: its workflow tasks are failing, so it starts no runner`))]);
+      expect((await failingPoolsCheck(stuck)).summary).toBe('1 pool, 0 answering');
     } finally {
-      await done();
+      await stuck.done();
     }
   });
 
@@ -254,16 +259,11 @@ describe('the installation status', () => {
     // Its memo holds a glance, as every pool's does once it has decided: without the server's report
     // the check would take the counts from it and never ask the pool.
     const glance: PoolGlance = { counts: { alive: 0, idle: 0, busy: 0, starting: 0, leaving: 0 }, statuses: {}, agents: {}, queuedJobs: 0, desired: 0, minIdleRunners: 0, at: Date.now() };
-    const { provider, settings, taskQueue, done } = await stuckPool(rig, 'status-glanced', { memo: { glance } });
+    const stuck = await stuckPool(rig, 'status-glanced', { memo: { glance } });
     try {
-      const app = statusApp(taskQueue, provider);
-      const pools = await eventually(async () => {
-        const check = named(await statusOf(app), 'pools');
-        return check.status === 'failing' ? check : undefined;
-      }, 30_000, 'the pool named as failing');
-      expect(pools.problems).toEqual([expect.stringMatching(new RegExp(`^pool ${settings.name}: its workflow tasks are failing, so it starts no runner`))]);
+      await failingPoolsCheck(stuck);
     } finally {
-      await done();
+      await stuck.done();
     }
   });
 
