@@ -19,7 +19,12 @@ export const poolRoutes: Route<Services>[] = [
     method: 'GET',
     path: '/api/v1/pools',
     auth: 'admin',
-    doc: { tag: TAG, summary: 'List running pools with their labels, priority, size and provider', responses: { 200: 'The pools' } },
+    doc: {
+      tag: TAG,
+      summary:
+        'List running pools with their labels, priority, size and provider, and `glance`: the runners by phase, by instance status and by agent status and the queued jobs, as the pool last wrote them (at most `timings.poolGlanceInterval` old; absent until its first decision)',
+      responses: { 200: 'The pools' },
+    },
     async handle({ services }) {
       const pools = await services.bounded(() => services.pools.fetch());
       return json({ pools: pools.map((p) => ({ name: p.name, ...p.memo, startTime: p.startTime })) });

@@ -12,6 +12,8 @@ interface PoolSummary {
   priority?: number;
   maxRunners?: number;
   enabled?: boolean;
+  /** The counts the pool last wrote (at most `poolGlanceInterval` old); absent until its first decision. */
+  glance?: { counts: PoolCounts; queuedJobs: number };
 }
 
 interface PoolRunner {
@@ -152,8 +154,11 @@ export const poolCommands: Record<string, Command> = {
       if (ctx.json) return printJson(ctx, pools);
       ctx.out(
         formatTable(
-          ['NAME', 'PROVIDER', 'LABELS', 'PRIORITY', 'MAX', 'ENABLED'],
-          pools.map((p) => [p.name, p.provider, p.labels, p.priority, p.maxRunners, p.enabled]),
+          ['NAME', 'PROVIDER', 'LABELS', 'PRIORITY', 'MAX', 'ENABLED', 'IDLE', 'BUSY', 'STARTING', 'QUEUED'],
+          pools.map((p) => {
+            const g = p.glance;
+            return [p.name, p.provider, p.labels, p.priority, p.maxRunners, p.enabled, g?.counts.idle, g?.counts.busy, g?.counts.starting, g?.queuedJobs];
+          }),
         ),
       );
     },

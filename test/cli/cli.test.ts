@@ -131,11 +131,15 @@ describe('runnerflow CLI', () => {
     }, 30_000, 'pool listed');
     expect(listed).toMatchObject({ maxRunners: 4, priority: 2 });
 
-    const table = await cli(['pool', 'list']);
-    const lines = table.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^NAME\s+PROVIDER\s+LABELS\s+PRIORITY\s+MAX\s+ENABLED$/);
-    const row = lines.find((l) => l.startsWith(name));
-    expect(row).toMatch(new RegExp(`^${name}\\s+${PROVIDER}\\s+linux,x64\\s+2\\s+4\\s+true$`));
+    // The counts come from the pool's glance, written once it has decided: idle, busy, starting, queued.
+    const { lines, row } = await eventually(async () => {
+      const table = await cli(['pool', 'list']);
+      const all = table.stdout.trim().split('\n');
+      const found = all.find((l) => l.startsWith(name));
+      return found && /\d+$/.test(found) ? { lines: all, row: found } : undefined;
+    }, 30_000, 'the pool listed with its counts');
+    expect(lines[0]).toMatch(/^NAME\s+PROVIDER\s+LABELS\s+PRIORITY\s+MAX\s+ENABLED\s+IDLE\s+BUSY\s+STARTING\s+QUEUED$/);
+    expect(row).toMatch(new RegExp(`^${name}\\s+${PROVIDER}\\s+linux,x64\\s+2\\s+4\\s+true\\s+\\d+\\s+0\\s+\\d+\\s+0$`));
     // Columns are aligned: every header starts where its values start.
     expect(row!.indexOf(PROVIDER)).toBe(lines[0]!.indexOf('PROVIDER'));
 
