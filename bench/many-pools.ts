@@ -9,8 +9,8 @@
  * - **idle**: nobody looks; what the installation costs by itself;
  * - **watched**: Prometheus scrapes `/metrics` every 15 s and `--dashboards` open dashboards (2 by
  *   default) poll `/api/v1/summary` as the page does: 1.5 s after each answer, or twice as long as
- *   the answer took when that is longer (`--fixed-poll` leaves that out, as the page did before).
- *   Both read every pool.
+ *   the answer took when that is longer (`--fixed-poll` leaves that out, as the page did before),
+ *   and `/api/v1/status` about every 30 s, as the page does.
  *
  * It prints the machine's CPU per process in each window, per pool and minute, the worker's
  * RSS, and how long a scrape and a dashboard poll take. Run it for several N (50, 200, 500) to see
@@ -30,6 +30,8 @@ import { exitAfter, intArg, mb, ms, percentile, printTable, quietTemporal, runBe
 const SCRAPE_EVERY_MS = 15_000;
 /** The dashboard page's pause between polls (ui/app.js). */
 const DASHBOARD_POLL_MS = 1_500;
+/** The page asks for the installation's status every 20th poll: about every 30 s. */
+const STATUS_EVERY_MS = 30_000;
 const CREATE_PARALLEL = 10;
 
 runBench('many-pools', async () => {
@@ -89,6 +91,7 @@ runBench('many-pools', async () => {
 
     const scrapes: number[] = [];
     const polls: number[] = [];
+    const statuses: number[] = [];
     const failures: string[] = [];
     const timed = async (path: string, into: number[]) => {
       const t0 = Date.now();
@@ -114,6 +117,12 @@ runBench('many-pools', async () => {
           await sleep(fixedPoll ? DASHBOARD_POLL_MS : Math.max(DASHBOARD_POLL_MS, 2 * took));
         }
       }),
+      ...Array.from({ length: dashboards }, async () => {
+        while (Date.now() - watchStarted < windowMs) {
+          const took = await timed('/api/v1/status', statuses);
+          await sleep(Math.max(0, STATUS_EVERY_MS - took));
+        }
+      }),
     ];
     await Promise.all(loops);
     const watchedCpu = cpuBetween(watchedBefore, cpuSnapshot(pids));
@@ -131,6 +140,7 @@ runBench('many-pools', async () => {
       ...byProcess(watchedCpu, 'watched'),
       { figure: '/metrics scrape (every 15 s): p50 / max', value: `${ms(percentile(scrapes, 50))} / ${ms(Math.max(...scrapes))} (${scrapes.length} scrapes)` },
       { figure: `/api/v1/summary poll (${dashboards} dashboards${fixedPoll ? ', 1.5 s pauses' : ''}): p50 / max`, value: `${ms(percentile(polls, 50))} / ${ms(Math.max(...polls))} (${polls.length} polls)` },
+      { figure: `/api/v1/status (${dashboards} dashboards, every 30 s): p50 / max`, value: `${ms(percentile(statuses, 50))} / ${ms(Math.max(...statuses))} (${statuses.length} reads)` },
       { figure: 'failed reads', value: failures.length === 0 ? 'none' : failures.slice(0, 3).join('; '), target: 'none', met: failures.length === 0 },
       { figure: 'worker RSS', value: mb(workerRss) },
     ]);
