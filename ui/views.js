@@ -7,7 +7,7 @@ import { scheduleUrl, temporalLink, workflowUrl } from './temporal-links.js';
  * @typedef {{ alive: number, idle: number, busy: number, starting: number, leaving: number }} Counts
  * @typedef {{ name: string, workflowId: string, runId: string, provider?: string, enabled?: boolean, labels?: string[],
  *   minIdleRunners?: number, maxRunners?: number, desired?: number, counts?: Counts, queuedJobs?: number, deleting?: boolean,
- *   mode?: string, error?: string }} PoolSummary
+ *   mode?: string, error?: string, glanceAt?: string }} PoolSummary
  * @typedef {{ select(name: string): void, toggleEnabled(pool: PoolSummary): void, editSize(pool: PoolSummary): void }} PoolActions
  */
 
@@ -30,6 +30,8 @@ export function poolsView(pools, selected, actions) {
   if (pools.length === 0) return empty('No pools yet. Create one with `runnerflow pool create` or POST /api/v1/pools.');
   const rows = pools.map((pool) => {
     const c = pool.counts;
+    // Counts from the pool's glance are as it last wrote them: up to a couple of seconds behind a busy pool.
+    const asOf = pool.glanceAt ? { title: `as the pool last wrote them, at ${new Date(pool.glanceAt).toLocaleTimeString()}` } : {};
     return h(
       'tr',
       { class: pool.name === selected ? 'selected' : undefined, 'data-pool': pool.name },
@@ -42,13 +44,13 @@ export function poolsView(pools, selected, actions) {
       ),
       h('td', {}, pool.provider ?? '–'),
       h('td', {}, poolState(pool)),
-      h('td', {}, count(pool.desired)),
-      h('td', {}, count(c?.alive)),
-      h('td', {}, count(c?.idle)),
-      h('td', {}, count(c?.busy)),
-      h('td', {}, count(c?.starting)),
-      h('td', {}, count(c?.leaving)),
-      h('td', {}, count(pool.queuedJobs)),
+      h('td', asOf, count(pool.desired)),
+      h('td', asOf, count(c?.alive)),
+      h('td', asOf, count(c?.idle)),
+      h('td', asOf, count(c?.busy)),
+      h('td', asOf, count(c?.starting)),
+      h('td', asOf, count(c?.leaving)),
+      h('td', asOf, count(pool.queuedJobs)),
       h('td', {}, `${pool.minIdleRunners ?? '–'} / ${pool.maxRunners ?? '–'}`),
       h(
         'td',

@@ -82,6 +82,8 @@ describe('dashboard', () => {
     // Busy while the job runs: the pool's counts say so too.
     await row.getByText('busy', { exact: true }).waitFor();
     await expect.poll(() => poolRow(page, pool).getByRole('cell').nth(5).textContent(), { timeout: 15_000 }).toBe('1');
+    // Read from the glance the pool wrote, and the cell says when.
+    expect(await poolRow(page, pool).getByRole('cell').nth(5).getAttribute('title')).toMatch(/^as the pool last wrote them, at /);
 
     await row.getByRole('button', { name: `Timeline of ${taken.runnerName}` }).click();
     const transitions = runners.getByRole('list', { name: 'Status transitions' });
