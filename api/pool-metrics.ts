@@ -7,6 +7,7 @@
 import { Client } from '@temporalio/client';
 import { addPoolSnapshotSource, type PoolSnapshot } from '../observability/pool-gauges';
 import { poolStateQuery, queuedJobCount } from '../workflows/pool-messages';
+import { countStatuses } from '../domain/pool-counts';
 import { scaleSetDifferences } from '../domain/scale-set';
 import { scaleSetListenerId, scaleSetStateQuery } from '../workflows/scale-set-messages';
 import { PoolDirectory, type PoolEntry } from './pool-directory';
@@ -32,12 +33,6 @@ export interface PoolSnapshotReading {
   fromGlance?: boolean | ((pool: PoolEntry) => boolean);
 }
 
-const countsOf = (values: readonly string[]): Record<string, number> => {
-  const counts: Record<string, number> = {};
-  for (const v of values) counts[v] = (counts[v] ?? 0) + 1;
-  return counts;
-};
-
 export async function readPoolSnapshots(client: Client, directory: PoolDirectory, reading: PoolSnapshotReading): Promise<PoolSnapshot[]> {
   const pools = await directory.fetch();
   const query = <T>(workflowId: string, ask: (id: string) => Promise<T>): Promise<T> => client.withDeadline(Date.now() + reading.queryTimeoutMs, () => ask(workflowId));
@@ -58,13 +53,8 @@ export async function readPoolSnapshots(client: Client, directory: PoolDirectory
         // A pool that ended between the list and the query has nothing to count.
         if (!view) return undefined;
         mode = view.settings.mode;
-        snapshot = {
-          pool: pool.name,
-          provider: view.settings.provider,
-          runnersByStatus: countsOf(view.runners.map((r) => r.status)),
-          runnersByAgent: countsOf(view.runners.map((r) => r.runnerStatus)),
-          queuedJobs: queuedJobCount(view),
-        };
+        const { statuses, agents } = countStatuses(view.runners);
+        snapshot = { pool: pool.name, provider: view.settings.provider, runnersByStatus: statuses, runnersByAgent: agents, queuedJobs: queuedJobCount(view) };
       }
       if (mode !== 'scaleSet') return snapshot;
       // A scale-set pool takes jobs only through a listener that holds a session: one stuck in

@@ -1,8 +1,8 @@
 /**
- * One read shared by the requests that want it at about the same time. A dashboard's summary asks
- * every pool a query; with hundreds of pools that is hundreds of worker query tasks per poll, and
- * each open dashboard polls on its own. Requests that come while a read is under way, or within
- * `freshMs` after it ended, get its answer: several dashboards then cost what one does.
+ * One read shared by the requests that want it at about the same time. A dashboard's summary is
+ * a visibility listing of every pool, plus a query to each pool that has not written its glance
+ * yet, and each open dashboard polls on its own. Requests that come while a read is under way, or
+ * within `freshMs` after it ended, get its answer: several dashboards then cost what one does.
  * A read that failed is not kept: the next request reads again.
  */
 export class SharedRead<T> {

@@ -1,8 +1,9 @@
 /**
- * Whether a worker's workflow cache holds what it is asked about. Every liveness pass, sweep,
- * metrics scrape and dashboard poll asks each pool, and a pool the worker could not keep is
- * replayed from its history for each question: busy while nothing happens, and slow to answer
- * (bench/many-pools.ts). Said by the worker at start and by the status's `pools` check.
+ * Whether a worker's workflow cache holds what it is asked about. Every liveness pass and sweep
+ * asks each pool (scrapes, dashboards and the status check read the pools' glance instead), and
+ * a pool the worker could not keep is replayed from its history for each question: busy while
+ * nothing happens (bench/many-pools.ts). Said by the worker at start and by the status's `pools`
+ * check.
  */
 export function workflowCacheAdvice(pools: number, runnersAtWork: number, kept: number): string | undefined {
   const wanted = pools + runnersAtWork;

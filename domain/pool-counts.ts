@@ -40,3 +40,14 @@ export function countRunners(runners: Iterable<PhasedRunner>): PoolCounts {
   }
   return counts;
 }
+
+/** A pool's runners counted by instance status and by what their agent reported, as the metrics' gauges show them. */
+export function countStatuses(runners: Iterable<PhasedRunner>): { statuses: Partial<Record<InstanceStatus, number>>; agents: Partial<Record<RunnerStatus, number>> } {
+  const statuses: Partial<Record<InstanceStatus, number>> = {};
+  const agents: Partial<Record<RunnerStatus, number>> = {};
+  for (const { status, runnerStatus } of runners) {
+    statuses[status] = (statuses[status] ?? 0) + 1;
+    agents[runnerStatus] = (agents[runnerStatus] ?? 0) + 1;
+  }
+  return { statuses, agents };
+}

@@ -11,7 +11,7 @@ import { desiredRunnerCount } from '../domain/scale-set';
 import type { ScaleSetDemandArgs } from './scale-set-messages';
 import type { InstanceTimings } from '../domain/timings';
 import { RecentRepositories } from './recent-repositories';
-import { countRunners } from '../domain/pool-counts';
+import { countRunners, countStatuses } from '../domain/pool-counts';
 import type { JobProgressArgs, PoolCarriedState, PoolGlance, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
 import { QueuedJobs } from './queued-jobs';
 
@@ -523,16 +523,9 @@ export class PoolBook {
 
   /** What the pool publishes in its memo (`PoolGlance`), but for when. */
   glance(): Omit<PoolGlance, 'at'> {
-    const statuses: PoolGlance['statuses'] = {};
-    const agents: PoolGlance['agents'] = {};
-    for (const { status, runnerStatus } of this.runners.values()) {
-      statuses[status] = (statuses[status] ?? 0) + 1;
-      agents[runnerStatus] = (agents[runnerStatus] ?? 0) + 1;
-    }
     return {
       counts: countRunners(this.runners.values()),
-      statuses,
-      agents,
+      ...countStatuses(this.runners.values()),
       queuedJobs: this.queuedJobCount,
       desired: Math.min(this.demand(), this.settings.maxRunners),
       minIdleRunners: this.settings.minIdleRunners,
