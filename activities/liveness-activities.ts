@@ -3,8 +3,9 @@
  * Its cost is flat in the number of runners: one visibility listing plus ONE
  * provider ListInstances (machine pass; one per pool of the listed runners for a
  * provider that lists per pool), or one paginated list-runners per GitHub scope
- * (GitHub pass), and one describe and one query (machine pass) or one query (GitHub
- * pass) per pool the listed runners belong to.
+ * (GitHub pass), one visibility listing of the pools, and one describe and one query
+ * (machine pass) or one query (GitHub pass) per pool whose glance does not name exactly
+ * the runners listed for it as online: none for a settled fleet.
  * The machine pass also reads the newest events of each of the provider's pools, and resets a
  * pool whose workflow tasks keep failing on a nondeterminism error (pool-repair.ts); runner
  * workflows the server reports so stuck are terminated (stuck-runners.ts, one query).
@@ -24,7 +25,9 @@ import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { listMachines, type ProviderInstance, type ProviderPort } from '../providers/port';
 import type { InstanceMemo } from '../workflows/instance-options';
 import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, stateQuery, type HealthReportArgs } from '../workflows/messages';
-import { countedRunnersQuery, poolWorkflowId, registeredRunnersQuery } from '../workflows/pool-messages';
+import { countedRunnersQuery, poolWorkflowId, registeredRunnersQuery, type PoolGlance } from '../workflows/pool-messages';
+import { PoolDirectory } from '../api/pool-directory';
+import { runnerSetDigest, sameRunnerSet } from '../domain/runner-set-digest';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { eachConcurrently } from '../domain/concurrency';
 import { livenessFindings, livenessLastRun } from '../observability/metrics';
@@ -58,6 +61,10 @@ export interface LivenessReport {
   /** Runner workflows of this provider the server reports stuck on a nondeterminism error, terminated (machine pass). */
   stuckRunnersEnded?: EndedRunner[];
   failed: { target: string; error: string }[];
+  /** Pools asked which of their runners they count (machine pass) or have heard come online (GitHub pass). */
+  poolsAsked?: number;
+  /** Pools not asked: their glance's digest of the runners that came online matched the listing (domain/runner-set-digest.ts). */
+  poolsAtGlance?: number;
 }
 
 export interface LivenessActivityDeps {
@@ -86,6 +93,18 @@ interface LiveInstance {
 }
 
 const MAX_ERROR_LENGTH = 300;
+
+/** The names of the pooled instances, by the pool that started them. */
+function namesByPool(instances: readonly LiveInstance[]): Map<string, string[]> {
+  const byPool = new Map<string, string[]>();
+  for (const { name, pool } of instances) {
+    if (!pool) continue;
+    const names = byPool.get(pool);
+    if (names) names.push(name);
+    else byPool.set(pool, [name]);
+  }
+  return byPool;
+}
 const errorText = (err: unknown): string => reportErrorText(err, MAX_ERROR_LENGTH);
 
 /** What a machine pass saw of one instance's machine: it, nothing (gone), or `unseen` when the listing that would show it failed. */
@@ -126,7 +145,39 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   /** Whether a runner is still `running` by its own account (a query waits for its open workflow task). */
   const runsOn = async (name: string): Promise<boolean> => (await bounded(() => client.workflow.getHandle(runnerWorkflowId(name)).query(stateQuery))).status === 'running';
   /** A pool's list of its runners. */
-  const askPool = (pool: string, query: typeof countedRunnersQuery): Promise<string[]> => bounded(() => client.workflow.getHandle(poolWorkflowId(pool)).query(query));
+  const askPool = (pool: string, query: typeof countedRunnersQuery, report: LivenessReport): Promise<string[]> => {
+    report.poolsAsked = (report.poolsAsked ?? 0) + 1;
+    return bounded(() => client.workflow.getHandle(poolWorkflowId(pool)).query(query));
+  };
+
+  /**
+   * The running pools' glances, from one visibility listing. Asking each pool instead cost a
+   * query per pool and pass, and a worker whose cache cannot hold every pool replays each one
+   * it is asked about; with hundreds of pools that was most of an idle worker's time. A listing
+   * that fails only costs the pass its shortcut.
+   */
+  async function poolGlances(report: LivenessReport): Promise<Map<string, PoolGlance>> {
+    const glances = new Map<string, PoolGlance>();
+    try {
+      for (const entry of await new PoolDirectory(client, 0).fetch()) if (entry.memo?.glance) glances.set(entry.name, entry.memo.glance);
+    } catch (err) {
+      log.warn('pools not listed; each pool of the listed runners is asked', { provider: report.provider, error: errorText(err) });
+    }
+    return glances;
+  }
+
+  /**
+   * Whether a pool's glance already says what asking it would: the runners listed for it are
+   * exactly the ones it counts and has heard come online. A runner started, ended or come
+   * online since the glance was written makes the digests differ, and the pool is asked. A
+   * glance that is stale in some other way (the pool dropped a runner a moment ago and has not
+   * written it yet) at most delays a finding to a later pass.
+   */
+  function vouchedByGlance(glance: PoolGlance | undefined, names: readonly string[], report: LivenessReport): boolean {
+    if (!sameRunnerSet(glance?.online, runnerSetDigest(names))) return false;
+    report.poolsAtGlance = (report.poolsAtGlance ?? 0) + 1;
+    return true;
+  }
 
   /**
    * A pool counts its runners and asks them to leave when it is deleted or smaller. A runner
@@ -138,16 +189,12 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * counts a runner before it starts it, so a runner listed here that its pool does not
    * count is not one still starting.
    */
-  async function orphanPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
-    const byPool = new Map<string, string[]>();
-    for (const { name, pool } of instances) {
-      if (!pool) continue;
-      const names = byPool.get(pool);
-      if (names) names.push(name);
-      else byPool.set(pool, [name]);
-    }
+  async function orphanPass(instances: LiveInstance[], report: LivenessReport, glances: Map<string, PoolGlance>): Promise<void> {
+    const byPool = namesByPool(instances);
     const asks: { name: string; pool: string; counted: boolean }[] = [];
     await inLanes([...byPool], async ([pool, names]) => {
+      // Listed as running, and counting every runner listed for it: no orphan, nothing uncounted.
+      if (vouchedByGlance(glances.get(pool), names, report)) return;
       const handle = client.workflow.getHandle(poolWorkflowId(pool));
       try {
         if ((await handle.describe()).status.name !== 'RUNNING') {
@@ -164,7 +211,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       }
       let counted: Set<string>;
       try {
-        counted = new Set(await askPool(pool, countedRunnersQuery));
+        counted = new Set(await askPool(pool, countedRunnersQuery, report));
       } catch (err) {
         // A pool whose worker is down, or busy past the deadline, says nothing either way.
         report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
@@ -286,13 +333,20 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     };
   }
 
-  /** Each pool's runners that have come online, a few pools at a time; a pool that does not answer is left out. */
-  async function registeredByPool(instances: LiveInstance[], report: LivenessReport): Promise<Map<string, Set<string>>> {
+  /**
+   * Each pool's runners that have come online, a few pools at a time; a pool that does not
+   * answer is left out. A pool whose glance vouches for its listed runners is not asked: all of
+   * them have come online.
+   */
+  async function registeredByPool(instances: LiveInstance[], report: LivenessReport, glances: Map<string, PoolGlance>): Promise<Map<string, Set<string>>> {
     const answers = new Map<string, Set<string>>();
-    const pools = new Set(instances.flatMap((i) => (i.pool ? [i.pool] : [])));
-    await inLanes([...pools], async (pool) => {
+    await inLanes([...namesByPool(instances)], async ([pool, names]) => {
+      if (vouchedByGlance(glances.get(pool), names, report)) {
+        answers.set(pool, new Set(names));
+        return;
+      }
       try {
-        answers.set(pool, new Set(await askPool(pool, registeredRunnersQuery)));
+        answers.set(pool, new Set(await askPool(pool, registeredRunnersQuery, report)));
       } catch (err) {
         // A pool whose worker is down, or busy past the deadline, says nothing either way.
         report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
@@ -328,8 +382,8 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * runners out of what the pass reports. A pool that does not answer leaves its runners in.
    * A runner no pool started is asked itself, once the listing has found something.
    */
-  async function githubPass(instances: LiveInstance[], report: LivenessReport): Promise<void> {
-    const registered = await registeredByPool(instances, report);
+  async function githubPass(instances: LiveInstance[], report: LivenessReport, glances: Map<string, PoolGlance>): Promise<void> {
+    const registered = await registeredByPool(instances, report, glances);
     const notYetOnline = (i: LiveInstance): boolean => i.pool !== undefined && registered.get(i.pool)?.has(i.name) === false;
     const groups = new Map<string, { credentials: string; scope: GitHubScope; names: string[] }>();
     const leavingNames = new Set(instances.filter((i) => i.leaving).map((i) => i.name));
@@ -387,12 +441,14 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
             await endStuckRunners(client, args.provider, { stuckRunnersEnded: report.stuckRunnersEnded, failed: report.failed });
           }
           if (instances.length > 0) {
+            // Listed after the runners: a glance written since the runners' listing can only be newer.
+            const glances = instances.some((i) => i.pool !== undefined) ? await poolGlances(report) : new Map<string, PoolGlance>();
             if (args.check === 'machines') {
               // Before the provider listing, so a provider that is down does not keep orphans alive.
-              await orphanPass(instances, report);
+              await orphanPass(instances, report, glances);
               await machinePass(target, instances, report, signal);
             } else {
-              await githubPass(instances, report);
+              await githubPass(instances, report, glances);
             }
           }
           countPass(report);

@@ -9,6 +9,7 @@ import type { Client } from '@temporalio/client';
 import { RUNNER_POOL_WORKFLOW, type PoolGlance, type PoolMemo } from '../workflows/pool-messages';
 import { andQuery, quote } from './temporal/visibility';
 import { githubScopeSchema } from '../domain/pool';
+import type { RunnerSetDigest } from '../domain/runner-set-digest';
 
 export interface PoolEntry {
   name: string;
@@ -37,7 +38,14 @@ function asPoolGlance(value: unknown): PoolGlance | undefined {
   const counts = g.counts as Partial<Record<keyof PoolGlance['counts'], unknown>> | undefined;
   if (!counts || ![counts.alive, counts.idle, counts.busy, counts.starting, counts.leaving].every(isCount)) return undefined;
   if (!isCountRecord(g.statuses) || !isCountRecord(g.agents) || ![g.queuedJobs, g.desired, g.minIdleRunners, g.at].every(isCount)) return undefined;
-  return g as PoolGlance;
+  const { online, ...rest } = g as PoolGlance;
+  // A digest that cannot be read only costs a liveness pass its shortcut: the pool is asked.
+  return isRunnerSetDigest(online) ? { ...rest, online } : rest;
+}
+
+function isRunnerSetDigest(value: unknown): value is RunnerSetDigest {
+  const d = value as Partial<Record<keyof RunnerSetDigest, unknown>> | null;
+  return typeof d === 'object' && d !== null && isCount(d.count) && typeof d.digest === 'string';
 }
 
 function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undefined {

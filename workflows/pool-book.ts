@@ -12,6 +12,7 @@ import type { ScaleSetDemandArgs } from './scale-set-messages';
 import type { InstanceTimings } from '../domain/timings';
 import { RecentRepositories } from './recent-repositories';
 import { countRunners, countStatuses } from '../domain/pool-counts';
+import { runnerSetDigest } from '../domain/runner-set-digest';
 import type { JobProgressArgs, PoolCarriedState, PoolGlance, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
 import { QueuedJobs } from './queued-jobs';
 
@@ -522,13 +523,15 @@ export class PoolBook {
   }
 
   /** What the pool publishes in its memo (`PoolGlance`), but for when. */
-  glance(): Omit<PoolGlance, 'at'> {
+  /** `withOnline`: with the digest of the runners that came online (pools whose history predates it write none). */
+  glance(withOnline: boolean): Omit<PoolGlance, 'at'> {
     return {
       counts: countRunners(this.runners.values()),
       ...countStatuses(this.runners.values()),
       queuedJobs: this.queuedJobCount,
       desired: Math.min(this.demand(), this.settings.maxRunners),
       minIdleRunners: this.settings.minIdleRunners,
+      ...(withOnline ? { online: runnerSetDigest(this.registeredRunners()) } : {}),
     };
   }
 

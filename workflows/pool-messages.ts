@@ -4,6 +4,7 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import type { PoolCounts } from '../domain/pool-counts';
+import type { RunnerSetDigest } from '../domain/runner-set-digest';
 import type { GitHubScopeSettings, PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 import type { PackedQueue } from './queued-jobs';
@@ -234,6 +235,13 @@ export interface PoolGlance {
   /** Runners the pool wants right now (min idle + queued jobs, capped at max). */
   desired: number;
   minIdleRunners: number;
+  /**
+   * The runners the pool counts that have come online, as a digest of their names: a liveness
+   * pass whose listing of the pool's runners has the same digest need not ask the pool which
+   * runners it counts and which came online (domain/runner-set-digest.ts). Absent from pools
+   * that wrote their glance before it was added.
+   */
+  online?: RunnerSetDigest;
   /** When the decision that wrote it was made (epoch ms, the workflow's clock). */
   at: number;
 }

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { countRunners } from '../../domain/pool-counts';
+import { runnerSetDigest } from '../../domain/runner-set-digest';
 import { deletePoolSignal, jobQueuedSignal, poolStateQuery, queuedJobCount, type PoolGlance } from '../../workflows/pool-messages';
 import { eventually, FAST_TIMINGS, useTestWorker } from '../support/temporal';
 import { autoRegister, isGlanceTimer, poolSettings, startPool } from './helpers';
@@ -26,6 +27,10 @@ describe('a pool\'s glance', () => {
       }, 20_000, 'a glance of two idle runners');
       const view = await pool.query(poolStateQuery);
       expect(idle).toMatchObject({ counts: countRunners(view.runners), statuses: { running: 2 }, agents: { idle: 2 }, queuedJobs: 0, desired: 2, minIdleRunners: 2 });
+      // And which runners came online, as a digest of their names, in any order.
+      const names = view.runners.map((r) => r.name);
+      expect(idle.online).toEqual(runnerSetDigest([...names].reverse()));
+      expect(idle.online).not.toEqual(runnerSetDigest(names.slice(1)));
 
       // A burst of jobs within one interval: the first change may be written at once, the last
       // only when the interval is over, by the glance's own timer.
