@@ -9,24 +9,26 @@
  * period: GitHub gives a registration no creation time, so the first finding starts
  * the clock, carried from run to run in the report.
  *
- * Cost per run: one visibility listing of pools, one poolState query per pool of this
- * provider, one visibility listing of their running runners, one paginated
+ * Cost per run: one visibility listing of pools (their memos name each pool's credentials,
+ * scope, labels and runner prefix; a pool whose older memo does not is asked, one poolState
+ * query), one visibility listing of their running runners, one paginated
  * list-runners per GitHub scope, and a describe and a delete per orphan only. Looking
  * for lost jobs (activities/lost-job-search.ts) adds, per repository, one listing of its
  * queued runs and the jobs of at most QUEUED_RUNS_PER_SWEEP of them
  * (domain/lost-job-rotation.ts); per organisation, a listing of its repositories most
- * lately pushed to and one of its next repositories in turn; and, per pool with an idle
- * runner beside old queued jobs, a look at at most SETTLED_CHECKS_PER_POOL of them.
+ * lately pushed to and one of its next repositories in turn; and, per pool whose glance
+ * shows an idle runner beside queued jobs, a poolState query and a look at at most
+ * SETTLED_CHECKS_PER_POOL of its old ones.
  */
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { log } from '@temporalio/activity';
-import { PoolDirectory } from '../api/pool-directory';
+import { PoolDirectory, type PoolEntry } from '../api/pool-directory';
 import { andQuery, quote } from '../api/temporal/visibility';
 import type { LostJobRotation } from '../domain/lost-job-rotation';
 import type { PoolSettings } from '../domain/pool';
 import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
-import { jobProgressSignal, poolStateQuery, type PoolView, type QueuedJob } from '../workflows/pool-messages';
+import { jobProgressSignal, poolStateQuery, type PoolMemo, type PoolView, type QueuedJob } from '../workflows/pool-messages';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 import { sweepLostWebhookJobs } from '../observability/metrics';
 import { reportErrorText } from './failures';
@@ -118,10 +120,28 @@ export interface GitHubSweepDeps {
   queryTimeoutMs?: number;
 }
 
-/** A pool of the swept provider as its state query answered. */
+/** A pool of the swept provider: its memo, and its state if the sweep had to ask for it. */
 interface SweptPool {
+  name: string;
   workflowId: string;
-  view: PoolView;
+  memo: PoolMemo;
+  view?: PoolView;
+}
+
+/** What the sweep needs of a pool's settings. */
+type SweptSettings = Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels'> & { mode?: PoolSettings['mode']; github: Pick<PoolSettings['github'], 'credentials' | 'scope'> };
+
+/** A pool's settings as its memo tells them; undefined for a memo written before it named the credentials. */
+function settingsFromMemo(entry: PoolEntry): SweptSettings | undefined {
+  const memo = entry.memo;
+  if (!memo?.credentials || !memo.scope) return undefined;
+  return {
+    name: entry.name,
+    labels: memo.labels,
+    ...(memo.runnerPrefix ? { runnerPrefix: memo.runnerPrefix } : {}),
+    ...(memo.mode ? { mode: memo.mode } : {}),
+    github: { credentials: memo.credentials, scope: memo.scope },
+  };
 }
 
 /**
@@ -170,18 +190,21 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
     for (const entry of await pools.fetch()) {
       // A pool without a memo yet is seconds old and has no orphans; skipping it also avoids querying pools no worker serves.
       if (!entry.memo || entry.memo.provider !== provider) continue;
-      let view: PoolView;
-      try {
-        // The memo lacks the credentials and runner prefix; the pool's own state has them.
-        view = await poolState(entry.workflowId);
-      } catch (err) {
-        report.failed.push({ target: `pool ${entry.name}`, error: reportErrorText(err) });
-        continue;
+      // The memo names the credentials and the runner prefix: a pool is asked only when an older memo does not.
+      let settings: SweptSettings | undefined = settingsFromMemo(entry);
+      let view: PoolView | undefined;
+      if (!settings) {
+        try {
+          view = await poolState(entry.workflowId);
+        } catch (err) {
+          report.failed.push({ target: `pool ${entry.name}`, error: reportErrorText(err) });
+          continue;
+        }
+        if (view.settings.provider !== provider) continue;
+        settings = view.settings;
       }
-      const settings = view.settings;
-      if (settings.provider !== provider) continue;
       poolNames.push(settings.name);
-      swept.push({ workflowId: entry.workflowId, view });
+      swept.push({ name: entry.name, workflowId: entry.workflowId, memo: entry.memo, ...(view ? { view } : {}) });
       const key = `${settings.github.credentials}|${scopeKey(settings.github.scope)}`;
       const group = groups.get(key) ?? { credentials: settings.github.credentials, scope: settings.github.scope, pools: [] };
       group.pools.push({ name: settings.name, workflowId: entry.workflowId, matches: registrationMatcher(settings, deps.controllerId), webhookJobs: settings.mode !== 'scaleSet' });
@@ -294,7 +317,17 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
    * queue as its webhook would have taken it out.
    */
   async function dequeueSettledJobs(swept: SweptPool[], lostJobAgeMs: number, report: GitHubSweepReport): Promise<void> {
-    for (const { workflowId, view } of swept) {
+    for (const { name, workflowId, memo, view: known } of swept) {
+      if (memo.deleting || !memo.enabled || memo.mode === 'scaleSet') continue;
+      // A glance with no idle runner or no queued job says there is nothing to look at: the pool is not asked.
+      if (!known && memo.glance && (memo.glance.queuedJobs === 0 || (memo.glance.agents.idle ?? 0) === 0)) continue;
+      let view: PoolView;
+      try {
+        view = known ?? (await poolState(workflowId));
+      } catch (err) {
+        report.failed.push({ target: `pool ${name}`, error: reportErrorText(err) });
+        continue;
+      }
       const settings = view.settings;
       if (view.deleting || !settings.enabled || settings.mode === 'scaleSet') continue;
       if (!view.runners.some((r) => r.runnerStatus === 'idle' && r.status === 'running')) continue;

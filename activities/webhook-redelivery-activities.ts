@@ -9,8 +9,8 @@
  * so the pass follows each of those that delivers to runnerflow. An enterprise has no
  * webhooks a token can read: for an enterprise's pools, the organisations of the
  * repositories they have lately had jobs from stand in for it. Which ones is looked
- * up again every `hookRefreshMs`, not on every pass: finding them costs a query per pool
- * and a call per scope. A pass then costs one listing call per webhook (per 100 new
+ * up again every `hookRefreshMs`, not on every pass: finding them costs a listing of the
+ * pools, a query per enterprise pool and a call per scope. A pass then costs one listing call per webhook (per 100 new
  * attempts) and one call per redelivery, whatever the number of runners.
  *
  * Safe to redo: the intake de-duplicates deliveries by GUID, and a pass that fails
@@ -105,11 +105,11 @@ const hookName = (stream: Pick<HookStreamState, 'scope' | 'hookId'>): string => 
 const POOL_QUERIES_AT_ONCE = 16;
 
 /**
- * The scopes of the running pools (of this installation's task queue) that use the credentials:
- * a query per pool. An enterprise pool adds the organisations of the repositories it has lately
+ * The scopes of the running pools (of this installation's task queue) that use the credentials,
+ * from their memos (a query of a pool whose older memo does not name them). An enterprise pool adds the organisations of the repositories it has lately
  * had jobs from (one more query): their webhooks carry its jobs' events.
  */
-export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs = 5_000): NonNullable<WebhookRedeliveryDeps['poolScopes']> {
+export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs = 5_000, heartbeat = () => Context.current().heartbeat()): NonNullable<WebhookRedeliveryDeps['poolScopes']> {
   const directory = new PoolDirectory(client, 0, taskQueue);
   return async (credentials) => {
     const scopes = new Map<string, GitHubScope>();
@@ -119,12 +119,15 @@ export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs
     await eachConcurrently(pools, POOL_QUERIES_AT_ONCE, async (entry) => {
       try {
         const handle = client.workflow.getHandle(entry.workflowId);
-        // The memo lacks the credentials; the pool's own state has them.
-        const { settings } = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(poolStateQuery));
-        if (settings.github.credentials !== credentials) return;
-        scopes.set(scopeKey(settings.github.scope), settings.github.scope);
-        if (settings.github.scope.kind === 'enterprise') {
-          const enterprise = scopeKey(settings.github.scope);
+        // The memo names the credentials; a pool whose older memo does not is asked.
+        const github =
+          entry.memo?.credentials && entry.memo.scope
+            ? { credentials: entry.memo.credentials, scope: entry.memo.scope }
+            : (await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(poolStateQuery))).settings.github;
+        if (github.credentials !== credentials) return;
+        scopes.set(scopeKey(github.scope), github.scope);
+        if (github.scope.kind === 'enterprise') {
+          const enterprise = scopeKey(github.scope);
           try {
             const recent = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(recentRepositoriesQuery));
             for (const [repository] of recent) {
@@ -139,7 +142,7 @@ export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs
       } catch (err) {
         failed.push({ target: `pool ${entry.name}`, error: reportErrorText(err) });
       }
-      Context.current().heartbeat();
+      heartbeat();
     });
     // An organisation a pool of its own uses is followed as that pool's.
     const forEnterprise: Record<string, string> = {};

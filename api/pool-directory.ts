@@ -50,7 +50,7 @@ function isRunnerSetDigest(value: unknown): value is RunnerSetDigest {
 
 function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undefined {
   if (!memo) return undefined;
-  const { labels, priority, enabled, maxRunners, provider, scope, mode, scaleSet, deleting } = memo;
+  const { labels, priority, enabled, maxRunners, provider, scope, mode, scaleSet, deleting, credentials, runnerPrefix } = memo;
   const glance = asPoolGlance(memo.glance);
   const knownScope = githubScopeSchema.safeParse(scope);
   if (!Array.isArray(labels) || typeof priority !== 'number' || typeof enabled !== 'boolean') return undefined;
@@ -61,6 +61,8 @@ function asPoolMemo(memo: Record<string, unknown> | undefined): PoolMemo | undef
     maxRunners: typeof maxRunners === 'number' ? maxRunners : 0,
     provider: typeof provider === 'string' ? provider : '',
     ...(knownScope.success ? { scope: knownScope.data } : {}),
+    ...(typeof credentials === 'string' && credentials !== '' ? { credentials } : {}),
+    ...(typeof runnerPrefix === 'string' && runnerPrefix !== '' ? { runnerPrefix } : {}),
     // Routing must see it: a scale-set pool takes its jobs from the scale set, never from webhooks.
     ...(mode === 'scaleSet' || mode === 'webhook' ? { mode } : {}),
     // And which jobs are its scale set's: GitHub offers those to its listener, so they are not unmatched.

@@ -11,6 +11,8 @@ export function poolMemoOf(settings: PoolSettings): PoolMemo {
     maxRunners: settings.maxRunners,
     provider: settings.provider,
     scope: settings.github.scope,
+    credentials: settings.github.credentials,
+    ...(settings.runnerPrefix ? { runnerPrefix: settings.runnerPrefix } : {}),
     // Only scale-set pools are marked: routing skips them, webhook pools' memo stays as it was.
     ...(settings.mode === 'scaleSet'
       ? { mode: settings.mode, scaleSet: { name: scaleSetNameOf(settings), runnerGroup: settings.runnerGroup, credentials: settings.github.credentials } }

@@ -206,6 +206,13 @@ export interface PoolMemo {
   scope?: GitHubScopeSettings;
   /** Scale-set pools take their jobs from the scale set, not from webhooks. */
   mode?: 'webhook' | 'scaleSet';
+  /**
+   * The name of the GitHub credentials the pool registers runners with (a configuration key, not
+   * a secret), and the prefix of its runners' names when it has one: the sweep and the redelivery
+   * pass read them here instead of asking each pool. Absent from memos written before.
+   */
+  credentials?: string;
+  runnerPrefix?: string;
   /** Scale-set pools: what names their scale set at GitHub besides scope and labels; all but the runner group fixed for the pool's life. */
   scaleSet?: { name: string; runnerGroup: string; credentials: string };
   /** Being deleted: it takes no more jobs, though visibility lists it until its last runner is gone. */

@@ -22,7 +22,7 @@ export const poolRoutes: Route<Services>[] = [
     doc: {
       tag: TAG,
       summary:
-        'List running pools with their labels, priority, size and provider, and `glance`: the runners by phase, by instance status and by agent status and the queued jobs, as the pool last wrote them (at most `timings.poolGlanceInterval` old; absent until its first decision)',
+        'List running pools with their labels, priority, size, provider, scope, credentials (the name of the configured entry) and runner prefix, and `glance`: the runners by phase, by instance status and by agent status and the queued jobs, as the pool last wrote them (at most `timings.poolGlanceInterval` old; absent until its first decision)',
       responses: { 200: 'The pools' },
     },
     async handle({ services }) {

@@ -54,6 +54,7 @@ describe('POST /api/v1/pools', () => {
       maxRunners: 3,
       provider: 'fake',
       scope: { kind: 'repo', owner: 'acme', repo: 'widgets' },
+      credentials: 'default',
     });
     const history = await client.workflow.getHandle(poolWorkflowId(name)).fetchHistory();
     const started = history.events![0]!.workflowExecutionStartedEventAttributes!;

@@ -161,7 +161,7 @@ describe('the installation status', () => {
       const cacheLine = (check: StatusCheck) => check.problems?.find((p) => p.includes('workflowCacheSize'));
       const warned = await eventually(async () => cacheLine(named(await statusOf(statusApp(taskQueue, provider, {}, rig.github, {}, 2)), 'pools')), 20_000, 'the pools to be listed');
       expect(warned).toBe(
-        '3 pools and 0 runners at work, but a worker keeps at most 2 workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least 50 (1 – 2 MB of worker memory each) and restart the workers, or spread the pools over more workers',
+        '3 pools and 0 runners at work, but a worker keeps at most 2 workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history whenever they wake (a job, a report from a runner, their own audit) or are asked a question; set temporal.workflowCacheSize to at least 50 (1 – 2 MB of worker memory each) and restart the workers, or spread the pools over more workers',
       );
       expect(cacheLine(named(await statusOf(statusApp(taskQueue, provider, {}, rig.github, {}, 3)), 'pools'))).toBeUndefined();
     } finally {

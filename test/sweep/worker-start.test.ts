@@ -89,7 +89,7 @@ describe('startWorker', () => {
       // The configured size is the one the worker runs with.
       expect(started.worker.options.maxCachedWorkflows).toBe(2);
       expect(logged).toContain(
-        '3 pools and 0 runners at work, but a worker keeps at most 2 workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history for every question asked of them (each liveness pass, sweep, metrics scrape and dashboard poll); set temporal.workflowCacheSize to at least 50 (1 – 2 MB of worker memory each) and restart the workers, or spread the pools over more workers',
+        '3 pools and 0 runners at work, but a worker keeps at most 2 workflows in memory (temporal.workflowCacheSize): pools it cannot keep are replayed from their history whenever they wake (a job, a report from a runner, their own audit) or are asked a question; set temporal.workflowCacheSize to at least 50 (1 – 2 MB of worker memory each) and restart the workers, or spread the pools over more workers',
       );
     } finally {
       await started.stop();
