@@ -207,7 +207,13 @@ export function createGitHubSweepActivities(deps: GitHubSweepDeps) {
       swept.push({ name: entry.name, workflowId: entry.workflowId, memo: entry.memo, ...(view ? { view } : {}) });
       const key = `${settings.github.credentials}|${scopeKey(settings.github.scope)}`;
       const group = groups.get(key) ?? { credentials: settings.github.credentials, scope: settings.github.scope, pools: [] };
-      group.pools.push({ name: settings.name, workflowId: entry.workflowId, matches: registrationMatcher(settings, deps.controllerId), webhookJobs: settings.mode !== 'scaleSet' });
+      group.pools.push({
+        name: settings.name,
+        workflowId: entry.workflowId,
+        matches: registrationMatcher(settings, deps.controllerId),
+        webhookJobs: settings.mode !== 'scaleSet',
+        ...(entry.memo.glance ? { glance: entry.memo.glance } : {}),
+      });
       groups.set(key, group);
     }
     return { groups: [...groups.values()], poolNames, swept };

@@ -27,7 +27,7 @@ import type { InstanceMemo } from '../workflows/instance-options';
 import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, stateQuery, type HealthReportArgs } from '../workflows/messages';
 import { countedRunnersQuery, poolWorkflowId, registeredRunnersQuery, type PoolGlance } from '../workflows/pool-messages';
 import { PoolDirectory } from '../api/pool-directory';
-import { runnerSetDigest, sameRunnerSet } from '../domain/runner-set-digest';
+import { nameSetDigest, sameNameSet } from '../domain/name-set-digest';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { eachConcurrently } from '../domain/concurrency';
 import { livenessFindings, livenessLastRun } from '../observability/metrics';
@@ -63,7 +63,7 @@ export interface LivenessReport {
   failed: { target: string; error: string }[];
   /** Pools asked which of their runners they count (machine pass) or have heard come online (GitHub pass). */
   poolsAsked?: number;
-  /** Pools not asked: their glance's digest of the runners that came online matched the listing (domain/runner-set-digest.ts). */
+  /** Pools not asked: their glance's digest of the runners that came online matched the listing (domain/name-set-digest.ts). */
   poolsAtGlance?: number;
 }
 
@@ -174,7 +174,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * written it yet) at most delays a finding to a later pass.
    */
   function vouchedByGlance(glance: PoolGlance | undefined, names: readonly string[], report: LivenessReport): boolean {
-    if (!sameRunnerSet(glance?.online, runnerSetDigest(names))) return false;
+    if (!sameNameSet(glance?.online, nameSetDigest(names))) return false;
     report.poolsAtGlance = (report.poolsAtGlance ?? 0) + 1;
     return true;
   }

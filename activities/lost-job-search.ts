@@ -14,7 +14,7 @@ import { poolsKnowingJobs } from '../api/temporal/known-jobs';
 import { repositoriesToLookInto, stillUnreadable, UNREADABLE_LEFT_FOR_MS } from '../domain/lost-job-repositories';
 import { QUEUED_RUNS_PER_SWEEP, runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
 import { isAccessRefused, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type PushedRepository } from '../github/port';
-import { recentRepositoriesQuery, type QueuedJob } from '../workflows/pool-messages';
+import { recentRepositoriesQuery, type PoolGlance, type QueuedJob } from '../workflows/pool-messages';
 import type { RecentRepository } from '../workflows/recent-repositories';
 import type { GitHubSweepReport } from './github-sweep-activities';
 import { reportErrorText } from './failures';
@@ -23,8 +23,11 @@ import { reportErrorText } from './failures';
 export interface ScopeGroup {
   credentials: string;
   scope: GitHubScope;
-  /** `webhookJobs`: the pool takes its jobs from webhooks; a scale-set pool's come from its listener, so none of them is lost with a webhook. */
-  pools: { name: string; workflowId?: string; matches: (runner: GitHubRunner) => boolean; webhookJobs: boolean }[];
+  /**
+   * `webhookJobs`: the pool takes its jobs from webhooks; a scale-set pool's come from its listener, so none of them is lost with a webhook.
+   * `glance`: the pool's glance as the sweep's listing showed it, if it had one (its digest of its recent repositories spares asking for them again).
+   */
+  pools: { name: string; workflowId?: string; matches: (runner: GitHubRunner) => boolean; webhookJobs: boolean; glance?: PoolGlance }[];
 }
 
 export interface LostJobArgs {
@@ -49,6 +52,13 @@ export interface LostJobSearchDeps {
 
 export function createLostJobSearch(deps: LostJobSearchDeps) {
   const { client, now, queryTimeoutMs, pools } = deps;
+  /**
+   * Each pool's recent repositories as it last answered, with the digest of them its glance
+   * showed then (domain/name-set-digest.ts). While the digest stays the same, so does the list,
+   * and the pool is not asked again (unless the sweep has just routed a lost job, below): every sweep asked every organisation and enterprise pool,
+   * and a worker that cannot hold them all in its cache replayed each one for it.
+   */
+  const answered = new Map<string, { digest: string; repositories: RecentRepository[] }>();
 
   /**
    * A failure named in the report. Looking beyond a pool's own scope (`refusedFor`: the
@@ -91,6 +101,8 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
   ): Promise<void> {
     const sink = deps.jobs;
     if (!sink) return;
+    const swept = new Set(sweptGroups.flatMap((group) => group.pools.map((pool) => pool.workflowId)));
+    for (const workflowId of answered.keys()) if (!swept.has(workflowId)) answered.delete(workflowId);
     // Scopes only scale-set pools serve have no job a lost webhook could strand: their listeners
     // hear of every job from the scale set, so looking there would cost calls and find none.
     const groups = sweptGroups
@@ -227,6 +239,9 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
       // Waiting for its scale set (at its maximum, say), not lost: GitHub offers it to the scale set's listener.
       if (candidatePools(entries, job.labels, job.repository).kind === 'scaleSet') continue;
       try {
+        // The pool it goes to hears of its repository now, and the next sweep may come before
+        // visibility shows that pool's new glance: it asks the pools again.
+        answered.clear();
         await sink.jobQueued({ ...job, deliveryId: `sweep-${job.jobId}` });
         report.requeued.push({ jobId: job.jobId, repository: job.repository ?? '' });
         log.info('sweep found a queued job no pool knew of', { jobId: job.jobId, repository: job.repository, queuedAt: job.queuedAt });
@@ -284,10 +299,18 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
     const latest = new Map<string, RecentRepository>();
     await Promise.all(
       group.pools.map(async (pool) => {
-        if (!pool.workflowId) return;
-        const handle = client.workflow.getHandle(pool.workflowId);
+        const { workflowId } = pool;
+        if (!workflowId) return;
+        const shown = pool.glance?.repositories;
+        const digest = shown ? `${shown.count}:${shown.digest}` : undefined;
         try {
-          const repositories = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(recentRepositoriesQuery));
+          const before = answered.get(workflowId);
+          let repositories: RecentRepository[];
+          if (digest !== undefined && before?.digest === digest) repositories = before.repositories;
+          else {
+            repositories = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(workflowId).query(recentRepositoriesQuery));
+            if (digest !== undefined) answered.set(workflowId, { digest, repositories });
+          }
           for (const entry of repositories) {
             const key = entry[0].toLowerCase();
             if ((latest.get(key)?.[1] ?? -1) < entry[1]) latest.set(key, entry);

@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { RUNNER_POOL_WORKFLOW, type PoolGlance, type PoolMemo } from '../workflows/pool-messages';
 import { andQuery, quote } from './temporal/visibility';
 import { githubScopeSchema } from '../domain/pool';
-import type { RunnerSetDigest } from '../domain/runner-set-digest';
+import type { NameSetDigest } from '../domain/name-set-digest';
 
 export interface PoolEntry {
   name: string;
@@ -38,13 +38,13 @@ function asPoolGlance(value: unknown): PoolGlance | undefined {
   const counts = g.counts as Partial<Record<keyof PoolGlance['counts'], unknown>> | undefined;
   if (!counts || ![counts.alive, counts.idle, counts.busy, counts.starting, counts.leaving].every(isCount)) return undefined;
   if (!isCountRecord(g.statuses) || !isCountRecord(g.agents) || ![g.queuedJobs, g.desired, g.minIdleRunners, g.at].every(isCount)) return undefined;
-  const { online, ...rest } = g as PoolGlance;
-  // A digest that cannot be read only costs a liveness pass its shortcut: the pool is asked.
-  return isRunnerSetDigest(online) ? { ...rest, online } : rest;
+  const { online, repositories, ...rest } = g as PoolGlance;
+  // A digest that cannot be read only costs its reader the shortcut: the pool is asked.
+  return { ...rest, ...(isNameSetDigest(online) ? { online } : {}), ...(isNameSetDigest(repositories) ? { repositories } : {}) };
 }
 
-function isRunnerSetDigest(value: unknown): value is RunnerSetDigest {
-  const d = value as Partial<Record<keyof RunnerSetDigest, unknown>> | null;
+function isNameSetDigest(value: unknown): value is NameSetDigest {
+  const d = value as Partial<Record<keyof NameSetDigest, unknown>> | null;
   return typeof d === 'object' && d !== null && isCount(d.count) && typeof d.digest === 'string';
 }
 

@@ -16,9 +16,11 @@
  * RSS, and how long a scrape and a dashboard poll take. Run it for several N (50, 200, 500) to see
  * whether the cost grows with the pools and by how much.
  *
- *   npx tsx bench/many-pools.ts --pools 200 [--window-s 60] [--settle-s 30] [--cache 250] [--dashboards 2] [--fixed-poll]
+ *   npx tsx bench/many-pools.ts --pools 200 [--window-s 60] [--settle-s 30] [--cache 250] [--dashboards 2] [--fixed-poll] [--org]
  *
- * --cache sets `temporal.workflowCacheSize`, the workflows the worker keeps in memory.
+ * --cache sets `temporal.workflowCacheSize`, the workflows the worker keeps in memory. --org
+ * makes every pool an organisation pool of one organisation (each pool a repository of its own
+ * otherwise): the sweep's look for lost jobs then needs each pool's recent repositories.
  */
 import { processStackRequest, startProcessStack } from '../devstack/process-stack';
 import { SIMULATED_PROVIDER } from '../devstack/stack';
@@ -41,6 +43,7 @@ runBench('many-pools', async () => {
   const settleMs = intArg('settle-s', 30) * 1_000;
   const dashboards = intArg('dashboards', 2);
   const fixedPoll = process.argv.includes('--fixed-poll');
+  const orgPools = process.argv.includes('--org');
   exitAfter(10 * 60_000 + n * 1_000 + 2 * windowMs + settleMs, 'many-pools');
   quietTemporal();
   const temporal = await temporalServer(console.log);
@@ -57,7 +60,7 @@ runBench('many-pools', async () => {
   );
   const prefix = uniqueName('mp').toLowerCase().slice(0, 24);
   try {
-    console.log(`many-pools: ${n} pools of one idle runner each on ${temporal.address}`);
+    console.log(`many-pools: ${n} ${orgPools ? 'organisation' : 'repository'} pools of one idle runner each on ${temporal.address}`);
     const started = Date.now();
     const names = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
     for (let i = 0; i < n; i += CREATE_PARALLEL) {
@@ -65,7 +68,7 @@ runBench('many-pools', async () => {
         names.slice(i, i + CREATE_PARALLEL).map(async (name) => {
           const settings: PoolSettingsInput = {
             name,
-            github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo: name } },
+            github: { credentials: 'default', scope: orgPools ? { kind: 'org', org: 'bench' } : { kind: 'repo', owner: 'bench', repo: name } },
             labels: ['self-hosted', 'linux', name],
             provider: SIMULATED_PROVIDER,
             minIdleRunners: 1,
@@ -133,7 +136,7 @@ runBench('many-pools', async () => {
       rows
         .filter((r) => !r.what.includes(': '))
         .map(({ what, seconds }) => ({ figure: `${label}: ${what}`, value: `${(seconds / (windowMs / 1000)).toFixed(3)} cores; ${perPoolMinute(seconds)} per pool and minute` }));
-    printTable(`Many pools: ${n} pools, one idle runner each, production check intervals, ${windowMs / 1000} s windows, ${cacheSize} workflows cached`, [
+    printTable(`Many pools: ${n} ${orgPools ? 'organisation ' : ''}pools, one idle runner each, production check intervals, ${windowMs / 1000} s windows, ${cacheSize} workflows cached`, [
       { figure: 'runners idle', value: `${idle()}/${n}`, target: String(n), met: idle() >= n },
       { figure: 'time until all idle', value: allIdle ? ms(allIdle - started) : 'not reached' },
       ...byProcess(idleCpu, 'idle'),

@@ -12,7 +12,7 @@ import type { ScaleSetDemandArgs } from './scale-set-messages';
 import type { InstanceTimings } from '../domain/timings';
 import { RecentRepositories } from './recent-repositories';
 import { countRunners, countStatuses } from '../domain/pool-counts';
-import { runnerSetDigest } from '../domain/runner-set-digest';
+import { nameSetDigest } from '../domain/name-set-digest';
 import type { JobProgressArgs, PoolCarriedState, PoolGlance, PoolRunnerView, PoolView, QueuedJob, RunnerChangedArgs } from './pool-messages';
 import { QueuedJobs } from './queued-jobs';
 
@@ -523,15 +523,21 @@ export class PoolBook {
   }
 
   /** What the pool publishes in its memo (`PoolGlance`), but for when. */
-  /** `withOnline`: with the digest of the runners that came online (pools whose history predates it write none). */
-  glance(withOnline: boolean): Omit<PoolGlance, 'at'> {
+  /**
+   * `withDigests`: with the digest of the runners that came online and, for a pool beyond one
+   * repository, of the repositories it has lately heard from (pools whose history predates them
+   * write neither).
+   */
+  glance(withDigests: boolean): Omit<PoolGlance, 'at'> {
     return {
       counts: countRunners(this.runners.values()),
       ...countStatuses(this.runners.values()),
       queuedJobs: this.queuedJobCount,
       desired: Math.min(this.demand(), this.settings.maxRunners),
       minIdleRunners: this.settings.minIdleRunners,
-      ...(withOnline ? { online: runnerSetDigest(this.registeredRunners()) } : {}),
+      ...(withDigests ? { online: nameSetDigest(this.registeredRunners()) } : {}),
+      // Only the sweep's look for lost jobs of an organisation or enterprise reads them.
+      ...(withDigests && this.settings.github.scope.kind !== 'repo' ? { repositories: nameSetDigest(this.repositories.carry().map(([name, at]) => `${name}@${at}`)) } : {}),
     };
   }
 

@@ -4,7 +4,7 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { InstanceStatus, RunnerStatus } from '../domain/instance-status';
 import type { PoolCounts } from '../domain/pool-counts';
-import type { RunnerSetDigest } from '../domain/runner-set-digest';
+import type { NameSetDigest } from '../domain/name-set-digest';
 import type { GitHubScopeSettings, PoolSettings } from '../domain/pool';
 import type { InstanceTimings } from '../domain/timings';
 import type { PackedQueue } from './queued-jobs';
@@ -245,10 +245,15 @@ export interface PoolGlance {
   /**
    * The runners the pool counts that have come online, as a digest of their names: a liveness
    * pass whose listing of the pool's runners has the same digest need not ask the pool which
-   * runners it counts and which came online (domain/runner-set-digest.ts). Absent from pools
+   * runners it counts and which came online (domain/name-set-digest.ts). Absent from pools
    * that wrote their glance before it was added.
    */
-  online?: RunnerSetDigest;
+  online?: NameSetDigest;
+  /**
+   * An organisation or enterprise pool's recent repositories (each with when it last queued a
+   * job), as a digest: the sweep asks the pool for the list again only when it has changed.
+   */
+  repositories?: NameSetDigest;
   /** When the decision that wrote it was made (epoch ms, the workflow's clock). */
   at: number;
 }

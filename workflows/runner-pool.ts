@@ -510,15 +510,16 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
    * a quiet one writes nothing. (patched: pools that decided without writing it replay so.)
    */
   const publishesGlance = patched('pool-publishes-its-glance');
-  // Its online runners' digest changes when one runner replaces another at the same counts, which
-  // the glance before it did not write for: pools that decided without it replay without it.
-  const glanceNamesOnline = publishesGlance && patched('pool-glance-digests-online-runners');
+  // Its digests change when one runner replaces another at the same counts, or a repository is
+  // heard from, which the glance before them did not write for: pools that decided without them
+  // replay without them.
+  const glanceDigests = publishesGlance && patched('pool-glance-digests');
   let glanceWritten: string | undefined;
   let glanceWrittenAt = Number.NEGATIVE_INFINITY;
   let glanceTimerArmed = false;
   function publishGlance(now: number): void {
     if (!publishesGlance) return;
-    const glance = book.glance(glanceNamesOnline);
+    const glance = book.glance(glanceDigests);
     const key = JSON.stringify(glance);
     if (key === glanceWritten) return;
     const due = glanceWrittenAt + (input.timings.poolGlanceIntervalMs ?? DEFAULT_GLANCE_INTERVAL_MS);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { countRunners } from '../../domain/pool-counts';
-import { runnerSetDigest } from '../../domain/runner-set-digest';
+import { nameSetDigest } from '../../domain/name-set-digest';
 import { deletePoolSignal, jobQueuedSignal, poolStateQuery, queuedJobCount, type PoolGlance } from '../../workflows/pool-messages';
 import { eventually, FAST_TIMINGS, useTestWorker } from '../support/temporal';
 import { autoRegister, isGlanceTimer, poolSettings, startPool } from './helpers';
@@ -29,8 +29,8 @@ describe('a pool\'s glance', () => {
       expect(idle).toMatchObject({ counts: countRunners(view.runners), statuses: { running: 2 }, agents: { idle: 2 }, queuedJobs: 0, desired: 2, minIdleRunners: 2 });
       // And which runners came online, as a digest of their names, in any order.
       const names = view.runners.map((r) => r.name);
-      expect(idle.online).toEqual(runnerSetDigest([...names].reverse()));
-      expect(idle.online).not.toEqual(runnerSetDigest(names.slice(1)));
+      expect(idle.online).toEqual(nameSetDigest([...names].reverse()));
+      expect(idle.online).not.toEqual(nameSetDigest(names.slice(1)));
 
       // A burst of jobs within one interval: the first change may be written at once, the last
       // only when the interval is over, by the glance's own timer.
