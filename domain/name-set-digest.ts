@@ -37,7 +37,7 @@ export interface NameSetDigest {
   digest: string;
 }
 
-/** The digest of a set of names; a name given twice counts twice, so callers pass each runner once. */
+/** The digest of a set of names; a name given twice counts twice, so callers pass each name once. */
 export function nameSetDigest(names: Iterable<string>): NameSetDigest {
   let count = 0;
   let first = 0;

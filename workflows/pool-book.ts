@@ -522,9 +522,8 @@ export class PoolBook {
     return jobIds.filter((id) => this.queued.has(id) || onRunners.has(id));
   }
 
-  /** What the pool publishes in its memo (`PoolGlance`), but for when. */
   /**
-   * `withDigests`: with the digest of the runners that came online and, for a pool beyond one
+   * What the pool publishes in its memo (`PoolGlance`), but for when. `withDigests`: with the digest of the runners that came online and, for a pool beyond one
    * repository, of the repositories it has lately heard from (pools whose history predates them
    * write neither).
    */
