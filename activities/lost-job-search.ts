@@ -55,8 +55,9 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
   /**
    * Each pool's recent repositories as it last answered, with the digest of them its glance
    * showed then (domain/name-set-digest.ts). While the digest stays the same, so does the list,
-   * and the pool is not asked again (unless the sweep has just routed a lost job, below): every sweep asked every organisation and enterprise pool,
-   * and a worker that cannot hold them all in its cache replayed each one for it.
+   * and the pool is not asked again (unless the sweep has just routed a lost job, below): every
+   * sweep asked every organisation and enterprise pool, and a worker that cannot hold them all
+   * in its cache replayed each one for it.
    */
   const answered = new Map<string, { digest: string; repositories: RecentRepository[] }>();
 

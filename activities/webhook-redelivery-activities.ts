@@ -10,8 +10,9 @@
  * webhooks a token can read: for an enterprise's pools, the organisations of the
  * repositories they have lately had jobs from stand in for it. Which ones is looked
  * up again every `hookRefreshMs`, not on every pass: finding them costs a listing of the
- * pools, a query per enterprise pool and a call per scope. A pass then costs one listing call per webhook (per 100 new
- * attempts) and one call per redelivery, whatever the number of runners.
+ * pools, a query per enterprise pool and a call per scope. A pass then costs one listing
+ * call per webhook (per 100 new attempts) and one call per redelivery, whatever the number
+ * of runners.
  *
  * Safe to redo: the intake de-duplicates deliveries by GUID, and a pass that fails
  * half-way is followed by one that starts again from the last completed state.
@@ -106,8 +107,9 @@ const POOL_QUERIES_AT_ONCE = 16;
 
 /**
  * The scopes of the running pools (of this installation's task queue) that use the credentials,
- * from their memos (a query of a pool whose older memo does not name them). An enterprise pool adds the organisations of the repositories it has lately
- * had jobs from (one more query): their webhooks carry its jobs' events.
+ * from their memos (a query of a pool whose older memo does not name them). An enterprise
+ * pool adds the organisations of the repositories it has lately had jobs from (one more
+ * query): their webhooks carry its jobs' events.
  */
 export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs = 5_000, heartbeat = () => Context.current().heartbeat()): NonNullable<WebhookRedeliveryDeps['poolScopes']> {
   const directory = new PoolDirectory(client, 0, taskQueue);
