@@ -191,11 +191,13 @@ export const configSchema = z
         workflowStackTraces: z.boolean().default(false),
         /**
          * Workflows a worker keeps in memory, 1 – 2 MB of RSS each. An idle runner need not stay: it
-         * waits on signals and is replayed from its short history when one comes. A pool must:
-         * every liveness pass, sweep, metrics scrape and dashboard poll asks each pool, and a
-         * pool not kept is replayed from its history for each question (with 500 pools and 250
-         * kept, the worker was busy half a core while nothing happened). Keep at least the pools
-         * a worker serves plus the runners busy at once (bench/many-pools.ts).
+         * waits on signals and is replayed from its short history when one comes. A pool should:
+         * one not kept is replayed from its whole history each time it wakes (a job, a runner's
+         * report, its own audit) or is asked something. The periodic checks, scrapes and
+         * dashboards read the pools' memos instead of asking them, so 500 idle pools on 250 kept
+         * cost a worker 0.05 of a core (0.37 when every check asked every pool), but a busy pool
+         * replayed for every job is slow. Keep at least the pools a worker serves plus the
+         * runners busy at once (bench/many-pools.ts).
          */
         workflowCacheSize: z.number().int().min(1).default(WORKFLOW_CACHE_SIZE),
       })
