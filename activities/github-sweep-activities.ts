@@ -29,6 +29,7 @@ import type { PoolSettings } from '../domain/pool';
 import { controllerLabel, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope } from '../github/port';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../workflows/messages';
 import { jobProgressSignal, poolStateQuery, type PoolMemo, type PoolView, type QueuedJob } from '../workflows/pool-messages';
+import { githubOfMemo } from '../workflows/pool-memo';
 import { RUNNER_NAME, RUNNER_POOL } from '../workflows/search-attributes';
 import { sweepLostWebhookJobs } from '../observability/metrics';
 import { reportErrorText } from './failures';
@@ -133,14 +134,15 @@ type SweptSettings = Pick<PoolSettings, 'name' | 'runnerPrefix' | 'labels'> & { 
 
 /** A pool's settings as its memo tells them; undefined for a memo written before it named the credentials. */
 function settingsFromMemo(entry: PoolEntry): SweptSettings | undefined {
-  const memo = entry.memo;
-  if (!memo?.credentials || !memo.scope) return undefined;
+  const { memo } = entry;
+  const github = githubOfMemo(memo);
+  if (!memo || !github) return undefined;
   return {
     name: entry.name,
     labels: memo.labels,
     ...(memo.runnerPrefix ? { runnerPrefix: memo.runnerPrefix } : {}),
     ...(memo.mode ? { mode: memo.mode } : {}),
-    github: { credentials: memo.credentials, scope: memo.scope },
+    github,
   };
 }
 

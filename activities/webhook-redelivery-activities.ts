@@ -36,6 +36,7 @@ import {
 } from '../domain/webhook-redelivery';
 import { isAccessRefused, scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
 import { poolStateQuery, recentRepositoriesQuery } from '../workflows/pool-messages';
+import { githubOfMemo } from '../workflows/pool-memo';
 import { webhookRedeliveries, webhookRedeliveryLastRun } from '../observability/metrics';
 import { reportErrorText, toActivityFailure } from './failures';
 
@@ -122,10 +123,7 @@ export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs
       try {
         const handle = client.workflow.getHandle(entry.workflowId);
         // The memo names the credentials; a pool whose older memo does not is asked.
-        const github =
-          entry.memo?.credentials && entry.memo.scope
-            ? { credentials: entry.memo.credentials, scope: entry.memo.scope }
-            : (await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(poolStateQuery))).settings.github;
+        const github = githubOfMemo(entry.memo) ?? (await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(poolStateQuery))).settings.github;
         if (github.credentials !== credentials) return;
         scopes.set(scopeKey(github.scope), github.scope);
         if (github.scope.kind === 'enterprise') {

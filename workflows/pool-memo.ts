@@ -21,6 +21,14 @@ export function poolMemoOf(settings: PoolSettings): PoolMemo {
 }
 
 /**
+ * Where a pool registers its runners and with which credentials, as its memo says; undefined for a
+ * memo written before it named the credentials (its reader asks the pool instead).
+ */
+export function githubOfMemo(memo: Partial<PoolMemo> | undefined): Pick<PoolSettings['github'], 'credentials' | 'scope'> | undefined {
+  return memo?.credentials && memo.scope ? { credentials: memo.credentials, scope: memo.scope } : undefined;
+}
+
+/**
  * The scale set a scale-set pool's memo names, so that a change of it is refused without asking
  * the pool; undefined for a memo written before it named one.
  */

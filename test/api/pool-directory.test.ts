@@ -25,6 +25,17 @@ function visibility(): { client: Client; show(workflowIds: string[]): void } {
   return { client, show: (ids) => (shown = ids) };
 }
 
+/** Visibility listing these pools' workflows with these memos. */
+function visibilityOf(memos: Record<string, unknown>): Client {
+  return {
+    workflow: {
+      async *list() {
+        for (const [workflowId, memo] of Object.entries(memos)) yield { workflowId, runId: 'r', startTime: new Date(0), memo } as unknown as WorkflowExecutionInfo;
+      },
+    },
+  } as unknown as Client;
+}
+
 /** Visibility whose reads wait until the test lets them through, counted; `fail` makes the next reads throw. */
 function gatedVisibility(): { client: Client; show(workflowIds: string[]): void; release(): void; reads(): number; fail(on: boolean): void } {
   let shown: string[] = [];
@@ -194,13 +205,7 @@ describe('the pool directory', () => {
     const webhook = poolSettings({ name: 'linux', labels: ['linux'], maxRunners: 5 });
     const scaleSet = poolSettings({ name: 'arc-linux', mode: 'scaleSet', ephemeral: true, labels: ['self-hosted', 'linux'], maxRunners: 20, scaleSet: { name: 'arc-linux' } });
     const memos: Record<string, unknown> = { 'pool/linux': poolMemoOf(webhook), 'pool/arc-linux': poolMemoOf(scaleSet) };
-    const client = {
-      workflow: {
-        async *list() {
-          for (const [workflowId, memo] of Object.entries(memos)) yield { workflowId, runId: 'r', startTime: new Date(0), memo } as unknown as WorkflowExecutionInfo;
-        },
-      },
-    } as unknown as Client;
+    const client = visibilityOf(memos);
     const listed = await new PoolDirectory(client, 0).fetch();
     expect(listed.find((p) => p.name === 'arc-linux')?.memo?.mode).toBe('scaleSet');
     // The scale set has more room, but its runners take only the jobs the scale set assigns them.
@@ -211,6 +216,24 @@ describe('the pool directory', () => {
     expect(candidatePools(listed, ['arc-linux'], 'acme/widgets')).toMatchObject({ kind: 'scaleSet', pools: [{ name: 'arc-linux' }] });
   });
 
+  it('reads a memo’s credentials, runner prefix and glance digests, and drops any of them that is misshapen, keeping the rest', async () => {
+    const counts = { counts: { alive: 1, idle: 1, busy: 0, starting: 0, leaving: 0 }, statuses: { running: 1 }, agents: { idle: 1 }, queuedJobs: 0, desired: 1, minIdleRunners: 1, at: 1 };
+    const digest = { count: 1, digest: '0123456789abcdef' };
+    const memos: Record<string, unknown> = {
+      'pool/good': { ...poolMemoOf(poolSettings({ name: 'good', runnerPrefix: 'ci' })), glance: { ...counts, online: digest, repositories: digest } },
+      'pool/odd': { ...poolMemoOf(poolSettings({ name: 'odd' })), credentials: 7, runnerPrefix: '', glance: { ...counts, online: { count: 'one', digest: 'x' }, repositories: 'abc' } },
+    };
+    const client = visibilityOf(memos);
+    const listed = await new PoolDirectory(client, 0).fetch();
+    expect(listed.find((p) => p.name === 'good')?.memo).toMatchObject({ credentials: 'default', runnerPrefix: 'ci', glance: { ...counts, online: digest, repositories: digest } });
+    const odd = listed.find((p) => p.name === 'odd')?.memo;
+    expect(odd).toBeDefined();
+    expect(odd).not.toHaveProperty('credentials');
+    expect(odd).not.toHaveProperty('runnerPrefix');
+    // The counts are still believed; only the digests' shortcuts are lost: their readers ask the pool.
+    expect(odd?.glance).toEqual(counts);
+  });
+
   it('leaves a pool being deleted out of routing, from its memo and at once where this process deleted it', async () => {
     const settings = (name: string) => poolSettings({ name, labels: ['gpu'] });
     const memos: Record<string, unknown> = {
@@ -218,13 +241,7 @@ describe('the pool directory', () => {
       'pool/gpu-a': poolMemoOf(settings('gpu-a')),
       'pool/gpu-b': poolMemoOf(settings('gpu-b')),
     };
-    const client = {
-      workflow: {
-        async *list() {
-          for (const [workflowId, memo] of Object.entries(memos)) yield { workflowId, runId: 'r', startTime: new Date(0), memo } as unknown as WorkflowExecutionInfo;
-        },
-      },
-    } as unknown as Client;
+    const client = visibilityOf(memos);
     const pools = new PoolDirectory(client, 60_000);
     const routed = async () => {
       const candidates = candidatePools(await pools.list(), ['gpu'], 'acme/widgets');
