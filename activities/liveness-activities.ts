@@ -25,8 +25,9 @@ import { takesPoolExtraSpecs } from '../providers/external/provider';
 import { listMachines, type ProviderInstance, type ProviderPort } from '../providers/port';
 import type { InstanceMemo } from '../workflows/instance-options';
 import { deleteSignal, healthReportSignal, instanceNameFromWorkflowId, runnerWorkflowId, RUNNER_INSTANCE_WORKFLOW, stateQuery, type HealthReportArgs } from '../workflows/messages';
-import { countedRunnersQuery, poolWorkflowId, registeredRunnersQuery, type PoolGlance } from '../workflows/pool-messages';
-import { PoolDirectory } from '../api/pool-directory';
+import { auditPoolSignal, countedRunnersQuery, poolWorkflowId, registeredRunnersQuery, type PoolGlance } from '../workflows/pool-messages';
+import { SCALE_SET_LISTENER_WORKFLOW, scaleSetListenerId } from '../workflows/scale-set-messages';
+import { PoolDirectory, type PoolEntry } from '../api/pool-directory';
 import { nameSetDigest, sameNameSet } from '../domain/name-set-digest';
 import { RUNNER_NAME, RUNNER_POOL, RUNNER_PROVIDER, RUNNER_STATUS } from '../workflows/search-attributes';
 import { eachConcurrently } from '../domain/concurrency';
@@ -35,6 +36,7 @@ import { FAILURE_TYPES, reportErrorText, toActivityFailure } from './failures';
 import { repairStuckPools, type PoolRepair } from './pool-repair';
 import { endStuckRunners, type EndedRunner } from './stuck-runners';
 import { whileHeartbeating } from './heartbeat';
+import { poolDisagreement, PoolLookRequests, type Disagreement } from './pool-look-requests';
 import { extraSpecsKey, listPoolsWithSpecs, RunnerExtraSpecs, type PoolListingRequest } from './instance-activities';
 
 export type LivenessCheck = 'machines' | 'github';
@@ -65,6 +67,8 @@ export interface LivenessReport {
   poolsAsked?: number;
   /** Pools not asked: their glance's digest of the runners that came online matched the listing (domain/name-set-digest.ts). */
   poolsAtGlance?: number;
+  /** Pools whose glance disagreed with the listing on two passes running, asked to look for themselves (machine pass; activities/pool-look-requests.ts). */
+  poolsAskedToLook?: { pool: string; why: string }[];
 }
 
 export interface LivenessActivityDeps {
@@ -79,6 +83,8 @@ export interface LivenessActivityDeps {
   poolQueryTimeoutMs?: number;
   /** How long a pool's workflow tasks fail on nondeterminism before the machine pass resets it (default 1 min). */
   stuckPoolAfterMs?: number;
+  /** How often a pool whose glance keeps disagreeing with the listing is asked again to look (default 10 min). */
+  poolAskIntervalMs?: number;
 }
 
 interface LiveInstance {
@@ -90,6 +96,8 @@ interface LiveInstance {
   machinePool?: string;
   /** On its way out (`pending_delete`): only a registration GitHub no longer lists is news to it. */
   leaving?: boolean;
+  /** Its instance status as visibility last saw it. */
+  status?: string;
 }
 
 const MAX_ERROR_LENGTH = 300;
@@ -114,16 +122,20 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
   const client = deps.client.options.namespace === deps.namespace ? deps.client : new Client({ connection: deps.client.connection, namespace: deps.namespace });
   const runnerSpecs = new RunnerExtraSpecs();
 
+  /** Asked to look, pass after pass, per provider (activities/pool-look-requests.ts). */
+  const lookRequests = new Map<string, PoolLookRequests>();
+
   /**
-   * Instances whose status is `running`: `creating` ones are left to their create activity,
-   * leaving ones are already on their way out.
+   * Instances whose status is one of `statuses` (every open one for `open`). The checks look at
+   * `running` ones: `creating` ones are left to their create activity, leaving ones are already
+   * on their way out.
    */
-  async function runningInstances(provider: string, statuses: readonly string[] = ['running']): Promise<LiveInstance[]> {
+  async function listInstances(provider: string, statuses: readonly string[] | 'open'): Promise<LiveInstance[]> {
     const query = andQuery([
       `WorkflowType = ${quote(RUNNER_INSTANCE_WORKFLOW)}`,
       `ExecutionStatus = 'Running'`,
       `${RUNNER_PROVIDER.name} = ${quote(provider)}`,
-      statuses.length === 1 ? `${RUNNER_STATUS.name} = ${quote(statuses[0]!)}` : `${RUNNER_STATUS.name} IN (${statuses.map(quote).join(', ')})`,
+      statuses !== 'open' && (statuses.length === 1 ? `${RUNNER_STATUS.name} = ${quote(statuses[0]!)}` : `${RUNNER_STATUS.name} IN (${statuses.map(quote).join(', ')})`),
     ]);
     const found: LiveInstance[] = [];
     for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
@@ -132,8 +144,16 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       const memo = info.memo as Partial<InstanceMemo> | undefined;
       const machinePool = info.typedSearchAttributes.get(RUNNER_POOL);
       const pool = memo?.pooled ? machinePool : undefined;
-      const leaving = info.typedSearchAttributes.get(RUNNER_STATUS) === 'pending_delete';
-      found.push({ name, ...(memo?.github ? { github: memo.github } : {}), ...(pool ? { pool } : {}), ...(machinePool ? { machinePool } : {}), ...(leaving ? { leaving } : {}) });
+      const status = info.typedSearchAttributes.get(RUNNER_STATUS);
+      const leaving = status === 'pending_delete';
+      found.push({
+        name,
+        ...(memo?.github ? { github: memo.github } : {}),
+        ...(pool ? { pool } : {}),
+        ...(machinePool ? { machinePool } : {}),
+        ...(leaving ? { leaving } : {}),
+        ...(status ? { status } : {}),
+      });
     }
     return found;
   }
@@ -156,14 +176,76 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * it is asked about; with hundreds of pools that was most of an idle worker's time. A listing
    * that fails only costs the pass its shortcut.
    */
-  async function poolGlances(report: LivenessReport): Promise<Map<string, PoolGlance>> {
-    const glances = new Map<string, PoolGlance>();
+  async function listPools(report: LivenessReport): Promise<PoolEntry[]> {
     try {
-      for (const entry of await new PoolDirectory(client, 0).fetch()) if (entry.memo?.glance) glances.set(entry.name, entry.memo.glance);
+      return await new PoolDirectory(client, 0).fetch();
     } catch (err) {
       log.warn('pools not listed; each pool of the listed runners is asked', { provider: report.provider, error: errorText(err) });
+      return [];
     }
+  }
+  const glancesOf = (pools: readonly PoolEntry[]): Map<string, PoolGlance> => {
+    const glances = new Map<string, PoolGlance>();
+    for (const entry of pools) if (entry.memo?.glance) glances.set(entry.name, entry.memo.glance);
     return glances;
+  };
+
+  /** The workflow ids of the scale-set listeners that run, from one listing; undefined when it fails (nothing is concluded). */
+  async function runningListeners(report: LivenessReport): Promise<Set<string> | undefined> {
+    const listening = new Set<string>();
+    try {
+      const query = andQuery([`WorkflowType = ${quote(SCALE_SET_LISTENER_WORKFLOW)}`, `ExecutionStatus = 'Running'`]);
+      for await (const info of client.workflow.list({ query })) listening.add(info.workflowId);
+    } catch (err) {
+      report.failed.push({ target: 'scale set listeners', error: errorText(err) });
+      return undefined;
+    }
+    return listening;
+  }
+
+  /**
+   * Asks each of this provider's pools whose glance keeps disagreeing with the listing to look
+   * for itself (activities/pool-look-requests.ts). `open` is every open runner of the provider,
+   * listed before the pools, so a glance can only be newer than the listing it is compared with.
+   */
+  async function askPoolsToLook(open: readonly LiveInstance[], pools: readonly PoolEntry[], report: LivenessReport): Promise<void> {
+    const ours = pools.filter((entry) => entry.memo?.provider === report.provider && entry.memo.glance?.started);
+    const scaleSetPools = ours.filter((entry) => entry.memo?.mode === 'scaleSet' && !entry.memo.deleting);
+    const listening = scaleSetPools.length > 0 ? await runningListeners(report) : undefined;
+    const byPool = new Map<string, { open: string[]; running: number }>();
+    for (const { name, pool, status } of open) {
+      if (!pool) continue;
+      const listed = byPool.get(pool) ?? { open: [], running: 0 };
+      listed.open.push(name);
+      if (status === 'running') listed.running += 1;
+      byPool.set(pool, listed);
+    }
+    const disagreements = new Map<string, Disagreement>();
+    for (const entry of ours) {
+      const listed = byPool.get(entry.name);
+      const needsListener = entry.memo?.mode === 'scaleSet' && !entry.memo.deleting && listening !== undefined;
+      const found = poolDisagreement({
+        glance: entry.memo!.glance!,
+        open: listed?.open ?? [],
+        listedRunning: listed?.running ?? 0,
+        ...(needsListener ? { listenerRuns: listening.has(scaleSetListenerId(entry.name)) } : {}),
+      });
+      if (found) disagreements.set(entry.name, found);
+    }
+    let requests = lookRequests.get(report.provider);
+    if (!requests) lookRequests.set(report.provider, (requests = new PoolLookRequests(deps.poolAskIntervalMs ?? 10 * 60_000)));
+    const asks = requests.toAsk(disagreements, Date.now());
+    if (asks.length === 0) return;
+    report.poolsAskedToLook = [];
+    await inLanes(asks, async ({ pool, why }) => {
+      try {
+        await client.workflow.getHandle(poolWorkflowId(pool)).signal(auditPoolSignal, { reason: `liveness pass: ${why}` });
+        report.poolsAskedToLook!.push({ pool, why });
+        log.info('pool asked to look for runners that ended unreported', { provider: report.provider, pool, why });
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) report.failed.push({ target: poolWorkflowId(pool), error: errorText(err) });
+      }
+    });
   }
 
   /**
@@ -431,7 +513,9 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
         return await whileHeartbeating(async (signal) => {
           // The GitHub pass also looks at runners leaving busy: a lost `completed` webhook would
           // otherwise keep an ephemeral one waiting for a job GitHub has long finished.
-          const instances = await runningInstances(args.provider, args.check === 'github' ? ['running', 'pending_delete'] : ['running']);
+          // The machine pass lists every open runner, for the pools' looks (`askPoolsToLook`), and checks the running ones.
+          const listed = await listInstances(args.provider, args.check === 'github' ? ['running', 'pending_delete'] : 'open');
+          const instances = args.check === 'github' ? listed : listed.filter((i) => i.status === 'running');
           const report: LivenessReport = { provider: args.provider, check: args.check, instances: instances.length, listings: 0, signalled: [], orphaned: [], uncounted: [], failed: [] };
           if (args.check === 'machines') {
             report.repaired = [];
@@ -440,9 +524,11 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
             await repairStuckPools({ client, namespace: deps.namespace, stuckAfterMs: deps.stuckPoolAfterMs ?? 60_000 }, args.provider, { repaired: report.repaired, failed: report.failed });
             await endStuckRunners(client, args.provider, { stuckRunnersEnded: report.stuckRunnersEnded, failed: report.failed });
           }
+          // Listed after the runners: a glance written since the runners' listing can only be newer.
+          // The machine pass lists them whatever it found: a pool whose every runner ended unreported has none listed.
+          const pools = args.check === 'machines' || instances.some((i) => i.pool !== undefined) ? await listPools(report) : [];
+          const glances = glancesOf(pools);
           if (instances.length > 0) {
-            // Listed after the runners: a glance written since the runners' listing can only be newer.
-            const glances = instances.some((i) => i.pool !== undefined) ? await poolGlances(report) : new Map<string, PoolGlance>();
             if (args.check === 'machines') {
               // Before the provider listing, so a provider that is down does not keep orphans alive.
               await orphanPass(instances, report, glances);
@@ -451,6 +537,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
               await githubPass(instances, report, glances);
             }
           }
+          if (args.check === 'machines') await askPoolsToLook(listed, pools, report);
           countPass(report);
           return report;
         });

@@ -38,9 +38,14 @@ function asPoolGlance(value: unknown): PoolGlance | undefined {
   const counts = g.counts as Partial<Record<keyof PoolGlance['counts'], unknown>> | undefined;
   if (!counts || ![counts.alive, counts.idle, counts.busy, counts.starting, counts.leaving].every(isCount)) return undefined;
   if (!isCountRecord(g.statuses) || !isCountRecord(g.agents) || ![g.queuedJobs, g.desired, g.minIdleRunners, g.at].every(isCount)) return undefined;
-  const { online, repositories, ...rest } = g as PoolGlance;
+  const { online, started, repositories, ...rest } = g as PoolGlance;
   // A digest that cannot be read only costs its reader the shortcut: the pool is asked.
-  return { ...rest, ...(isNameSetDigest(online) ? { online } : {}), ...(isNameSetDigest(repositories) ? { repositories } : {}) };
+  return {
+    ...rest,
+    ...(isNameSetDigest(online) ? { online } : {}),
+    ...(isNameSetDigest(started) ? { started } : {}),
+    ...(isNameSetDigest(repositories) ? { repositories } : {}),
+  };
 }
 
 function isNameSetDigest(value: unknown): value is NameSetDigest {

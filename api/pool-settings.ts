@@ -6,7 +6,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { RunnerflowConfig } from '../config/schema';
 import { poolReferenceIssues, type PoolSettings } from '../domain/pool';
-import { resolveTimings } from '../domain/timings';
+import { POOL_AUDIT_BACKSTOP_MS, DEFAULT_TIMINGS, resolveTimings, type InstanceTimings } from '../domain/timings';
 import { RUNNER_POOL } from '../workflows/search-attributes';
 import { poolMemoOf } from '../workflows/pool-memo';
 import { RUNNER_POOL_WORKFLOW, poolWorkflowId, type RunnerPoolInput } from '../workflows/pool-messages';
@@ -22,6 +22,11 @@ export function checkPoolReferences(settings: PoolSettings, config: RunnerflowCo
   }
 }
 
+/** A new pool's timings: the configured ones over the defaults, its own look a backstop while the liveness passes run. */
+export function poolTimingsOf(config: Pick<RunnerflowConfig, 'timings' | 'liveness'>): InstanceTimings {
+  return resolveTimings(config.timings, config.liveness.enabled ? { ...DEFAULT_TIMINGS, poolAuditIntervalMs: POOL_AUDIT_BACKSTOP_MS } : DEFAULT_TIMINGS);
+}
+
 /** Starts the pool's workflow; 409 when a pool of that name is running. */
 export async function startPool(
   client: Client,
@@ -31,7 +36,7 @@ export async function startPool(
   /** Memo entries beyond the routing memo (e.g. the demo's marker). */
   extraMemo: Record<string, unknown> = {},
 ): Promise<{ runId: string }> {
-  const input: RunnerPoolInput = { settings, timings: resolveTimings(config.timings) };
+  const input: RunnerPoolInput = { settings, timings: poolTimingsOf(config) };
   try {
     const handle = await client.workflow.start(RUNNER_POOL_WORKFLOW, {
       workflowId: poolWorkflowId(settings.name),

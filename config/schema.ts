@@ -303,13 +303,19 @@ export const configSchema = z
          * resets it, unless the build that wrote its history is the only one polling: then at once.
          */
         stuckPoolAfter: durationMs.default(60_000),
+        /**
+         * A pool whose glance disagrees with the runners the machine pass lists for it, on two
+         * passes running, is asked to look for runners that ended unreported; while it keeps
+         * disagreeing, asked again this often (activities/pool-look-requests.ts).
+         */
+        poolAskInterval: durationMs.default(10 * 60_000),
       })
       .strict()
       .superRefine((l, ctx) => {
         if (l.interval < 1_000) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'must be at least 1s (the schedule granularity)' });
         if (l.githubInterval < 1_000) ctx.addIssue({ code: 'custom', path: ['githubInterval'], message: 'must be at least 1s (the schedule granularity)' });
       })
-      .default({ enabled: true, interval: 60_000, githubInterval: 5 * 60_000, jitter: 15_000, stuckPoolAfter: 60_000 }),
+      .default({ enabled: true, interval: 60_000, githubInterval: 5 * 60_000, jitter: 15_000, stuckPoolAfter: 60_000, poolAskInterval: 10 * 60_000 }),
     /**
      * Failed webhook deliveries asked for again (docs/self-healing.md): per credentials, a
      * pass every `interval` over the deliveries since the last one: an App's own webhook, or

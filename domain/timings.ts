@@ -162,6 +162,15 @@ export const timingsOverrideSchema = z
 
 export type TimingsOverride = z.infer<typeof timingsOverrideSchema>;
 
+/**
+ * How often a pool looks by itself for runners whose workflow ended unreported when the liveness
+ * passes run: the machine pass compares every pool's glance with the runners it lists, each
+ * `liveness.interval`, and asks a pool that disagrees to look (activities/pool-look-requests.ts),
+ * so the pool's own timer is a backstop. Without them the pool's timer is all there is, and
+ * `poolAuditInterval` keeps its default.
+ */
+export const POOL_AUDIT_BACKSTOP_MS = 60 * 60_000;
+
 export function resolveTimings(override: TimingsOverride = {}, base: InstanceTimings = DEFAULT_TIMINGS): InstanceTimings {
   const out: InstanceTimings = { ...base };
   for (const [key, value] of Object.entries(override)) {

@@ -448,8 +448,9 @@ function passesTable(view, headers, cells, what) {
 
 /**
  * @typedef {{ instances: number, listings: number, findings: { name: string, finding: string }[], orphaned: string[], uncounted: string[],
- *   poolsReset: { pool: string, resetTo: number }[], stuckRunnersEnded: string[],
- *   counts: { findings: number, orphaned: number, uncounted: number, poolsReset: number, stuckRunnersEnded: number }, failures: { target: string, error: string }[] }} LivenessResult
+ *   poolsReset: { pool: string, resetTo: number }[], stuckRunnersEnded: string[], poolsAskedToLook?: { pool: string, why: string }[],
+ *   counts: { findings: number, orphaned: number, uncounted: number, poolsReset: number, stuckRunnersEnded: number, poolsAskedToLook?: number },
+ *   failures: { target: string, error: string }[] }} LivenessResult
  * @typedef {{ provider: string, check: 'machines' | 'github', scheduleId: string, scheduled: boolean, paused?: boolean, note?: string,
  *   intervalMs?: number, nextRunAt?: string,
  *   runs: { workflowId: string, runId: string, scheduledAt: string, status: string, error?: string, result?: LivenessResult }[] }} Liveness
@@ -462,7 +463,7 @@ export function livenessView(checks) {
     const machines = c.check === 'machines';
     const runs = passesTable(
       c,
-      ['Runners', 'Found', 'Pool gone', 'Not counted', ...(machines ? ['Pools reset', 'Stuck runners ended'] : [])],
+      ['Runners', 'Found', 'Pool gone', 'Not counted', ...(machines ? ['Pools reset', 'Stuck runners ended', 'Pools asked to look'] : [])],
       (result) => [
         h('td', {}, result?.instances ?? '–'),
         namedCount(result?.counts.findings, result?.findings.map((f) => `${f.name}: ${FINDING_TEXT[f.finding] ?? f.finding}`)),
@@ -472,6 +473,8 @@ export function livenessView(checks) {
           ? [
               namedCount(result?.counts.poolsReset, result?.poolsReset.map((p) => `${p.pool}: reset to event ${p.resetTo} (stuck on a nondeterminism error)`)),
               namedCount(result?.counts.stuckRunnersEnded, result?.stuckRunnersEnded.map((name) => `${name}: workflow ended (its tasks kept failing)`)),
+              // Passes recorded before pools were asked have none.
+              namedCount(result && (result.counts.poolsAskedToLook ?? 0), result?.poolsAskedToLook?.map((p) => `${p.pool}: ${p.why}`)),
             ]
           : []),
       ],

@@ -117,7 +117,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<StartedW
         github: options.github,
         jobs: new TemporalJobSink({ client, taskQueue: config.temporal.taskQueue, pools: new PoolDirectory(client, 5_000, config.temporal.taskQueue), logger: options.logger ?? silentLogger, queryTimeoutMs: 5_000 }),
       }),
-      ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace, stuckPoolAfterMs: config.liveness.stuckPoolAfter }),
+      ...createLivenessActivities({ controllerId: config.controllerId, providers, github: options.github, client, namespace: config.temporal.namespace, stuckPoolAfterMs: config.liveness.stuckPoolAfter, poolAskIntervalMs: config.liveness.poolAskInterval }),
       ...createWebhookRedeliveryActivities({
         ...(options.github.hooks ? { hooks: (name: string) => options.github.hooks!(name) } : {}),
         ...(options.github.scopeHooks ? { scopeHooks: (name: string) => options.github.scopeHooks!(name) } : {}),

@@ -523,11 +523,12 @@ export class PoolBook {
   }
 
   /**
-   * What the pool publishes in its memo (`PoolGlance`), but for when. `withDigests`: with the digest of the runners that came online and, for a pool beyond one
-   * repository, of the repositories it has lately heard from (pools whose history predates them
-   * write neither).
+   * What the pool publishes in its memo (`PoolGlance`), but for when. `withDigests`: with the
+   * digest of the runners that came online and, for a pool beyond one repository, of the
+   * repositories it has lately heard from; `withStarted`: with the digest of the runners known
+   * to exist (pools whose history predates them write none of these).
    */
-  glance(withDigests: boolean): Omit<PoolGlance, 'at'> {
+  glance(withDigests: boolean, withStarted = false): Omit<PoolGlance, 'at'> {
     return {
       counts: countRunners(this.runners.values()),
       ...countStatuses(this.runners.values()),
@@ -535,6 +536,7 @@ export class PoolBook {
       desired: Math.min(this.demand(), this.settings.maxRunners),
       minIdleRunners: this.settings.minIdleRunners,
       ...(withDigests ? { online: nameSetDigest(this.registeredRunners()) } : {}),
+      ...(withStarted ? { started: nameSetDigest(this.startedRunners()) } : {}),
       // Only the sweep's look for lost jobs of an organisation or enterprise reads them.
       ...(withDigests && this.settings.github.scope.kind !== 'repo' ? { repositories: nameSetDigest(this.repositories.carry().map(([name, at]) => `${name}@${at}`)) } : {}),
     };

@@ -141,6 +141,17 @@ export interface RunnersChangedArgs {
   reports: RunnerChangedArgs[];
 }
 export const runnersChangedSignal = defineSignal<[RunnersChangedArgs]>('runnersChanged');
+export interface AuditPoolArgs {
+  /** Why the pool is asked, for its log. */
+  reason?: string;
+}
+/**
+ * Look now for runners whose workflow ended unreported, runners whose report of coming up was
+ * lost, and a scale set's listener that no longer runs, rather than at the next
+ * `poolAuditInterval`. The liveness pass sends it to a pool whose glance keeps disagreeing with
+ * the runners it lists; the pool checks for itself, so a signal sent for nothing costs one look.
+ */
+export const auditPoolSignal = defineSignal<[AuditPoolArgs]>('auditPool');
 export const poolStateQuery = defineQuery<PoolView>('poolState');
 export interface KnownJobsArgs {
   jobIds: number[];
@@ -166,6 +177,7 @@ export const POOL_MESSAGE_DESCRIPTIONS = {
   jobProgress: 'A job left the queue (in_progress) or finished (completed). Input: {"jobId": 1, "action": "in_progress"}',
   runnerChanged: 'A runner instance of this pool changed status.',
   runnersChanged: 'Runner instances of this pool changed status (sent by the instance workflows, batched). Input: {"reports": [...]}',
+  auditPool: 'Look now for runners whose workflow ended without telling the pool, runners whose report of coming up was lost, and a scale set\'s listener that no longer runs; at most once per leaveReaskInterval. Input: {"reason": "..."}',
   poolState: 'Settings, runners with their statuses, the oldest queued jobs with their count, and the current target size.',
   knownJobs: 'Which of the given job ids the pool counts as queued or has a runner on. Input: {"jobIds": [1, 2]}',
   recentRepositories: 'The repositories the pool has lately had jobs from (at most 100; queued, or for a scale set started), most lately first, each as [owner/name, epoch ms]: where the sweep looks for jobs of an organisation pool whose queued webhook was lost, and whose organisations\' webhooks an enterprise pool\'s failed deliveries are asked for again through.',
@@ -249,6 +261,13 @@ export interface PoolGlance {
    * that wrote their glance before it was added.
    */
   online?: NameSetDigest;
+  /**
+   * The runners the pool counts whose workflows are known to exist, as a digest of their names:
+   * a liveness pass whose listing of the pool's open runners has another digest, pass after
+   * pass, asks the pool to look for runners that ended without telling it (`auditPool`).
+   * Absent from pools that wrote their glance before it was added.
+   */
+  started?: NameSetDigest;
   /**
    * An organisation or enterprise pool's recent repositories (each with when it last queued a
    * job), as a digest: the sweep asks the pool for the list again only when it has changed.

@@ -32,6 +32,7 @@ import { deleteSignal, runnerWorkflowId, type RunnerInstanceInput } from './mess
 import { LEAVE_REASK_MS, PoolBook } from './pool-book';
 import { poolMemoOf } from './pool-memo';
 import {
+  auditPoolSignal,
   deletePoolSignal,
   GLANCE_TIMER_SUMMARY,
   jobProgressSignal,
@@ -54,7 +55,7 @@ import {
   type RunnerPoolInput,
 } from './pool-messages';
 import { PoolScaleSet } from './pool-scale-set';
-import { jobProgressArgs, queuedJobsArgs, runnerChangedArgs, runnerReportsArgs, scaleSetDemandArgs, warnOfUnknownSignals } from './signal-input';
+import { jobProgressArgs, queuedJobsArgs, reasonOf, runnerChangedArgs, runnerReportsArgs, scaleSetDemandArgs, warnOfUnknownSignals } from './signal-input';
 import { SCALE_SET_MESSAGE_DESCRIPTIONS, scaleSetDemandSignal } from './scale-set-messages';
 import { RUNNER_POOL } from './search-attributes';
 
@@ -294,9 +295,18 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     const now = Date.now();
     for (const report of runnerReportsArgs(args)) if (book.runnerChanged(report, now)) dirty = true;
   }, { description: POOL_MESSAGE_DESCRIPTIONS.runnersChanged });
+  /** Set by `auditPool`: the next look comes as soon as the one before allows (`nextLookAt`). */
+  let lookAsked = false;
+  setHandler(auditPoolSignal, (args) => {
+    // A worker from before this signal dropped it unhandled: a history it wrote replays so.
+    if (!patched('look-when-asked')) return;
+    log.info('asked to look for runners that ended unreported', { pool: book.settings.name, reason: reasonOf(args, 'no reason given') });
+    lookAsked = true;
+    dirty = true;
+  }, { description: POOL_MESSAGE_DESCRIPTIONS.auditPool });
   warnOfUnknownSignals(
     RUNNER_POOL_WORKFLOW,
-    [updatePoolSignal, deletePoolSignal, jobQueuedSignal, jobsQueuedSignal, jobProgressSignal, runnerChangedSignal, runnersChangedSignal, scaleSetDemandSignal].map((s) => s.name),
+    [updatePoolSignal, deletePoolSignal, jobQueuedSignal, jobsQueuedSignal, jobProgressSignal, runnerChangedSignal, runnersChangedSignal, scaleSetDemandSignal, auditPoolSignal].map((s) => s.name),
   );
 
   function instanceInput(name: string): RunnerInstanceInput {
@@ -434,10 +444,22 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   }
   // Only scale-set pools record the patch: a webhook pool has no listener to look for.
   const looksForListener = audits && book.settings.mode === 'scaleSet' && patched('look-for-listener');
+  /** When this run last looked; undefined until it has (`lastAuditAt` starts at a look it assumes). */
+  let lookedAt: number | undefined;
+  /**
+   * When the next look is due: every interval, sooner for silent leavers, and, once asked
+   * (`auditPool`), at once or `leaveReaskInterval` after this run's last look: a sender that
+   * asks over and over gets a look per interval, not one per signal.
+   */
+  function nextLookAt(): number {
+    const asked = !lookAsked ? Infinity : lookedAt === undefined ? Number.NEGATIVE_INFINITY : lookedAt + silentMs;
+    return Math.min(auditDueAt, earlyAuditAt() ?? Infinity, asked);
+  }
   function auditRunners(now: number): void {
     if (!audits || auditsInFlight > 0) return;
-    const early = earlyAuditAt();
-    if (now < auditDueAt && (early === undefined || now < early)) return;
+    if (now < nextLookAt()) return;
+    lookAsked = false;
+    lookedAt = now;
     lastAuditAt = now;
     auditDueAt = now + auditEvery;
     if (looksForListener) void scaleSet.ensureListening(book.settings, book.deleting, book.scaleSetRef().scaleSet?.id);
@@ -514,12 +536,14 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
   // heard from, which the glance before them did not write for: pools that decided without them
   // replay without them.
   const glanceDigests = publishesGlance && patched('pool-glance-digests');
+  // The same for the digest of the runners known to exist, added after them.
+  const glanceStarted = glanceDigests && patched('pool-glance-started');
   let glanceWritten: string | undefined;
   let glanceWrittenAt = Number.NEGATIVE_INFINITY;
   let glanceTimerArmed = false;
   function publishGlance(now: number): void {
     if (!publishesGlance) return;
-    const glance = book.glance(glanceDigests);
+    const glance = book.glance(glanceDigests, glanceStarted);
     const key = JSON.stringify(glance);
     if (key === glanceWritten) return;
     const due = glanceWrittenAt + (input.timings.poolGlanceIntervalMs ?? DEFAULT_GLANCE_INTERVAL_MS);
@@ -560,7 +584,9 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     await condition(() => startsInFlight === 0 && passesInFlight === 0 && auditsInFlight === 0 && allHandlersFinished());
     const { carried, dropped } = book.carryWithin(MAX_CARRIED_BYTES);
     if (dropped > 0) log.warn('queued jobs not kept: the pool state would not fit in one continue-as-new', { pool: book.settings.name, dropped, total: book.queuedJobsDropped });
-    return continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: { ...carried, ...(audits ? { auditDueAt } : {}) } });
+    // A look asked for and not yet made is carried as a look due.
+    const lookDueAt = lookAsked ? Math.min(auditDueAt, lookedAt === undefined ? Date.now() : lookedAt + silentMs) : auditDueAt;
+    return continueAsNew<typeof runnerPool>({ ...input, settings: book.settings, carried: { ...carried, ...(audits ? { auditDueAt: lookDueAt } : {}) } });
   }
   /**
    * A decision that finds the history already full continues as new before it starts anything.
@@ -601,7 +627,7 @@ export async function runnerPool(input: RunnerPoolInput): Promise<PoolView> {
     if (steadyWake) {
       if (plan.wakeAt !== undefined) wakeAt(plan.wakeAt);
       // Only a pool with runners or a listener to look for wakes for it; one that gets some looks at its next decision.
-      if (audits && auditsInFlight === 0 && (book.hasStartedRunners() || looksForListener)) wakeAt(Math.min(auditDueAt, earlyAuditAt() ?? Infinity));
+      if (audits && auditsInFlight === 0 && (book.hasStartedRunners() || looksForListener)) wakeAt(nextLookAt());
       await condition(() => dirty || historyFull() || finished());
       continue;
     }

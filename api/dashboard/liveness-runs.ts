@@ -25,8 +25,10 @@ export interface LivenessResult {
   poolsReset: { pool: string; resetTo: number }[];
   /** Runner workflows stuck on a nondeterminism error, terminated for the sweep to clean up after. */
   stuckRunnersEnded: string[];
+  /** Pools whose glance kept disagreeing with the runners listed for them, asked to look for runners that ended unreported. */
+  poolsAskedToLook: { pool: string; why: string }[];
   /** How many of each the pass had, when more than the names shown. */
-  counts: { findings: number; orphaned: number; uncounted: number; poolsReset: number; stuckRunnersEnded: number };
+  counts: { findings: number; orphaned: number; uncounted: number; poolsReset: number; stuckRunnersEnded: number; poolsAskedToLook: number };
   failures: { target: string; error: string }[];
 }
 
@@ -47,12 +49,14 @@ function summarise(report: Omit<LivenessReport, 'uncounted'> & { uncounted?: Liv
     uncounted: uncounted.slice(0, NAMES_SHOWN).map((u) => u.name),
     poolsReset: (report.repaired ?? []).slice(0, NAMES_SHOWN).map(({ pool, resetTo }) => ({ pool, resetTo })),
     stuckRunnersEnded: (report.stuckRunnersEnded ?? []).slice(0, NAMES_SHOWN).map((r) => r.name),
+    poolsAskedToLook: (report.poolsAskedToLook ?? []).slice(0, NAMES_SHOWN),
     counts: {
       findings: report.signalled.length,
       orphaned: report.orphaned.length,
       uncounted: uncounted.length,
       poolsReset: report.repaired?.length ?? 0,
       stuckRunnersEnded: report.stuckRunnersEnded?.length ?? 0,
+      poolsAskedToLook: report.poolsAskedToLook?.length ?? 0,
     },
     failures: report.failed.slice(0, NAMES_SHOWN),
   };

@@ -12,6 +12,9 @@ function outcome(run: LivenessRun | undefined): string {
   if (counts.uncounted > 0) parts.push(`${counts.uncounted} not counted by their pool`);
   if (counts.poolsReset > 0) parts.push(`${counts.poolsReset} pool${counts.poolsReset === 1 ? '' : 's'} reset (stuck on a nondeterminism error)`);
   if (counts.stuckRunnersEnded > 0) parts.push(`${counts.stuckRunnersEnded} stuck runner workflow${counts.stuckRunnersEnded === 1 ? '' : 's'} ended`);
+  // Passes recorded before pools were asked have no such count.
+  const asked = counts.poolsAskedToLook ?? 0;
+  if (asked > 0) parts.push(`${asked} pool${asked === 1 ? '' : 's'} asked to look for runners that ended unreported`);
   if (failures.length > 0) parts.push(`${failures.length} call${failures.length === 1 ? '' : 's'} failed`);
   return parts.join(', ');
 }

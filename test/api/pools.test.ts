@@ -60,7 +60,8 @@ describe('POST /api/v1/pools', () => {
     const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
     const input = JSON.parse(Buffer.from(started.input!.payloads![0]!.data!).toString()) as RunnerPoolInput;
     expect(input.settings).toEqual(pool);
-    expect(input.timings).toEqual(resolveTimings({}));
+    // The liveness passes run (the default), so the pool's own look for ended runners is an hourly backstop.
+    expect(input.timings).toEqual({ ...resolveTimings({}), poolAuditIntervalMs: 60 * 60_000 });
   });
 
   it('answers 409 when the pool exists', async () => {

@@ -372,7 +372,7 @@ describe('runnerflow CLI', () => {
       expect(listed.stdout).toMatch(new RegExp(`^${PROVIDER}\\s+machines\\s+every 24h\\s+\\S+\\s+\\S+\\s+completed`, 'm'));
       const json = JSON.parse((await cli(['liveness', 'list', '--json'])).stdout) as { provider: string; check: string; runs: { status: string; result?: { counts: unknown } }[] }[];
       expect(json.map((l) => `${l.provider} ${l.check}`)).toEqual([`${PROVIDER} machines`, `${PROVIDER} github`]);
-      expect(json[0]?.runs).toEqual([expect.objectContaining({ status: 'completed', result: expect.objectContaining({ counts: { findings: 0, orphaned: 0, uncounted: 0, poolsReset: 0, stuckRunnersEnded: 0 } }) })]);
+      expect(json[0]?.runs).toEqual([expect.objectContaining({ status: 'completed', result: expect.objectContaining({ counts: { findings: 0, orphaned: 0, uncounted: 0, poolsReset: 0, stuckRunnersEnded: 0, poolsAskedToLook: 0 } }) })]);
     } finally {
       await schedule.delete();
     }

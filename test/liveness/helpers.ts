@@ -46,7 +46,8 @@ function listingWithPause(rig: LivenessRig): Client {
           yield info;
         }
         const pause = rig.afterNextListing;
-        if (pause && /RunnerStatus = 'running'/.test(options?.query ?? '')) {
+        // The pass's listing of its provider's runners, not of pools or listeners.
+        if (pause && /RunnerProvider = /.test(options?.query ?? '')) {
           rig.afterNextListing = undefined;
           await pause(listed);
         }
