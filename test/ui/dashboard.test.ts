@@ -351,11 +351,11 @@ describe('dashboard', () => {
       stack.simulatedMachines!.killMachine(victim, { leaves: 'gone' });
       await stack.client.schedule.getHandle(scheduleId).trigger();
       const passes = machines.getByRole('table', { name: `Last passes of ${scheduleId}` });
-      // Columns: scheduled, status, runners, found, pool gone, not counted, pools reset, stuck runners ended.
+      // Columns: scheduled, status, runners, found, pool gone, not counted, pools reset, stuck runners ended, pools asked to look.
       const found = passes.getByRole('row').filter({ has: page.getByRole('cell').nth(3).filter({ hasText: /^1$/ }) });
       await found.first().waitFor({ timeout: 30_000 });
       const cells = await found.first().getByRole('cell').allTextContents();
-      expect(cells.slice(1, 8)).toEqual(['completed', expect.stringMatching(/^[1-9]\d*$/), '1', '0', '0', '0', '0']);
+      expect(cells.slice(1, 9)).toEqual(['completed', expect.stringMatching(/^[1-9]\d*$/), '1', '0', '0', '0', '0', '0']);
       expect(await found.first().getByRole('cell').nth(3).getAttribute('title')).toBe(`${victim}: machine gone`);
     } finally {
       await Promise.all((['machines', 'github'] as const).map((check) => stack.client.schedule.getHandle(livenessScheduleId(PROVIDER, check)).delete()));
