@@ -3,10 +3,10 @@
  * job's, the highest priority wins; equal priorities go to the pool with the
  * most free capacity.
  */
-import { isDeleting } from '../domain/instance-status';
+import { isDeleting, type InstanceStatus } from '../domain/instance-status';
 import { poolMatchesLabels, scopeCoversRepository } from '../domain/pool';
 import { scaleSetLabels, scaleSetTakesJob } from '../domain/scale-set';
-import { queuedJobCount, type PoolView } from '../workflows/pool-messages';
+import { queuedJobCount, type PoolGlance, type PoolView } from '../workflows/pool-messages';
 import type { PoolEntry } from './pool-directory';
 
 export type RoutableEntry = PoolEntry & { memo: NonNullable<PoolEntry['memo']> };
@@ -59,12 +59,25 @@ function scaleSetPoolsTaking(pools: readonly PoolEntry[], jobLabels: readonly st
   );
 }
 
-/** Runners the pool could still put on a new job: idle ones plus room to create, less jobs already waiting. */
+/** Runners a pool could still put on a new job: idle ones plus room to create, less jobs already waiting. */
+const freePlaces = ({ maxRunners, live, idle, queued }: { maxRunners: number; live: number; idle: number; queued: number }): number => maxRunners - live + idle - queued;
+
+/** A pool's free capacity from its state (`freePlaces`). */
 export function freeCapacity(view: PoolView): number {
   if (view.deleting) return Number.NEGATIVE_INFINITY;
   const live = view.runners.filter((r) => !isDeleting(r.status));
   const idle = live.filter((r) => r.runnerStatus === 'idle' && r.jobId === undefined).length;
-  return view.settings.maxRunners - live.length + idle - queuedJobCount(view);
+  return freePlaces({ maxRunners: view.settings.maxRunners, live: live.length, idle, queued: queuedJobCount(view) });
+}
+
+/**
+ * A pool's free capacity as its glance showed it when written (`freePlaces`): its idle runners
+ * are those not asked to leave either.
+ */
+export function freeCapacityOfGlance(glance: PoolGlance, maxRunners: number): number {
+  let live = 0;
+  for (const [status, n] of Object.entries(glance.statuses)) if (!isDeleting(status as InstanceStatus)) live += n ?? 0;
+  return freePlaces({ maxRunners, live, idle: glance.counts.idle, queued: glance.queuedJobs });
 }
 
 /** The index of the best capacity; the first on ties and when nothing is known. */

@@ -29,7 +29,7 @@ import {
 } from '../workflows/pool-messages';
 import type { Logger } from './deps';
 import type { StuckWorkflowAlarm } from './stuck-workflow-alarm';
-import { candidatePools, freeCapacity, mostFree, type RoutableEntry } from './job-routing';
+import { candidatePools, freeCapacity, freeCapacityOfGlance, mostFree, type RoutableEntry } from './job-routing';
 import type { IdleReportHold } from './idle-report-hold';
 import type { PoolDirectory } from './pool-directory';
 import type { RelayTarget } from '../workflows/relay-messages';
@@ -47,9 +47,9 @@ export interface TemporalJobSinkDeps {
   /** Told of failed reads of pools (api/stuck-workflow-alarm.ts). */
   stuckWorkflows?: StuckWorkflowAlarm;
   logger: Logger;
-  /** Bound on each poolState query used to break priority ties. */
+  /** Bound on each poolState query used to break priority ties (pools whose memo has no glance). */
   queryTimeoutMs: number;
-  /** How long a pool's free capacity, read to break a priority tie, is reused (jobs routed since are subtracted). */
+  /** How long a pool's free capacity, read from the pool to break a priority tie, is reused (jobs routed since are subtracted). */
   capacityCacheMs?: number;
   /** A job no pool matches makes the pool list be read afresh, at most this often. */
   unmatchedRefreshMs?: number;
@@ -68,7 +68,14 @@ interface KnownCapacity {
   at: number;
   free: number | undefined;
   reading?: Promise<void>;
+  /** When the glance `free` was read from was written (the pool's clock); undefined when it was read from the pool. */
+  glanceAt?: number;
+  /** When jobs were routed to the pool lately, oldest first: those after a glance are not in it. */
+  routedAt: number[];
 }
+
+/** Routing times kept per pool: a glance that stops moving (its pool's worker down) must not grow the list for good. */
+const ROUTED_KEPT = 1_000;
 
 export class TemporalJobSink implements WorkflowJobSink {
   private readonly toPools: SignalBatcher<QueuedJob>;
@@ -207,9 +214,12 @@ export class TemporalJobSink implements WorkflowJobSink {
   }
 
   /**
-   * Equal priorities go to the pool with the most free capacity. Asking every
-   * pool for every job would put a query (a workflow task) on the hot path of
-   * each; a reading is reused briefly, less the jobs routed to it since.
+   * Equal priorities go to the pool with the most free capacity, as each pool's glance in the
+   * pool list shows it, less the jobs routed to it since the glance was written. The glance is
+   * a few seconds old at most (`poolGlanceInterval`, and the list's own reuse); asking each pool
+   * instead put a query on the webhook's answer, waiting on a busy pool's signals or on a replay
+   * of a pool the worker did not hold. A pool whose memo has no glance yet is asked, and its
+   * reading reused briefly.
    */
   private async pickByCapacity(pools: RoutableEntry[]): Promise<RoutableEntry> {
     if (pools.length === 1) return pools[0]!;
@@ -217,14 +227,25 @@ export class TemporalJobSink implements WorkflowJobSink {
     const best = mostFree(known.map((k) => k.free));
     const chosen = known[best]!;
     if (chosen.free !== undefined) chosen.free -= 1;
+    chosen.routedAt.push(Date.now());
+    if (chosen.routedAt.length > ROUTED_KEPT) chosen.routedAt.splice(0, chosen.routedAt.length - ROUTED_KEPT);
     return pools[best]!;
   }
 
   private async capacityOf(pool: RoutableEntry): Promise<KnownCapacity> {
     let known = this.capacities.get(pool.workflowId);
     if (!known) {
-      known = { at: Number.NEGATIVE_INFINITY, free: undefined };
+      known = { at: Number.NEGATIVE_INFINITY, free: undefined, routedAt: [] };
       this.capacities.set(pool.workflowId, known);
+    }
+    const glance = pool.memo.glance;
+    if (glance) {
+      if (known.glanceAt !== glance.at) {
+        known.glanceAt = glance.at;
+        known.routedAt = known.routedAt.filter((at) => at > glance.at);
+        known.free = freeCapacityOfGlance(glance, pool.memo.maxRunners) - known.routedAt.length;
+      }
+      return known;
     }
     // Concurrent jobs share one reading.
     if (!known.reading && Date.now() - known.at > (this.deps.capacityCacheMs ?? 1_000)) {

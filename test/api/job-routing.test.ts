@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { candidatePools, freeCapacity, mostFree } from '../../api/job-routing';
+import { candidatePools, freeCapacity, freeCapacityOfGlance, mostFree } from '../../api/job-routing';
 import type { PoolEntry } from '../../api/pool-directory';
 import type { PoolView } from '../../workflows/pool-messages';
 
@@ -108,6 +108,23 @@ describe('freeCapacity', () => {
 
   it('gives a draining pool no capacity', () => {
     expect(freeCapacity(view({ deleting: true }))).toBe(Number.NEGATIVE_INFINITY);
+  });
+});
+
+describe('freeCapacityOfGlance', () => {
+  it('counts as freeCapacity does: room to grow, idle runners, less waiting jobs; leaving runners keep their place until deleting', () => {
+    const glance = {
+      counts: { alive: 3, idle: 1, busy: 1, starting: 1, leaving: 2 },
+      statuses: { running: 3, pending_delete: 1, deleting: 1 },
+      agents: { idle: 1, active: 1, pending: 1, terminated: 2 },
+      queuedJobs: 1,
+      desired: 2,
+      minIdleRunners: 0,
+      at: 0,
+    };
+    // 6 max - 3 live (pending_delete and deleting do not count) + 1 idle - 1 queued
+    expect(freeCapacityOfGlance(glance, 6)).toBe(3);
+    expect(freeCapacityOfGlance({ ...glance, statuses: {}, counts: { ...glance.counts, idle: 0 }, queuedJobs: 0 }, 4)).toBe(4);
   });
 });
 

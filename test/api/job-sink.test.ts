@@ -9,7 +9,10 @@ import { PoolDirectory } from '../../api/pool-directory';
 import { TemporalJobSink } from '../../api/temporal-job-sink';
 import { RUNNER_POOL } from '../../workflows/search-attributes';
 import { RUNNER_INSTANCE_WORKFLOW, runnerWorkflowId } from '../../workflows/messages';
-import { unmatchedJobsWorkflowId, poolWorkflowId } from '../../workflows/pool-messages';
+import { RUNNER_POOL_WORKFLOW, unmatchedJobsWorkflowId, poolWorkflowId, type PoolGlance } from '../../workflows/pool-messages';
+import { poolMemoOf } from '../../workflows/pool-memo';
+import { poolSettingsSchema } from '../../domain/pool';
+import { resolveTimings } from '../../domain/timings';
 import { connectClient, eventually, instanceInput, uniqueName } from '../support/temporal';
 import { signalsOf } from './history';
 import { WEBHOOK_SECRET, recordingLogger, testApp, validPool, type TestApp } from './support';
@@ -82,6 +85,47 @@ describe('jobQueued', () => {
     const jobId = ++jobIds;
     await longLived.jobQueued({ jobId, labels: [label], deliveryId: 'd-fresh' });
     expect(await jobQueuedSignals(pool)).toEqual([{ name: 'jobsQueued', input: { jobs: [{ jobId, labels: [label] }] } }]);
+  });
+});
+
+describe('jobQueued to pools of equal priority', () => {
+  /** A pool of three runners at most whose memo carries this glance; no worker runs it, so it answers no query. */
+  async function poolWithGlance(name: string, label: string, glance: PoolGlance): Promise<string> {
+    const settings = poolSettingsSchema.parse(validPool(name, { labels: [label] }));
+    await client.workflow.start(RUNNER_POOL_WORKFLOW, {
+      taskQueue,
+      workflowId: poolWorkflowId(name),
+      args: [{ settings, timings: resolveTimings({}) }],
+      typedSearchAttributes: [{ key: RUNNER_POOL, value: name }],
+      memo: { ...poolMemoOf(settings), glance },
+    });
+    return name;
+  }
+  const glanceOf = (busy: number, queuedJobs: number): PoolGlance => ({
+    counts: { alive: busy, idle: 0, busy, starting: 0, leaving: 0 },
+    statuses: busy > 0 ? { running: busy } : {},
+    agents: busy > 0 ? { active: busy } : {},
+    queuedJobs,
+    desired: busy + queuedJobs,
+    minIdleRunners: 0,
+    at: Date.now(),
+  });
+  const jobsOf = async (pool: string): Promise<number[]> =>
+    (await jobQueuedSignals(pool)).flatMap((s) => (s.input as { jobs: { jobId: number }[] }).jobs.map((j) => j.jobId));
+
+  it('go to the one whose glance shows the most room, less the jobs routed to it since, without asking either', async () => {
+    const label = uniqueName('tie');
+    const base = uniqueName('tie').toLowerCase().slice(0, 40);
+    // Listed first, so the one a tie (or knowing nothing) goes to: full, three runners busy.
+    const full = await poolWithGlance(`${base}-a`, label, glanceOf(3, 0));
+    const empty = await poolWithGlance(`${base}-b`, label, glanceOf(0, 1));
+    await eventually(async () => ((await new PoolDirectory(client, 0).fetch()).filter((p) => p.memo?.glance && p.memo.labels.includes(label)).length === 2 ? true : undefined), 20_000, 'both pools listed with their glance');
+    const jobs = [++jobIds, ++jobIds, ++jobIds];
+    for (const jobId of jobs) await sink.jobQueued({ jobId, labels: [label], deliveryId: `d-tie-${jobId}` });
+    // Room for three, one job waiting: two jobs take its room, and the third ties at none and goes to the first.
+    // Asked instead, neither pool would answer (no worker runs them), and every job would go to the first.
+    expect(await jobsOf(empty)).toEqual(jobs.slice(0, 2));
+    expect(await jobsOf(full)).toEqual(jobs.slice(2));
   });
 });
 
