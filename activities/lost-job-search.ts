@@ -14,9 +14,10 @@ import { poolsKnowingJobs } from '../api/temporal/known-jobs';
 import { repositoriesToLookInto, stillUnreadable, UNREADABLE_LEFT_FOR_MS } from '../domain/lost-job-repositories';
 import { QUEUED_RUNS_PER_SWEEP, runsToLookInto, type LostJobRotation } from '../domain/lost-job-rotation';
 import { isAccessRefused, scopeKey, type GitHubPort, type GitHubRunner, type GitHubScope, type PushedRepository } from '../github/port';
-import { recentRepositoriesQuery, type PoolGlance, type QueuedJob } from '../workflows/pool-messages';
+import type { PoolGlance, QueuedJob } from '../workflows/pool-messages';
 import type { RecentRepository } from '../workflows/recent-repositories';
 import type { GitHubSweepReport } from './github-sweep-activities';
+import { RecentRepositoriesReader } from './recent-repositories-reader';
 import { reportErrorText } from './failures';
 
 /** The pools of one set of credentials and one GitHub scope, as the sweep finds them. */
@@ -52,14 +53,8 @@ export interface LostJobSearchDeps {
 
 export function createLostJobSearch(deps: LostJobSearchDeps) {
   const { client, now, queryTimeoutMs, pools } = deps;
-  /**
-   * Each pool's recent repositories as it last answered, with the digest of them its glance
-   * showed then (domain/name-set-digest.ts). While the digest stays the same, so does the list,
-   * and the pool is not asked again (unless the sweep has just routed a lost job, below): every
-   * sweep asked every organisation and enterprise pool, and a worker that cannot hold them all
-   * in its cache replayed each one for it.
-   */
-  const answered = new Map<string, { digest: string; repositories: RecentRepository[] }>();
+  /** Each pool's recent repositories, asked again only when its glance shows they changed (or the sweep has just routed a lost job, below). */
+  const recent = new RecentRepositoriesReader(client, queryTimeoutMs);
 
   /**
    * A failure named in the report. Looking beyond a pool's own scope (`refusedFor`: the
@@ -102,8 +97,7 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
   ): Promise<void> {
     const sink = deps.jobs;
     if (!sink) return;
-    const swept = new Set(sweptGroups.flatMap((group) => group.pools.map((pool) => pool.workflowId)));
-    for (const workflowId of answered.keys()) if (!swept.has(workflowId)) answered.delete(workflowId);
+    recent.keepOnly(new Set(sweptGroups.flatMap((group) => group.pools.flatMap((pool) => (pool.workflowId ? [pool.workflowId] : [])))));
     // Scopes only scale-set pools serve have no job a lost webhook could strand: their listeners
     // hear of every job from the scale set, so looking there would cost calls and find none.
     const groups = sweptGroups
@@ -242,7 +236,7 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
       try {
         // The pool it goes to hears of its repository now, and the next sweep may come before
         // visibility shows that pool's new glance: it asks the pools again.
-        answered.clear();
+        recent.forgetAll();
         await sink.jobQueued({ ...job, deliveryId: `sweep-${job.jobId}` });
         report.requeued.push({ jobId: job.jobId, repository: job.repository ?? '' });
         log.info('sweep found a queued job no pool knew of', { jobId: job.jobId, repository: job.repository, queuedAt: job.queuedAt });
@@ -302,17 +296,8 @@ export function createLostJobSearch(deps: LostJobSearchDeps) {
       group.pools.map(async (pool) => {
         const { workflowId } = pool;
         if (!workflowId) return;
-        const shown = pool.glance?.repositories;
-        const digest = shown ? `${shown.count}:${shown.digest}` : undefined;
         try {
-          const before = answered.get(workflowId);
-          let repositories: RecentRepository[];
-          if (digest !== undefined && before?.digest === digest) repositories = before.repositories;
-          else {
-            repositories = await client.withDeadline(Date.now() + queryTimeoutMs, () => client.workflow.getHandle(workflowId).query(recentRepositoriesQuery));
-            if (digest !== undefined) answered.set(workflowId, { digest, repositories });
-          }
-          for (const entry of repositories) {
+          for (const entry of await recent.of(workflowId, pool.glance)) {
             const key = entry[0].toLowerCase();
             if ((latest.get(key)?.[1] ?? -1) < entry[1]) latest.set(key, entry);
           }

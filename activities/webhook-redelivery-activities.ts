@@ -35,10 +35,11 @@ import {
   type RedeliveryState,
 } from '../domain/webhook-redelivery';
 import { isAccessRefused, scopeKey, type GitHubScope, type HookScope, type ScopeWebhooksPort, type WebhookDeliveriesPort, type WebhookDelivery } from '../github/port';
-import { poolStateQuery, recentRepositoriesQuery } from '../workflows/pool-messages';
+import { poolStateQuery } from '../workflows/pool-messages';
 import { githubOfMemo } from '../workflows/pool-memo';
 import { webhookRedeliveries, webhookRedeliveryLastRun } from '../observability/metrics';
 import { reportErrorText, toActivityFailure } from './failures';
+import { RecentRepositoriesReader } from './recent-repositories-reader';
 
 export interface RedeliveryArgs extends RedeliveryOptions {
   credentials: string;
@@ -109,16 +110,20 @@ const POOL_QUERIES_AT_ONCE = 16;
 /**
  * The scopes of the running pools (of this installation's task queue) that use the credentials,
  * from their memos (a query of a pool whose older memo does not name them). An enterprise
- * pool adds the organisations of the repositories it has lately had jobs from (one more
- * query): their webhooks carry its jobs' events.
+ * pool adds the organisations of the repositories it has lately had jobs from (one more query,
+ * when its glance shows they changed since it last answered): their webhooks carry its jobs'
+ * events.
  */
 export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs = 5_000, heartbeat = () => Context.current().heartbeat()): NonNullable<WebhookRedeliveryDeps['poolScopes']> {
   const directory = new PoolDirectory(client, 0, taskQueue);
+  const recentOf = new RecentRepositoriesReader(client, queryTimeoutMs);
   return async (credentials) => {
     const scopes = new Map<string, GitHubScope>();
     const heard = new Map<string, string>();
     const failed: { target: string; error: string }[] = [];
     const pools = (await directory.fetch()).filter((entry) => entry.memo);
+    // Kept for every pool listed, whatever its credentials: each call reads one credentials' pools.
+    recentOf.keepOnly(new Set(pools.map((entry) => entry.workflowId)));
     await eachConcurrently(pools, POOL_QUERIES_AT_ONCE, async (entry) => {
       try {
         const handle = client.workflow.getHandle(entry.workflowId);
@@ -129,8 +134,7 @@ export function poolScopesFrom(client: Client, taskQueue: string, queryTimeoutMs
         if (github.scope.kind === 'enterprise') {
           const enterprise = scopeKey(github.scope);
           try {
-            const recent = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(recentRepositoriesQuery));
-            for (const [repository] of recent) {
+            for (const [repository] of await recentOf.of(entry.workflowId, entry.memo?.glance)) {
               const org = repository.split('/')[0];
               if (org) heard.set(scopeKey({ kind: 'org', org: org.toLowerCase() }), enterprise);
             }

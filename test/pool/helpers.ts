@@ -2,9 +2,11 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { poolSettingsSchema, type PoolSettingsInput } from '../../domain/pool';
 import { runnerWorkflowId, runnerStatusSignal, stateQuery } from '../../workflows/messages';
-import { GLANCE_TIMER_SUMMARY, poolStateQuery, poolWorkflowId, type PoolView, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { PoolDirectory } from '../../api/pool-directory';
+import { GLANCE_TIMER_SUMMARY, jobQueuedSignal, poolStateQuery, poolWorkflowId, type PoolView, type RunnerPoolInput } from '../../workflows/pool-messages';
+import { poolMemoOf } from '../../workflows/pool-memo';
 import { runnerPool } from '../../workflows/runner-pool';
-import { FAST_TIMINGS, uniqueName } from '../support/temporal';
+import { eventually, FAST_TIMINGS, uniqueName } from '../support/temporal';
 
 export function poolSettings(overrides: Partial<PoolSettingsInput> = {}) {
   return poolSettingsSchema.parse({
@@ -62,3 +64,25 @@ export function idleRunners(view: PoolView): string[] {
 /** The timer a pool starts to write its glance once `poolGlanceInterval` is over: not one of its deadlines. */
 export const isGlanceTimer = (event: temporal.api.history.v1.IHistoryEvent): boolean =>
   new TextDecoder().decode(event.userMetadata?.summary?.data ?? new Uint8Array()).includes(GLANCE_TIMER_SUMMARY);
+
+/**
+ * A pool of no runners, started with the memo the API gives it and its glance written at every
+ * change, that hears of jobs queued from the repositories it is given: what the checks that read
+ * an organisation's or enterprise's recent repositories look at.
+ */
+export async function poolHearingRepositories(client: Client, taskQueue: string, settings: ReturnType<typeof poolSettings>) {
+  const pool = await client.workflow.start(runnerPool, {
+    taskQueue,
+    workflowId: poolWorkflowId(settings.name),
+    args: [{ settings, timings: { ...FAST_TIMINGS, poolGlanceIntervalMs: 0 } }],
+    memo: { ...poolMemoOf(settings) },
+  });
+  const directory = new PoolDirectory(client, 0);
+  return {
+    pool,
+    /** Waits for visibility to show the pool's glance with this many recent repositories. */
+    listedRepositories: (count: number) =>
+      eventually(async () => ((await directory.fetch()).find((p) => p.name === settings.name)?.memo?.glance?.repositories?.count === count ? true : undefined), 20_000, `visibility to list a glance of ${count} repositories`),
+    queue: (jobId: number, repository: string) => pool.signal(jobQueuedSignal, { jobId, labels: settings.labels, repository, queuedAt: new Date().toISOString() }),
+  };
+}
