@@ -70,11 +70,14 @@ export interface BenchPool {
   labels: string[];
 }
 
-/** An ephemeral pool of its own repo and labels, so its jobs match no other pool. */
-export async function createPool(stack: AnyBenchStack, maxRunners: number): Promise<BenchPool> {
+/**
+ * An ephemeral pool of its own repo and labels, so its jobs match no other pool; or, `like`
+ * another, of that one's repo and labels and priority: a twin, which every job of one ties with.
+ */
+export async function createPool(stack: AnyBenchStack, maxRunners: number, like?: BenchPool): Promise<BenchPool> {
   const name = uniqueName('bench').toLowerCase().slice(0, 40);
-  const repo = name;
-  const labels = ['self-hosted', 'linux', repo];
+  const repo = like ? like.repository.slice('bench/'.length) : name;
+  const labels = like ? like.labels : ['self-hosted', 'linux', repo];
   const settings: PoolSettingsInput = {
     name,
     github: { credentials: 'default', scope: { kind: 'repo', owner: 'bench', repo } },

@@ -11,7 +11,7 @@
  * the intake alone; `--max-runners` lets the pool make runners meanwhile.
  * Afterwards it checks every job reached its place (pool queue or unmatched record).
  *
- *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms] [--pace 20ms] [--warm-up 3] [--no-keep-alive]
+ *   npx tsx bench/webhook-intake.ts [--rate 500] [--seconds 10] [--max-runners 0] [--processes] [--relay-after 30ms] [--pace 20ms] [--warm-up 3] [--no-keep-alive] [--twin]
  *
  * The table also gives the p99 of each second of the burst, which shows where
  * in it the tail lies.
@@ -25,6 +25,9 @@
  * --processes gives each a process of its own, as a larger deployment does.
  * --relay-after sets `api.intakeRelayAfter` (0 turns the relay off), --pace
  * `api.intakePace` (least time between two signals to one pool).
+ *
+ * --twin adds a second pool with the bench pool's labels, repository and priority: every
+ * matching job is then a tie, which routing breaks by the pools' free capacity.
  *
  * The sender keeps its connections alive, as a reverse proxy with upstream keep-alive
  * does; --no-keep-alive opens one per delivery, as one without it (nginx's default) does.
@@ -71,6 +74,7 @@ async function main(): Promise<void> {
   const stack = processes ? await startProcessBenchStack(temporal.address, 1_000, 8, { api }) : await startBenchStack(temporal.address, 1_000, 8, { api });
   try {
     const pool = await createPool(stack, maxRunners);
+    const pools = process.argv.includes('--twin') ? [pool, await createPool(stack, maxRunners, pool)] : [pool];
     const example = officialQueuedExample();
     const total = rate * seconds;
     const firstId = 7_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
@@ -97,7 +101,7 @@ async function main(): Promise<void> {
       (matching ? matchingIds : unmatchedIds).add(id);
       return delivery(id, matching);
     });
-    console.log(`webhook-intake: ${total} signed queued deliveries at ${rate}/s for ${seconds} s (half matching pool ${pool.name}, max ${maxRunners} runners, ${keepAlive ? "connections kept alive" : "a connection per delivery"}) on ${temporal.address}`);
+    console.log(`webhook-intake: ${total} signed queued deliveries at ${rate}/s for ${seconds} s (half matching pool${pools.length > 1 ? 's' : ''} ${pools.map((p) => p.name).join(' and ')}, max ${maxRunners} runners each, ${keepAlive ? "connections kept alive" : "a connection per delivery"}) on ${temporal.address}`);
     const apiUrl = 'processes' in stack ? stack.apis[0]!.url! : stack.api.url;
     const webhookSecret = stack.webhookSecret;
     const pids = {
@@ -119,8 +123,8 @@ async function main(): Promise<void> {
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(pids));
     // Handed over durably means: the pool counts every matching job and the unmatched record got the others.
     // Asked by id: the pool's view lists only its oldest queued jobs.
-    const poolHandle = stack.client.workflow.getHandle(poolWorkflowId(pool.name));
-    const pending = async () => (await poolHandle.query(knownJobsQuery, { jobIds: [...matchingIds] })).length;
+    const perPool = () => Promise.all(pools.map(async (p) => (await stack.client.workflow.getHandle(poolWorkflowId(p.name)).query(knownJobsQuery, { jobIds: [...matchingIds] })).length));
+    const pending = async () => (await perPool()).reduce((a, b) => a + b, 0);
     const reachedPool = (await until(async () => {
       const n = await pending();
       return n >= matchingIds.size ? n : undefined;
@@ -131,11 +135,12 @@ async function main(): Promise<void> {
     const relays = { pool: 0, unmatched: 0 };
     const openRelays: string[] = [];
     for await (const relay of stack.client.workflow.list({ query: `WorkflowType = '${JOB_RELAY_WORKFLOW}' AND TaskQueue = '${taskQueue}'` })) {
-      relays[relay.workflowId.startsWith(`jobs/relay/${poolWorkflowId(pool.name)}/`) ? 'pool' : 'unmatched'] += 1;
+      relays[pools.some((p) => relay.workflowId.startsWith(`jobs/relay/${poolWorkflowId(p.name)}/`)) ? 'pool' : 'unmatched'] += 1;
       if (relay.status.name === 'RUNNING') openRelays.push(relay.workflowId);
     }
     const unmatchedSeen = (await unmatchedHandle.query(unmatchedJobsQuery).catch(() => [])).filter((j) => unmatchedIds.has(j.jobId)).length;
-    await removePool(stack, pool);
+    const split = pools.length > 1 ? (await perPool()).join(' / ') : undefined;
+    for (const p of pools) await removePool(stack, p);
     await unmatchedHandle.terminate('bench cleanup').catch(() => undefined);
     // Every job has reached its place by now; a relay would end on its own only after idling, with a worker still running.
     await Promise.all(openRelays.map((id) => stack.client.workflow.getHandle(id).terminate('bench cleanup').catch(() => undefined)));
@@ -160,7 +165,8 @@ async function main(): Promise<void> {
       },
       { figure: '5xx answers', value: String(server5xx), target: '0', met: server5xx === 0 },
       { figure: `no answer within ${GITHUB_TIMEOUT_MS / 1000} s`, value: String(result.timeouts), target: '0', met: result.timeouts === 0 },
-      { figure: 'matching jobs the pool counts', value: `${reachedPool}/${matchingIds.size}`, target: 'all', met: reachedPool === matchingIds.size },
+      { figure: pools.length > 1 ? 'matching jobs the two pools count' : 'matching jobs the pool counts', value: `${reachedPool}/${matchingIds.size}`, target: 'all', met: reachedPool === matchingIds.size },
+      ...(split ? [{ figure: 'matching jobs each pool took (ties broken by free capacity)', value: split }] : []),
       { figure: 'relays started (a target slow to take jobs): for the pool / the unmatched record', value: `${relays.pool} / ${relays.unmatched}` },
       ...cpu
         .filter(({ what }) => !what.includes(': '))
