@@ -341,6 +341,7 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
     if (report.repaired && report.repaired.length > 0) livenessFindings.inc({ ...labels, finding: 'pool_reset' }, report.repaired.length);
     if (report.stuckRunnersEnded && report.stuckRunnersEnded.length > 0) livenessFindings.inc({ ...labels, finding: 'runner_stuck' }, report.stuckRunnersEnded.length);
     if (report.uncounted.length > 0) livenessFindings.inc({ ...labels, finding: 'not_counted' }, report.uncounted.length);
+    if (report.poolsAskedToLook && report.poolsAskedToLook.length > 0) livenessFindings.inc({ ...labels, finding: 'pool_asked_to_look' }, report.poolsAskedToLook.length);
     if (report.failed.length > 0) livenessFindings.inc({ ...labels, finding: 'failed_call' }, report.failed.length);
     livenessLastRun.set(labels, Date.now() / 1000);
   }

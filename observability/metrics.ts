@@ -145,7 +145,7 @@ export const sweepLastRun = new Gauge({
 
 export const livenessFindings = new Counter({
   name: 'runnerflow_liveness_findings_total',
-  help: 'Runners the liveness passes told of something wrong, by provider, check (machines|github) and finding: machine_gone, machine_stopped, machine_error, runner_offline, runner_missing (the runner looks again before it leaves), pool_gone and not_counted (asked to leave: its pool no longer runs, or does not count it), failed_call (a listing, query or signal that failed; the next pass tries again)',
+  help: 'Runners the liveness passes told of something wrong, by provider, check (machines|github) and finding: machine_gone, machine_stopped, machine_error, runner_offline, runner_missing (the runner looks again before it leaves), pool_gone and not_counted (asked to leave: its pool no longer runs, or does not count it), pool_asked_to_look (a pool whose glance kept disagreeing with the runners listed for it, asked to look for runners that ended unreported), failed_call (a listing, query or signal that failed; the next pass tries again)',
   labelNames: ['provider', 'check', 'finding'],
   registers: [registry],
 });

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PoolDirectory } from '../../api/pool-directory';
+import { livenessFindings } from '../../observability/metrics';
 import { runnerWorkflowId } from '../../workflows/messages';
 import { auditPoolSignal, countedRunnersQuery, deletePoolSignal, poolStateQuery, poolWorkflowId } from '../../workflows/pool-messages';
 import { poolMemoOf } from '../../workflows/pool-memo';
@@ -68,6 +69,9 @@ describe('a pool the machine pass asks to look', () => {
       expect(first.poolsAskedToLook).toBeUndefined();
       const second = await runLiveness(rig, { provider: provider.name, check: 'machines' });
       expect(second.poolsAskedToLook).toEqual([{ pool: settings.name, why: '1 open runner workflow(s) listed against 2 the pool counts' }]);
+      // Counted where operators alert: a count that keeps rising means runners end without telling their pools.
+      const counted = (await livenessFindings.get()).values.find((v) => v.labels.provider === provider.name && v.labels.finding === 'pool_asked_to_look');
+      expect(counted?.value).toBe(1);
 
       // The pool looks for itself, drops the runner and makes another in its place.
       await eventually(async () => ((await pool.query(countedRunnersQuery)).includes(ended) ? undefined : true), 20_000, 'the pool to drop the terminated runner');
