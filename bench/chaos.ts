@@ -2,12 +2,13 @@
  * The chaos campaign (see bench/chaos/campaign.ts), on its own Temporal dev
  * server with a persistent SQLite file so that the server restart keeps state.
  *
- *   npx tsx bench/chaos.ts [--jobs 200] [--full] [--seed N] [--minutes M] [--no-machine-kills] [--no-server-restart] [--scale-set [--broker]] [--org | --enterprise] [--workers N] [--apis N]
+ *   npx tsx bench/chaos.ts [--jobs 200] [--full] [--seed N] [--minutes M] [--no-machine-kills] [--no-server-restart] [--scale-set [--broker]] [--org | --enterprise] [--workers N] [--apis N] [--looks-asked]
  *
  * --full runs 1,000 lifecycles; --scale-set makes the pool a runner scale set, whose jobs --broker has GitHub's
  * broker assign with no offer to acquire; --org makes it an organisation's pool, whose jobs come from three
  * of its repositories; --enterprise an enterprise's, whose jobs come from two organisations' repositories.
- * --workers and --apis run that many of each (1 by default), killed one at a time. Loopback only; the dev server listens on
+ * --workers and --apis run that many of each (1 by default), killed one at a time. --looks-asked leaves the pools'
+ * own looks hourly, as in production, so what ended unreported is found only through the liveness pass's asks. Loopback only; the dev server listens on
  * CHAOS_TEMPORAL_PORT (a free port by default) and is stopped at the end.
  */
 import { bundleWorkflows } from '../worker/workflow-bundle';
@@ -62,6 +63,7 @@ runBench('chaos', async () => {
       lifecycles,
       seed,
       killMachines: !has('no-machine-kills'),
+      looksAsked: has('looks-asked'),
       workers: intArg('workers', 1),
       apis: intArg('apis', 1),
       workflowBundlePath: bundlePath,

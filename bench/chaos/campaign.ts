@@ -60,6 +60,12 @@ export interface ChaosOptions {
   restartTemporal?: (downMs: number) => Promise<void>;
   /** Kill machines under idle and busy runners (needs the instances' liveness checks to converge). */
   killMachines: boolean;
+  /**
+   * The pools' own looks at their production backstop (hourly) instead of campaign speed: a runner
+   * that ended unreported, or a terminated listener, is then found only because the liveness
+   * machine pass asks its pool to look (`auditPool`).
+   */
+  looksAsked?: boolean;
   /** Provider create and delete failure rate (0.3 by default). */
   providerFailureRate?: number;
   /**
@@ -120,6 +126,8 @@ export interface ChaosReport {
   /** Pools the liveness passes reset, and runner workflows they ended, stuck on a nondeterminism error. */
   poolsReset: number;
   stuckRunnersEnded: number;
+  /** Why the machine passes asked the pool to look for itself, once per ask (activities/pool-look-requests.ts). */
+  poolLooksAsked: string[];
   /** Jobs GitHub had run that the pool still held as queued: taken out by the sweeps, and still held when the pool was deleted. */
   settledJobs: { takenOut: number; stillHeld: number[] };
   /** GitHub API calls the campaign cost, against the simulated installation's hourly limit. */
@@ -165,6 +173,11 @@ const TIMINGS = {
   // minutes for a session while the weather went on.
   scaleSetConflictRetry: 3_000,
 };
+/** The campaign's timings with the pools' own looks left at their default: hourly while the liveness passes run. */
+function timingsWithoutOwnLooks(): Omit<typeof TIMINGS, 'poolAuditInterval'> {
+  const { poolAuditInterval: _ownLooks, ...rest } = TIMINGS;
+  return rest;
+}
 /**
  * Liveness passes at campaign speed: a killed machine or a lost `completed` webhook is noticed within
  * seconds, and a pool stuck on a nondeterminism error is reset while the campaign's jobs still wait for it.
@@ -293,7 +306,7 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
       // A provider name of its own: sweep and liveness schedules are per provider, and the suite's server is shared.
       simulatedProvider: provider,
       githubTokenCredentials: credentials,
-      config: { timings: TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s', lostJobAge: '15s' }, liveness: LIVENESS, redelivery: REDELIVERY },
+      config: { timings: options.looksAsked ? timingsWithoutOwnLooks() : TIMINGS, controllerId: uniqueName('chaos-ctl'), sweep: { interval: '5s', gracePeriod: '10s', lostJobAge: '15s' }, liveness: LIVENESS, redelivery: REDELIVERY },
       // A session nobody polls lapses at campaign speed: the terminated listener's blocks its successor for 20 s, not 2 minutes.
       simulator: { jobDurationMs: 500, webhookConcurrency: 8, rateLimit: GITHUB_HOURLY_LIMIT, sessionIdleTimeoutMs: 20_000 },
     }),
@@ -406,10 +419,10 @@ export async function runChaosCampaign(options: ChaosOptions): Promise<ChaosRepo
     const measured = await measureOutcome({ client: stack.client, taskQueue, sim: stack.sim, machines: stack.machines, jobIds });
     const outcome = { ...measured, duplicateMachines: measured.duplicateMachines.filter((name) => !driver.vanished.has(name) && !driver.resets.has(name)) };
     for (const id of outcome.openWorkflows) log(`chaos: still open: ${await describeOpen(stack, id)}`);
-    const { asked, poolsReset, stuckRunnersEnded } = await livenessOutcomes(stack, provider);
+    const { asked, poolsReset, stuckRunnersEnded, poolLooksAsked } = await livenessOutcomes(stack, provider);
     const uncounted = { asked, notReset: asked.filter((name) => !driver.resets.has(name)) };
     const settledJobs = { takenOut: await settledJobsTakenOut(stack, provider), stillHeld };
-    return { seed: options.seed, mode, scope: options.scope ?? 'repo', ...(mode === 'scaleSet' ? { scaleSetAssignment: options.scaleSetAssignment ?? 'acquire' } : {}), scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, settledJobs, github, outcome };
+    return { seed: options.seed, mode, scope: options.scope ?? 'repo', ...(mode === 'scaleSet' ? { scaleSetAssignment: options.scaleSetAssignment ?? 'acquire' } : {}), scaleSetsLeft: scaleSetsLeft(), lifecycles: options.lifecycles, elapsedMs: Date.now() - started, injected, uncounted, poolsReset, stuckRunnersEnded, poolLooksAsked, settledJobs, github, outcome };
   } finally {
     // The schedule lives in the server, not in the stack; deleted while the stack's connection is open.
     await stack.client.schedule.getHandle(redeliveryScheduleId(credentials)).delete().catch(() => undefined);
@@ -469,16 +482,18 @@ async function* scheduleRuns<R>(
 }
 
 /** Runners the provider's liveness passes asked to leave because their pool did not count them, and the stuck pools and runners they healed. */
-async function livenessOutcomes(stack: ProcessStack, provider: string): Promise<{ asked: string[]; poolsReset: number; stuckRunnersEnded: number }> {
+async function livenessOutcomes(stack: ProcessStack, provider: string): Promise<{ asked: string[]; poolsReset: number; stuckRunnersEnded: number; poolLooksAsked: string[] }> {
   const names = new Set<string>();
   let poolsReset = 0;
   let stuckRunnersEnded = 0;
+  const poolLooksAsked: string[] = [];
   for await (const { report } of scheduleRuns<LivenessReport>(stack, LIVENESS_CHECK_WORKFLOW, livenessScheduleId(provider, 'machines'), { completedOnly: true })) {
     for (const { name } of report?.uncounted ?? []) names.add(name);
     poolsReset += report?.repaired?.length ?? 0;
     stuckRunnersEnded += report?.stuckRunnersEnded?.length ?? 0;
+    for (const { why } of report?.poolsAskedToLook ?? []) poolLooksAsked.push(why);
   }
-  return { asked: [...names].sort(), poolsReset, stuckRunnersEnded };
+  return { asked: [...names].sort(), poolsReset, stuckRunnersEnded, poolLooksAsked };
 }
 
 /** Jobs the provider's sweeps took out of a pool's queue because GitHub had already run them. */

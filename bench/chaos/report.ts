@@ -31,6 +31,10 @@ export function printChaosReport(report: ChaosReport): number {
     { figure: 'jobs GitHub had run, still queued in the pool when it was deleted', value: list(report.settledJobs.stillHeld), target: '0', met: report.settledJobs.stillHeld.length === 0 },
     { figure: 'pools reset, stuck on a nondeterminism error', value: String(report.poolsReset) },
     { figure: 'runner workflows ended, stuck on a nondeterminism error', value: String(report.stuckRunnersEnded) },
+    {
+      figure: 'pool asked to look for itself by the machine pass',
+      value: report.poolLooksAsked.length === 0 ? '0' : `${report.poolLooksAsked.length} (${[...new Set(report.poolLooksAsked)].slice(0, 3).join('; ')})`,
+    },
     { figure: 'webhooks lost / duplicated / overtaken by their job\'s later events', value: `${injected.webhooksLost} / ${injected.webhooksDuplicated} / ${injected.webhooksDelayed}` },
     { figure: 'jobs whose start and end webhooks were both lost', value: String(injected.jobsSilenced) },
     {
