@@ -209,9 +209,11 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
    * listed before the pools, so a glance can only be newer than the listing it is compared with.
    */
   async function askPoolsToLook(open: readonly LiveInstance[], pools: readonly PoolEntry[], report: LivenessReport): Promise<void> {
-    const ours = pools.filter((entry) => entry.memo?.provider === report.provider && entry.memo.glance?.started);
-    const scaleSetPools = ours.filter((entry) => entry.memo?.mode === 'scaleSet' && !entry.memo.deleting);
-    const listening = scaleSetPools.length > 0 ? await runningListeners(report) : undefined;
+    // This provider's pools whose glance has the digest, each with whether it needs a listener.
+    const ours = pools.flatMap(({ name, memo }) =>
+      memo?.provider === report.provider && memo.glance?.started ? [{ name, glance: memo.glance, needsListener: memo.mode === 'scaleSet' && !memo.deleting }] : [],
+    );
+    const listening = ours.some((p) => p.needsListener) ? await runningListeners(report) : undefined;
     const byPool = new Map<string, { open: string[]; running: number }>();
     for (const { name, pool, status } of open) {
       if (!pool) continue;
@@ -221,16 +223,15 @@ export function createLivenessActivities(deps: LivenessActivityDeps) {
       byPool.set(pool, listed);
     }
     const disagreements = new Map<string, Disagreement>();
-    for (const entry of ours) {
-      const listed = byPool.get(entry.name);
-      const needsListener = entry.memo?.mode === 'scaleSet' && !entry.memo.deleting && listening !== undefined;
+    for (const { name, glance, needsListener } of ours) {
+      const listed = byPool.get(name);
       const found = poolDisagreement({
-        glance: entry.memo!.glance!,
+        glance,
         open: listed?.open ?? [],
         listedRunning: listed?.running ?? 0,
-        ...(needsListener ? { listenerRuns: listening.has(scaleSetListenerId(entry.name)) } : {}),
+        ...(needsListener && listening ? { listenerRuns: listening.has(scaleSetListenerId(name)) } : {}),
       });
-      if (found) disagreements.set(entry.name, found);
+      if (found) disagreements.set(name, found);
     }
     let requests = lookRequests.get(report.provider);
     if (!requests) lookRequests.set(report.provider, (requests = new PoolLookRequests(deps.poolAskIntervalMs ?? 10 * 60_000)));

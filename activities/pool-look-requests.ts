@@ -7,8 +7,8 @@
  *
  * The liveness machine pass already lists every open runner of its provider and every pool's
  * glance. Compared, the two tell a pool that may have something to find from one that has not,
- * so the pass asks only the former to look (`auditPool`): one visibility listing per pass
- * however many pools, and the pools' own timers can be a slow backstop. For each pool whose
+ * so the pass asks only the former to look (`auditPool`): a few visibility listings per pass
+ * (runners, pools, listeners) however many pools, and the pools' own timers can be a slow backstop. For each pool whose
  * glance has the digest of the runners it counts as existing (`started`), the pass compares:
  *
  * - that digest with the digest of the pool's open runners as listed: a runner that ended
